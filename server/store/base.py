@@ -1,0 +1,198 @@
+"""The `StreamStore` contract: what the stream and consumer code may ask of storage.
+
+One contract, two backends (`memory.MemoryStore`, `file.FileStore`). Stream and
+consumer code never knows which backend it has. Every backend passes the same
+contract test suite (tests/test_store.py, parametrized over both).
+
+Semantics (modelled on nats-server's `StreamStore`):
+- Sequences start at 1 and only grow. `store()` assigns `last_seq + 1`.
+  Removing messages never reuses a sequence. After a full purge the stream is
+  empty with `first_seq == last_seq + 1`.
+- `first_seq` is the lowest sequence still present (or `last_seq + 1` when
+  empty); interior deletes count in `num_deleted`.
+- Subject filters may use NATS wildcards (`*`, `>`); `None` or `">"` match all.
+- Timestamps are wall-clock nanoseconds supplied by the caller (the stream
+  takes them from its injected clock), never read by the store.
+- `headers` is the raw NATS header block (`NATS/1.0\\r\\n...`) or None.
+- A message's stored size, for `max_bytes` and `bytes` in state, is
+  `len(subject) + len(headers or b"") + len(data) + 16`, the nats-server
+  `fileStoreMsgSize`-style accounting simplified to one formula used by both
+  backends.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+RECORD_OVERHEAD: int = 16
+
+
+def message_size(subject: str, headers: bytes | None, data: bytes) -> int:
+    """Bytes a message counts against `max_bytes` (same formula in every backend)."""
+    return len(subject) + len(headers or b"") + len(data) + RECORD_OVERHEAD
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    subject: str
+    seq: int
+    timestamp_ns: int
+    headers: bytes | None
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return message_size(self.subject, self.headers, self.data)
+
+
+@dataclass(slots=True)
+class StoreState:
+    msgs: int = 0
+    bytes: int = 0
+    first_seq: int = 1
+    first_ts_ns: int = 0
+    last_seq: int = 0
+    last_ts_ns: int = 0
+    num_deleted: int = 0
+    num_subjects: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectInfo:
+    """Per-subject index entry: how many messages, first and last sequence."""
+
+    msgs: int
+    first_seq: int
+    last_seq: int
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    """What a backend found when it opened existing data (file store only)."""
+
+    recovered_msgs: int = 0
+    lost_msgs: int = 0
+    lost_bytes: int = 0
+    used_snapshot: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class StoreError(Exception):
+    """Storage failed (I/O error, closed store)."""
+
+
+class StreamStore(ABC):
+    """Message storage for one stream."""
+
+    # -- writing -------------------------------------------------------------
+    @abstractmethod
+    def store(self, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int) -> int:
+        """Append a message; return its sequence (`last_seq + 1`).
+
+        On return the bytes have been handed to the OS (file store), so a killed
+        process does not lose them; `sync()` makes them durable."""
+
+    @abstractmethod
+    def skip_to(self, seq: int) -> None:
+        """Move `last_seq` forward so the next stored sequence is `seq`
+        (used when a stream is created with `first_seq`). Only valid when empty."""
+
+    @abstractmethod
+    def remove(self, seq: int, erase: bool = False) -> bool:
+        """Delete one message; False if it was not there. `erase` overwrites the
+        bytes on disk as well (STREAM.MSG.DELETE without `no_erase`)."""
+
+    @abstractmethod
+    def purge(
+        self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
+    ) -> int:
+        """Remove messages and return how many. With no arguments: everything
+        (then `first_seq = last_seq + 1`). `subject` restricts to a filter.
+        `up_to_seq` removes sequences strictly below it. `keep` keeps the newest
+        `keep` messages (per the filter when `subject` is given). `up_to_seq`
+        and `keep` are exclusive."""
+
+    @abstractmethod
+    def compact(self, seq: int) -> int:
+        """Remove every message with a sequence below `seq`; return how many."""
+
+    # -- reading -------------------------------------------------------------
+    @abstractmethod
+    def load(self, seq: int) -> StoredMessage | None:
+        """The message at `seq`, or None if absent (deleted, purged, never stored)."""
+
+    @abstractmethod
+    def load_next(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        """The first message with `seq >= start_seq` whose subject matches any
+        of `filters` (None or empty = all)."""
+
+    @abstractmethod
+    def load_last(self, subject_filter: str | None = None) -> StoredMessage | None:
+        """The newest message matching `subject_filter` (wildcards allowed)."""
+
+    @abstractmethod
+    def load_prev(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        """The last message with `seq <= start_seq` matching `filters`."""
+
+    def iter_range(
+        self, start_seq: int, end_seq: int, filters: Sequence[str] | None = None
+    ) -> Iterator[StoredMessage]:
+        """Messages with `start_seq <= seq <= end_seq` matching `filters`, in order.
+        Backends may override with something faster."""
+        seq = start_seq
+        while seq <= end_seq:
+            msg = self.load_next(seq, filters)
+            if msg is None or msg.seq > end_seq:
+                return
+            yield msg
+            seq = msg.seq + 1
+
+    @abstractmethod
+    def seq_for_time(self, timestamp_ns: int) -> int:
+        """The first sequence whose timestamp is >= `timestamp_ns`
+        (`last_seq + 1` when none is)."""
+
+    # -- per-subject index ---------------------------------------------------
+    @abstractmethod
+    def subject_info(self, subject: str) -> SubjectInfo | None:
+        """Index entry for one literal subject, or None when it has no messages."""
+
+    @abstractmethod
+    def subjects(self, subject_filter: str | None = None) -> dict[str, SubjectInfo]:
+        """Index entries for every subject matching the filter."""
+
+    @abstractmethod
+    def num_pending(self, start_seq: int, filters: Sequence[str] | None = None) -> int:
+        """How many present messages have `seq >= start_seq` and match `filters`."""
+
+    # -- state and lifecycle ------------------------------------------------
+    @abstractmethod
+    def state(self) -> StoreState:
+        """Counts and bounds; cheap (no scan)."""
+
+    @abstractmethod
+    def deleted(self) -> list[int]:
+        """Sequences between first_seq and last_seq that are absent (interior deletes)."""
+
+    @abstractmethod
+    def sync(self) -> None:
+        """Make everything stored so far durable (fsync for the file store)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release resources; a file store writes its index snapshot."""
+
+    @abstractmethod
+    def destroy(self) -> None:
+        """Close and delete all data (stream deleted)."""
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        """What was found on open (empty report for memory)."""
+        return RecoveryReport()
