@@ -1,0 +1,1 @@
+"""The `$JS.API` handlers: one module per area, all registered in `registry`."""
