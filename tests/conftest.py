@@ -63,3 +63,20 @@ async def nc(server: ServerProcess) -> AsyncIterator[NATS]:
 @pytest.fixture
 async def js(nc: NATS) -> JetStreamContext:
     return nc.jetstream()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession for the whole test session, with `jetstream` registered."""
+    from spark_jetstream.local import local_spark_session
+
+    session = local_spark_session("spark-jetstream-tests", cores=2)
+    try:
+        import spark_jetstream
+
+        register = getattr(spark_jetstream, "register", None)
+        if register is not None:
+            register(session)
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,1 @@
+"""The `jetstream` Spark data source for NATS JetStream."""
