@@ -1,0 +1,218 @@
+"""`IndexedStore`: the whole `StreamStore` contract on top of a `MessageIndex`.
+
+Both backends derive from it, so purge/compact/filter/pending semantics are
+written once and are identical by construction. A backend supplies payload
+storage only, through four hooks:
+
+- `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
+  append one entry to each of its index columns (called before the index
+  append, so a failed write leaves the index untouched);
+- `_get(seq)`: the `StoredMessage` for a present sequence;
+- `_drop(seqs, erase)`: the sequences are about to be removed (tombstones,
+  erasure); called before the index changes;
+- `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
+  the default only updates the index.
+
+Purge semantics follow nats-server `PurgeEx`: with no subject (or ">"),
+`up_to_seq > 1` is `compact(up_to_seq)` and `keep` is
+`compact(last_seq - keep + 1)` (so interior deletes near the end count
+against `keep`, as in nats-server); an `up_to_seq` of 0 or 1 means "no bound".
+With a subject, the oldest matching messages below `up_to_seq` are removed,
+leaving the newest `keep` matching ones. Not thread-safe: one owner (the
+server's event loop thread) calls a store.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterator, Sequence
+
+from server.store.base import (
+    StoredMessage,
+    StoreError,
+    StoreState,
+    StreamStore,
+    SubjectInfo,
+    message_size,
+)
+from server.store.filters import matches_all
+from server.store.index import MessageIndex
+
+MAX_MESSAGE_BYTES = 0xFFFFFFFF
+
+
+class IndexedStore(StreamStore):
+    """Contract logic shared by the memory and file backends."""
+
+    def __init__(self, index: MessageIndex) -> None:
+        self._index = index
+        self._closed = False
+
+    # -- backend hooks ---------------------------------------------------------
+    @abstractmethod
+    def _put(
+        self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
+    ) -> None: ...
+
+    @abstractmethod
+    def _get(self, seq: int) -> StoredMessage: ...
+
+    @abstractmethod
+    def _drop(self, seqs: Sequence[int], erase: bool) -> None: ...
+
+    def _floor(self, seq: int) -> int:
+        return self._index.floor(seq)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("store is closed")
+
+    # -- writing ---------------------------------------------------------------
+    def store(self, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int) -> int:
+        self._check_open()
+        if not subject:
+            raise ValueError("subject must not be empty")
+        size = message_size(subject, headers, data)
+        if size > MAX_MESSAGE_BYTES:
+            raise ValueError(f"message of {size} bytes is too large to store")
+        index = self._index
+        seq = index.last_seq + 1
+        self._put(seq, subject, headers, data, timestamp_ns)
+        index.append(subject, timestamp_ns, size)
+        return seq
+
+    def skip_to(self, seq: int) -> None:
+        self._check_open()
+        index = self._index
+        if index.msgs:
+            raise StoreError(f"skip_to({seq}) needs an empty store, it holds {index.msgs} messages")
+        if seq < index.last_seq + 1:
+            raise ValueError(f"skip_to({seq}) would move back below last sequence {index.last_seq}")
+        if seq > index.last_seq + 1:
+            self._floor(seq)
+
+    def remove(self, seq: int, erase: bool = False) -> bool:
+        self._check_open()
+        if not self._index.present(seq):
+            return False
+        self._drop((seq,), erase)
+        self._index.remove(seq)
+        return True
+
+    def _remove_many(self, seqs: Sequence[int]) -> int:
+        if not seqs:
+            return 0
+        self._drop(seqs, False)
+        remove = self._index.remove
+        for seq in seqs:
+            remove(seq)
+        return len(seqs)
+
+    def purge(
+        self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
+    ) -> int:
+        self._check_open()
+        if up_to_seq and keep:
+            raise ValueError("purge: up_to_seq and keep are mutually exclusive")
+        if (up_to_seq is not None and up_to_seq < 0) or (keep is not None and keep < 0):
+            raise ValueError("purge: up_to_seq and keep must not be negative")
+        index = self._index
+        if matches_all(subject):
+            if up_to_seq and up_to_seq > 1:
+                return self.compact(up_to_seq)
+            if keep:
+                if keep >= index.msgs:
+                    return 0
+                return self.compact(index.last_seq - keep + 1)
+            return self._floor(index.last_seq + 1)
+        sids = index.resolve(subject)
+        assert sids is not None
+        total = index.total_msgs(sids)
+        limit = total
+        if keep:
+            if keep >= total:
+                return 0
+            limit = total - keep
+        if limit <= 0:
+            return 0
+        hi = up_to_seq - 1 if up_to_seq and up_to_seq > 1 else index.last_seq
+        seqs = index.seqs_matching(sids, index.first_seq_for(sids), hi, limit)
+        return self._remove_many(seqs)
+
+    def compact(self, seq: int) -> int:
+        self._check_open()
+        if seq <= 0:
+            return self._floor(self._index.last_seq + 1)
+        if seq <= self._index.first_seq:
+            return 0
+        return self._floor(seq)
+
+    # -- reading ---------------------------------------------------------------
+    def load(self, seq: int) -> StoredMessage | None:
+        self._check_open()
+        if not self._index.present(seq):
+            return None
+        return self._get(seq)
+
+    def load_next(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        seq = index.next_seq(start_seq, index.resolve(filters))
+        return self._get(seq) if seq else None
+
+    def load_last(self, subject_filter: str | None = None) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        seq = index.last_seq_for(index.resolve(subject_filter))
+        return self._get(seq) if seq else None
+
+    def load_prev(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        seq = index.prev_seq(start_seq, index.resolve(filters))
+        return self._get(seq) if seq else None
+
+    def iter_range(
+        self, start_seq: int, end_seq: int, filters: Sequence[str] | None = None
+    ) -> Iterator[StoredMessage]:
+        self._check_open()
+        index = self._index
+        sids = index.resolve(filters)
+        seq = start_seq
+        while seq <= end_seq:
+            found = index.next_seq(seq, sids)
+            if not found or found > end_seq:
+                return
+            yield self._get(found)
+            seq = found + 1
+
+    def seq_for_time(self, timestamp_ns: int) -> int:
+        self._check_open()
+        return self._index.seq_for_time(timestamp_ns)
+
+    # -- per-subject index -----------------------------------------------------
+    def subject_info(self, subject: str) -> SubjectInfo | None:
+        self._check_open()
+        return self._index.subject_info(subject)
+
+    def subjects(self, subject_filter: str | None = None) -> dict[str, SubjectInfo]:
+        self._check_open()
+        return self._index.subjects(subject_filter)
+
+    def num_pending(self, start_seq: int, filters: Sequence[str] | None = None) -> int:
+        self._check_open()
+        index = self._index
+        return index.count_from(start_seq, index.resolve(filters))
+
+    # -- state -----------------------------------------------------------------
+    def state(self) -> StoreState:
+        self._check_open()
+        return self._index.state()
+
+    def deleted(self) -> list[int]:
+        self._check_open()
+        return self._index.deleted()
