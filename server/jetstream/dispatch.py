@@ -1,0 +1,76 @@
+"""The `$JS.API.>` entry: parse the subject, route, answer in the JSON envelope.
+
+`dispatch(engine, subject, reply, headers, payload)` strips the API prefix
+(`$JS.API.` or `$JS.<domain>.API.`), resolves the handler through
+api/registry.py, runs it and publishes its answer to `reply` with
+`"type": "io.nats.jetstream.api.v1.<name>_response"` first. An `ApiError`
+becomes `{"type", "error": {code, err_code, description}}`; any other
+exception is logged with its traceback and answered as a 500 error, so
+nothing escapes into the broker. Subjects no handler serves get no answer
+(nats-server answers them with silence too).
+
+`request_body(req)` (api/common.py, re-exported here) is the one place request
+JSON is decoded: empty, `{}` and `null` bodies are an empty dict; malformed
+JSON is 400 10025 "invalid JSON: ...".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from server.jetstream.api import handlers as _handlers  # noqa: F401  (registers the routes)
+from server.jetstream.api.common import request_body  # noqa: F401  (re-exported)
+from server.jetstream.api.registry import TYPE_PREFIX, ApiRequest, resolve
+from server.jetstream.errors import ApiError
+
+if TYPE_CHECKING:
+    from server.jetstream.engine import JetStream
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "$JS.API."
+
+
+def api_tokens(subject: str, domain: str | None = None) -> tuple[str, ...] | None:
+    """The tokens after the API prefix, or None when `subject` is not an API subject."""
+    if subject.startswith(API_PREFIX):
+        rest = subject[len(API_PREFIX):]
+    elif domain and subject.startswith(f"$JS.{domain}.API."):
+        rest = subject[len(f"$JS.{domain}.API."):]
+    else:
+        return None
+    if not rest:
+        return None
+    return tuple(rest.split("."))
+
+
+def response_type(name: str) -> str:
+    return TYPE_PREFIX + (name if name.endswith("_response") else name + "_response")
+
+
+def dispatch(
+    engine: JetStream, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+) -> None:
+    tokens = api_tokens(subject, engine.domain)
+    if tokens is None:
+        return
+    found = resolve(tokens)
+    if found is None:
+        logger.debug("no JetStream API handler for %s", subject)
+        return
+    route, params = found
+    engine.api_total += 1
+    req = ApiRequest(subject, tokens, params, reply, headers, payload)
+    try:
+        body = route.handler(engine, req)
+    except ApiError as exc:
+        engine.api_errors += 1
+        body = {"error": exc.to_json(), **getattr(exc, "extra", {})}
+    except Exception as exc:  # answered as a 500 with the reason; the server keeps serving
+        logger.exception("JetStream API %s failed", subject)
+        engine.api_errors += 1
+        body = {"error": ApiError("STREAM_GENERAL_ERROR", err=f"internal error: {exc}").to_json()}
+    if body is None:
+        return
+    engine.respond(reply, {"type": response_type(route.response_type), **body})

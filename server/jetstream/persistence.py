@@ -1,0 +1,93 @@
+"""Stream metadata on disk, laid out like nats-server.
+
+    <store_dir>/jetstream/$G/streams/<name>/meta.json   config + created time
+    <store_dir>/jetstream/$G/streams/<name>/msgs/       the stream store's files
+    <store_dir>/jetstream/$G/streams/<name>/obs/        consumer state (consumers)
+
+Invariants: `meta.json` is replaced atomically (write a temp file, fsync it,
+rename over the old one, fsync the directory), so after a crash it is either
+the old or the new version, never a torn one. A directory without a readable
+`meta.json` is not a stream: it is reported and skipped, never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ACCOUNT = "$G"
+META_FILE = "meta.json"
+MSGS_DIR = "msgs"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamMeta:
+    config: dict[str, Any]
+    created_ns: int
+
+
+def streams_root(store_dir: str | os.PathLike[str]) -> Path:
+    return Path(store_dir) / "jetstream" / ACCOUNT / "streams"
+
+
+def stream_dir(store_dir: str | os.PathLike[str], name: str) -> Path:
+    return streams_root(store_dir) / name
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on directories; the rename still happened
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, body: dict[str, Any]) -> None:
+    """Replace `path` with `body` as JSON: tmp + fsync + rename + dir fsync."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    data = json.dumps(body, separators=(",", ":")).encode()
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def write_meta(directory: Path, meta: StreamMeta) -> None:
+    write_json_atomic(
+        directory / META_FILE, {"config": meta.config, "created_ns": meta.created_ns}
+    )
+
+
+def read_meta(directory: Path) -> StreamMeta:
+    """Read one stream's meta (OSError / ValueError when missing or damaged)."""
+    raw = json.loads((directory / META_FILE).read_bytes())
+    if not isinstance(raw, dict) or not isinstance(raw.get("config"), dict):
+        raise ValueError(f"{directory / META_FILE}: not a stream meta object")
+    return StreamMeta(config=raw["config"], created_ns=int(raw.get("created_ns", 0)))
+
+
+def list_stream_dirs(store_dir: str | os.PathLike[str]) -> list[Path]:
+    root = streams_root(store_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir())
+
+
+def remove_stream_dir(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+    _fsync_dir(directory.parent)

@@ -1,0 +1,521 @@
+"""One JetStream stream: the publish path, limits, retention, dedup, expiry.
+
+`Stream` owns a `StreamStore` (memory or file; it never knows which) and the
+consumers registered on it (`StreamListener`s, see seams.py). It has no
+sockets and no asyncio: the engine hands it published messages and sends
+whatever it answers; time comes from the injected clock.
+
+Publish path (`accept()`), in nats-server's order: sealed (10109), message
+size (10054), `Nats-Expected-Stream` (10060), dedup by `Nats-Msg-Id` within
+`duplicate_window` (answers the ORIGINAL sequence with `duplicate: true`),
+`Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071),
+`-Last-Msg-Id` (10070), `Nats-Rollup` (needs `allow_rollup_hdrs`, 10111),
+`Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
+limits (10077); then store, record the msg id, apply rollup and discard-old
+limits, arm TTL / max-age timers.
+
+Invariants:
+- Listeners hear about a message (`on_stored`) only after it is in the store,
+  and (with `sync_always`) after the group-commit fsync: `accept()` stores,
+  `deliver()` notifies; the engine decides when to call the second.
+- Interest retention with no consumer that wants a message keeps nothing;
+  workqueue removes a message once acknowledged (`acknowledged(seq)`).
+- The dedup table only holds ids younger than `duplicate_window`; it is
+  rebuilt from the stored headers when a stream is reopened.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.clock import Clock, TimerHandle
+from server.headers import HeaderError, Headers, parse_headers
+from server.jetstream.errors import ApiError
+from server.jetstream.seams import StreamListener
+from server.jetstream.stream_config import StreamConfig
+from server.store.base import StoredMessage, StreamStore, message_size
+
+logger = logging.getLogger(__name__)
+
+NS = 1_000_000_000
+
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_STREAM = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJ_SEQ = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
+ROLLUP = "Nats-Rollup"
+MSG_TTL = "Nats-TTL"
+
+# A cheap pre-check before parsing headers at all: every header JetStream acts
+# on starts with "Nats-".
+_JS_HEADER_MARK = b"Nats-"
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
+
+
+def parse_ttl_ns(value: str) -> int:
+    """A `Nats-TTL` value in ns: Go duration ("1s", "1m30s"), bare seconds, or
+    "never" (-1). Raises ApiError MESSAGE_TTL_INVALID for anything else or < 1 s."""
+    text = value.strip()
+    if text == "never":
+        return -1
+    ttl: int | None = None
+    if text.isdigit():
+        ttl = int(text) * NS
+    else:
+        pos, total = 0, 0.0
+        for m in _DURATION_RE.finditer(text):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNIT_NS[m.group(2)]
+            pos = m.end()
+        if pos == len(text) and text:
+            ttl = int(total)
+    if ttl is None or ttl < NS:
+        raise ApiError("MESSAGE_TTL_INVALID")
+    return ttl
+
+
+@dataclass(frozen=True, slots=True)
+class PubAck:
+    """The outcome of one publish, before it is sent."""
+
+    seq: int
+    duplicate: bool = False
+    error: ApiError | None = None
+    msg: StoredMessage | None = None  # set when a new message was stored
+
+
+AccountCheck = Callable[["Stream", int], None]
+
+
+class Stream:
+    """A stream with its store, consumers and limits (see module docstring)."""
+
+    def __init__(
+        self,
+        config: StreamConfig,
+        store: StreamStore,
+        clock: Clock,
+        *,
+        directory: Path | None = None,
+        created_ns: int = 0,
+        account_check: AccountCheck | None = None,
+    ) -> None:
+        self.name = config.name
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.directory = directory
+        self.created_ns = created_ns or clock.now_ns()
+        self.consumers: dict[str, StreamListener] = {}
+        self._account_check = account_check
+        self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()  # id -> (seq, ts)
+        self.last_msg_id = ""
+        self._age_timer: TimerHandle | None = None
+        self._age_due_ns = 0
+        self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
+        self._ttl_timer: TimerHandle | None = None
+        self._ttl_due_ns = 0
+        self.closed = False
+        if config.first_seq > 1 and store.state().last_seq == 0:
+            store.skip_to(config.first_seq)
+        self._rebuild_after_open()
+
+    # -- consumers (seams.py) --------------------------------------------------
+    def add_consumer(self, name: str, consumer: StreamListener) -> None:
+        if (
+            name not in self.consumers
+            and self.config.max_consumers > 0
+            and len(self.consumers) >= self.config.max_consumers
+        ):
+            raise ApiError("MAXIMUM_CONSUMERS_LIMIT")
+        self.consumers[name] = consumer
+
+    def remove_consumer(self, name: str) -> None:
+        self.consumers.pop(name, None)
+        if self.config.retention == "interest":
+            self._drop_unwanted_all()
+
+    def acknowledged(self, seq: int) -> None:
+        retention = self.config.retention
+        if retention == "limits":
+            return
+        if retention == "workqueue":
+            self.store.remove(seq)
+            return
+        msg = self.store.load(seq)
+        if msg is not None and not self._wanted(msg):
+            self.store.remove(seq)
+
+    def _wanted(self, msg: StoredMessage) -> bool:
+        return any(c.wants(msg.seq, msg.subject) for c in self.consumers.values())
+
+    def _drop_unwanted_all(self) -> None:
+        state = self.store.state()
+        if state.msgs == 0:
+            return
+        doomed = [m.seq for m in self.store.iter_range(state.first_seq, state.last_seq) if not self._wanted(m)]
+        for seq in doomed:
+            self.store.remove(seq)
+
+    # -- publish path ----------------------------------------------------------
+    def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
+        """Validate and store one published message (listeners not yet told)."""
+        cfg = self.config
+        if cfg.sealed:
+            return self._fail("STREAM_SEALED")
+        hdr_len = len(headers) if headers else 0
+        if cfg.max_msg_size >= 0 and hdr_len + len(payload) > cfg.max_msg_size:
+            return self._fail("STREAM_MESSAGE_EXCEEDS_MAXIMUM")
+        if hdr_len > 65536:
+            return self._fail("STREAM_HEADER_EXCEEDS_MAXIMUM")
+        now = self.clock.now_ns()
+        hdr: Headers | None = None
+        msg_id = ""
+        rollup = ""
+        ttl_ns = 0
+        if headers and _JS_HEADER_MARK in headers:
+            try:
+                hdr = parse_headers(headers)
+            except HeaderError:
+                hdr = None
+        if hdr is not None:
+            expected = hdr.get(EXPECTED_STREAM)
+            if expected is not None and expected != self.name:
+                return self._fail("STREAM_NOT_MATCH")
+            msg_id = hdr.get(MSG_ID) or ""
+            if msg_id:
+                found = self._dedup_lookup(msg_id, now)
+                if found is not None:
+                    return PubAck(seq=found, duplicate=True)
+            failed = self._check_expectations(hdr, subject)
+            if failed is not None:
+                return failed
+            rollup = (hdr.get(ROLLUP) or "").strip()
+            if rollup:
+                if not cfg.allow_rollup_hdrs:
+                    return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+                if rollup not in ("sub", "all"):
+                    return self._fail("STREAM_ROLLUP_FAILED", err=f"rollup value invalid: {rollup!r}")
+                if rollup == "all" and cfg.deny_purge:
+                    return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+            ttl_raw = hdr.get(MSG_TTL)
+            if ttl_raw is not None:
+                if not cfg.allow_msg_ttl:
+                    return self._fail("MESSAGE_TTL_DISABLED")
+                try:
+                    ttl_ns = parse_ttl_ns(ttl_raw)
+                except ApiError as exc:
+                    return PubAck(seq=0, error=exc)
+        size = message_size(subject, headers, payload)
+        if self._account_check is not None:
+            try:
+                self._account_check(self, size)
+            except ApiError as exc:
+                return PubAck(seq=0, error=exc)
+        refused = self._discard_new_check(subject, size)
+        if refused is not None:
+            return refused
+        seq = self.store.store(subject, headers, payload, now)
+        msg = StoredMessage(subject, seq, now, headers, payload)
+        self.last_msg_id = msg_id
+        if msg_id:
+            self._dedup_record(msg_id, seq, now)
+        if rollup == "sub":
+            self.store.purge(subject=subject, keep=1)
+        elif rollup == "all":
+            self.store.purge(keep=1)
+        self._enforce_limits(subject)
+        if ttl_ns > 0:
+            self._schedule_ttl(now + ttl_ns, seq)
+        if self.config.max_age > 0 and self._age_timer is None:
+            self._arm_age_timer()
+        return PubAck(seq=seq, msg=msg)
+
+    def deliver(self, msg: StoredMessage) -> None:
+        """Tell listeners about a stored message; apply interest retention."""
+        for consumer in list(self.consumers.values()):
+            try:
+                consumer.on_stored(msg)
+            except Exception:  # a broken consumer must not lose the stream's other consumers
+                logger.exception("stream %s: consumer %s failed on message %d",
+                                 self.name, getattr(consumer, "name", "?"), msg.seq)
+        if self.config.retention == "interest" and not self._wanted(msg):
+            self.store.remove(msg.seq)
+
+    def _fail(self, name: str, **fields: Any) -> PubAck:
+        return PubAck(seq=0, error=ApiError(name, **fields))
+
+    def _check_expectations(self, hdr: Headers, subject: str) -> PubAck | None:
+        raw = hdr.get(EXPECTED_LAST_SEQ)
+        if raw is not None:
+            last = self.store.state().last_seq
+            if not raw.strip().isdigit() or int(raw) != last:
+                return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
+        raw = hdr.get(EXPECTED_LAST_SUBJ_SEQ)
+        if raw is not None:
+            target = hdr.get(EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
+            if not raw.strip().isdigit():
+                return self._fail("STREAM_WRONG_LAST_SEQUENCE_CONSTANT")
+            if "*" in target or ">" in target:
+                last_msg = self.store.load_last(target)
+                last = last_msg.seq if last_msg is not None else 0
+            else:
+                info = self.store.subject_info(target)
+                last = info.last_seq if info is not None else 0
+            if int(raw) != last:
+                return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
+        raw = hdr.get(EXPECTED_LAST_MSG_ID)
+        if raw is not None and raw != self.last_msg_id:
+            return self._fail("STREAM_WRONG_LAST_MSG_ID", id=self.last_msg_id)
+        return None
+
+    def _discard_new_check(self, subject: str, size: int) -> PubAck | None:
+        cfg = self.config
+        if cfg.discard != "new":
+            return None
+        state = self.store.state()
+        if cfg.max_msgs > 0 and state.msgs >= cfg.max_msgs:
+            return self._fail("STREAM_STORE_FAILED", err="maximum messages exceeded")
+        if cfg.max_bytes > 0 and state.bytes + size > cfg.max_bytes:
+            return self._fail("STREAM_STORE_FAILED", err="maximum bytes exceeded")
+        if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0:
+            info = self.store.subject_info(subject)
+            if info is not None and info.msgs >= cfg.max_msgs_per_subject:
+                return self._fail("STREAM_STORE_FAILED", err="maximum messages per subject exceeded")
+        return None
+
+    def _enforce_limits(self, subject: str) -> None:
+        cfg = self.config
+        store = self.store
+        if cfg.max_msgs_per_subject > 0:
+            info = store.subject_info(subject)
+            if info is not None and info.msgs > cfg.max_msgs_per_subject:
+                store.purge(subject=subject, keep=cfg.max_msgs_per_subject)
+        if cfg.discard == "new":
+            return
+        if cfg.max_msgs > 0:
+            state = store.state()
+            if state.msgs > cfg.max_msgs:
+                self._remove_oldest(state.msgs - cfg.max_msgs)
+        if cfg.max_bytes > 0:
+            state = store.state()
+            while state.bytes > cfg.max_bytes and state.msgs > 0:
+                first = store.load_next(state.first_seq)
+                if first is None:
+                    break
+                store.remove(first.seq)
+                state = store.state()
+
+    def _remove_oldest(self, count: int) -> None:
+        state = self.store.state()
+        if state.num_deleted == 0:
+            self.store.compact(state.first_seq + count)
+            return
+        seq = state.first_seq
+        while count > 0:
+            msg = self.store.load_next(seq)
+            if msg is None:
+                return
+            self.store.remove(msg.seq)
+            seq = msg.seq + 1
+            count -= 1
+
+    # -- dedup -----------------------------------------------------------------
+    def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
+        self._dedup_prune(now)
+        entry = self._dedup.get(msg_id)
+        return entry[0] if entry is not None else None
+
+    def _dedup_record(self, msg_id: str, seq: int, ts: int) -> None:
+        self._dedup[msg_id] = (seq, ts)
+        self._dedup.move_to_end(msg_id)
+
+    def _dedup_prune(self, now: int) -> None:
+        horizon = now - self.config.duplicate_window
+        dedup = self._dedup
+        while dedup:
+            first = next(iter(dedup.values()))
+            if first[1] > horizon:
+                break
+            dedup.popitem(last=False)
+
+    def _rebuild_after_open(self) -> None:
+        """Dedup ids, the last msg id and TTL timers from what the store holds."""
+        state = self.store.state()
+        if state.msgs == 0:
+            return
+        now = self.clock.now_ns()
+        start = self.store.seq_for_time(now - self.config.duplicate_window)
+        last = self.store.load(state.last_seq)
+        if last is not None and last.headers:
+            self.last_msg_id = _header(last.headers, MSG_ID) or ""
+        for msg in self.store.iter_range(start, state.last_seq):
+            if msg.headers and b"Nats-Msg-Id" in msg.headers:
+                msg_id = _header(msg.headers, MSG_ID)
+                if msg_id:
+                    self._dedup_record(msg_id, msg.seq, msg.timestamp_ns)
+        if self.config.allow_msg_ttl:
+            for msg in self.store.iter_range(state.first_seq, state.last_seq):
+                if msg.headers and b"Nats-TTL" in msg.headers:
+                    raw = _header(msg.headers, MSG_TTL)
+                    if raw is None:
+                        continue
+                    try:
+                        ttl = parse_ttl_ns(raw)
+                    except ApiError:
+                        continue
+                    if ttl > 0:
+                        self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
+        if self.config.max_age > 0:
+            self._expire_by_age()
+
+    # -- expiry ----------------------------------------------------------------
+    def _arm_age_timer(self) -> None:
+        state = self.store.state()
+        if self.closed or self.config.max_age <= 0 or state.msgs == 0:
+            self._age_timer = None
+            return
+        first = self.store.load_next(state.first_seq)
+        if first is None:
+            self._age_timer = None
+            return
+        due = first.timestamp_ns + self.config.max_age
+        delay = max(0.0, (due - self.clock.now_ns()) / NS)
+        self._age_timer = self.clock.call_later(delay, self._expire_by_age)
+
+    def _expire_by_age(self) -> None:
+        self._age_timer = None
+        if self.closed:
+            return
+        cutoff = self.clock.now_ns() - self.config.max_age
+        seq = self.store.seq_for_time(cutoff + 1)
+        if seq > self.store.state().first_seq:
+            removed = self.store.compact(seq)
+            if removed:
+                self._notify_purged(self.store.state().first_seq)
+        self._arm_age_timer()
+
+    def _schedule_ttl(self, expire_ns: int, seq: int) -> None:
+        heapq.heappush(self._ttl_heap, (expire_ns, seq))
+        if self._ttl_timer is None or expire_ns < self._ttl_due_ns:
+            if self._ttl_timer is not None:
+                self._ttl_timer.cancel()
+            self._ttl_due_ns = expire_ns
+            delay = max(0.0, (expire_ns - self.clock.now_ns()) / NS)
+            self._ttl_timer = self.clock.call_later(delay, self._expire_ttl)
+
+    def _expire_ttl(self) -> None:
+        self._ttl_timer = None
+        if self.closed:
+            return
+        now = self.clock.now_ns()
+        heap = self._ttl_heap
+        while heap and heap[0][0] <= now:
+            _, seq = heapq.heappop(heap)
+            self.store.remove(seq)
+        if heap:
+            self._ttl_due_ns = heap[0][0]
+            self._ttl_timer = self.clock.call_later(max(0.0, (heap[0][0] - now) / NS), self._expire_ttl)
+
+    # -- administrative operations --------------------------------------------
+    def update_config(self, config: StreamConfig) -> None:
+        self.config = config
+        self._enforce_all_limits()
+        if self._age_timer is not None:
+            self._age_timer.cancel()
+            self._age_timer = None
+        if config.max_age > 0:
+            self._arm_age_timer()
+
+    def _enforce_all_limits(self) -> None:
+        cfg = self.config
+        if cfg.max_msgs_per_subject > 0:
+            for subject, info in self.store.subjects().items():
+                if info.msgs > cfg.max_msgs_per_subject:
+                    self.store.purge(subject=subject, keep=cfg.max_msgs_per_subject)
+        state = self.store.state()
+        if cfg.max_msgs > 0 and state.msgs > cfg.max_msgs:
+            self._remove_oldest(state.msgs - cfg.max_msgs)
+        if cfg.max_bytes > 0:
+            state = self.store.state()
+            while state.bytes > cfg.max_bytes and state.msgs > 0:
+                first = self.store.load_next(state.first_seq)
+                if first is None:
+                    break
+                self.store.remove(first.seq)
+                state = self.store.state()
+
+    def purge(self, subject: str | None, seq: int | None, keep: int | None) -> int:
+        if self.config.sealed:
+            raise ApiError("STREAM_SEALED")
+        if self.config.deny_purge:
+            raise ApiError("STREAM_PURGE_FAILED", err="stream purge not permitted")
+        if seq is not None and keep is not None:
+            raise ApiError("BAD_REQUEST")
+        filt = None if subject in (None, "", ">") else subject
+        purged = self.store.purge(subject=filt, up_to_seq=seq, keep=keep)
+        self._notify_purged(self.store.state().first_seq)
+        return purged
+
+    def delete_message(self, seq: int, erase: bool) -> None:
+        if self.config.sealed:
+            raise ApiError("STREAM_SEALED")
+        if self.config.deny_delete:
+            raise ApiError("STREAM_MSG_DELETE_FAILED", err="message delete not permitted")
+        if not self.store.remove(seq, erase=erase):
+            raise ApiError("STREAM_MSG_DELETE_FAILED", err="no message found")
+
+    def _notify_purged(self, first_seq: int) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                consumer.on_purged(first_seq)
+            except Exception:  # one consumer's bug must not stop the others hearing it
+                logger.exception("stream %s: consumer %s failed on purge",
+                                 self.name, getattr(consumer, "name", "?"))
+
+    def stop(self) -> None:
+        """Server shutdown: stop consumers and timers, close the store."""
+        self._cancel_timers()
+        for consumer in list(self.consumers.values()):
+            try:
+                consumer.stop()
+            except Exception:  # keep stopping the rest, the store must still close
+                logger.exception("stream %s: consumer failed to stop", self.name)
+        self.store.close()
+
+    def delete(self) -> None:
+        """Stream deleted: consumers told, data destroyed."""
+        self._cancel_timers()
+        for consumer in list(self.consumers.values()):
+            try:
+                consumer.on_stream_deleted()
+            except Exception:  # the stream goes away regardless
+                logger.exception("stream %s: consumer failed on delete", self.name)
+        self.consumers.clear()
+        self.store.destroy()
+
+    def _cancel_timers(self) -> None:
+        self.closed = True
+        for timer in (self._age_timer, self._ttl_timer):
+            if timer is not None:
+                timer.cancel()
+        self._age_timer = self._ttl_timer = None
+
+
+def _header(block: bytes, name: str) -> str | None:
+    try:
+        return parse_headers(block).get(name)
+    except HeaderError:
+        return None

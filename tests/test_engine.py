@@ -1,0 +1,247 @@
+"""Unit tests of the JetStream engine with the in-memory router double and a FakeClock.
+
+No sockets, no server process: API requests and publishes go through
+tests/router_double.py; time moves only with FakeClock.advance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from router_double import RouterDouble
+
+from server.clock import FakeClock
+from server.headers import encode_headers
+from server.jetstream.engine import JetStream
+from server.store.base import StoredMessage
+
+API = "$JS.API."
+
+
+@dataclass(frozen=True)
+class Settings:
+    store_dir: str | None = None
+    max_memory_store: int = -1
+    max_file_store: int = -1
+    sync_interval_s: float = 120.0
+    sync_always: bool = False
+    domain: str | None = None
+
+
+class Env:
+    def __init__(self, settings: Settings | None = None, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock()
+        self.router = RouterDouble()
+        self.engine = JetStream(settings or Settings(), self.clock)
+        self.engine.start(self.router)
+
+    def api(self, suffix: str, body: object = b"") -> dict:
+        return self.router.request_json(API + suffix, body)
+
+    def create(self, **config: object) -> dict:
+        config.setdefault("name", "S")
+        config.setdefault("subjects", ["s.>"])
+        resp = self.api(f"STREAM.CREATE.{config['name']}", config)
+        assert "error" not in resp, resp
+        return resp
+
+    def pub(self, subject: str, data: bytes = b"x", **headers: str) -> dict:
+        hdr = encode_headers({k.replace("_", "-"): v for k, v in headers.items()}) if headers else None
+        return self.router.request_json(subject, data, hdr)
+
+    def info(self, name: str = "S", **body: object) -> dict:
+        return self.api(f"STREAM.INFO.{name}", body)
+
+    def state(self, name: str = "S") -> dict:
+        return self.info(name)["state"]
+
+
+@pytest.fixture
+def env() -> Env:
+    return Env()
+
+
+def test_create_defaults_and_info(env: Env) -> None:
+    resp = env.create()
+    assert resp["type"] == "io.nats.jetstream.api.v1.stream_create_response"
+    cfg = resp["config"]
+    assert cfg["max_msgs"] == -1 and cfg["max_bytes"] == -1 and cfg["max_age"] == 0
+    assert cfg["duplicate_window"] == 120_000_000_000
+    assert cfg["storage"] == "file" and cfg["retention"] == "limits" and cfg["discard"] == "old"
+    assert resp["state"]["first_seq"] == 0 and resp["state"]["first_ts"] == "0001-01-01T00:00:00Z"
+    assert resp["did_create"] is True
+    assert env.info()["config"]["name"] == "S"
+
+
+def test_publish_ack_and_dedup(env: Env) -> None:
+    env.create()
+    assert env.pub("s.a") == {"stream": "S", "seq": 1}
+    assert env.pub("s.a", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2}
+    assert env.pub("s.b", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2, "duplicate": True}
+    assert env.state()["messages"] == 2
+
+
+def test_dedup_window_expires_with_clock(env: Env) -> None:
+    env.create(duplicate_window=2_000_000_000)
+    env.pub("s.a", Nats_Msg_Id="m1")
+    env.clock.advance(3)
+    assert env.pub("s.a", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2}
+
+
+def test_expectations(env: Env) -> None:
+    env.create()
+    env.pub("s.a", Nats_Msg_Id="id1")
+    err = env.pub("s.a", Nats_Expected_Stream="OTHER")
+    assert err["error"]["err_code"] == 10060 and err["stream"] == "S" and err["seq"] == 0
+    assert env.pub("s.a", Nats_Expected_Last_Sequence="5")["error"]["description"] == "wrong last sequence: 1"
+    assert env.pub("s.a", Nats_Expected_Last_Sequence="1")["seq"] == 2
+    assert env.pub("s.b", Nats_Expected_Last_Subject_Sequence="0")["seq"] == 3
+    err = env.pub("s.b", Nats_Expected_Last_Subject_Sequence="0")
+    assert err["error"] == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 3"}
+    err = env.pub("s.a", Nats_Expected_Last_Msg_Id="nope")
+    assert err["error"]["err_code"] == 10070
+
+
+def test_max_age_expires_with_fake_clock(env: Env) -> None:
+    env.create(max_age=5_000_000_000)
+    env.pub("s.a")
+    env.clock.advance(3)
+    env.pub("s.a")
+    env.clock.advance(2.5)
+    st = env.state()
+    assert st["messages"] == 1 and st["first_seq"] == 2
+    env.clock.advance(3)
+    assert env.state()["messages"] == 0
+
+
+def test_msg_ttl(env: Env) -> None:
+    env.create(allow_msg_ttl=True)
+    env.pub("s.a", Nats_TTL="2s")
+    env.pub("s.a", Nats_TTL="never")
+    env.pub("s.a")
+    assert env.pub("s.a", Nats_TTL="bogus")["error"]["err_code"] == 10165
+    env.clock.advance(2.1)
+    st = env.state()
+    assert st["messages"] == 2 and st["first_seq"] == 2
+
+
+def test_ttl_disabled(env: Env) -> None:
+    env.create()
+    assert env.pub("s.a", Nats_TTL="2s")["error"]["err_code"] == 10166
+
+
+class Listener:
+    def __init__(self, name: str, wanted: set[int] | None = None) -> None:
+        self.name = name
+        self.stored: list[int] = []
+        self.purged: list[int] = []
+        self.wanted = wanted if wanted is not None else set()
+        self.deleted = False
+
+    def on_stored(self, msg: StoredMessage) -> None:
+        self.stored.append(msg.seq)
+        self.wanted.add(msg.seq)
+
+    def on_purged(self, first_seq: int) -> None:
+        self.purged.append(first_seq)
+
+    def wants(self, seq: int, subject: str) -> bool:
+        return seq in self.wanted
+
+    def on_stream_deleted(self) -> None:
+        self.deleted = True
+
+    def stop(self) -> None:
+        pass
+
+
+def test_interest_retention_without_consumers_keeps_nothing(env: Env) -> None:
+    env.create(retention="interest")
+    assert env.pub("s.a")["seq"] == 1
+    assert env.state()["messages"] == 0
+
+
+def test_interest_and_workqueue_ack(env: Env) -> None:
+    env.create(retention="interest")
+    stream = env.engine.lookup_stream("S")
+    a, b = Listener("a"), Listener("b")
+    stream.add_consumer("a", a)
+    stream.add_consumer("b", b)
+    env.pub("s.a")
+    assert a.stored == [1] and env.state()["messages"] == 1
+    a.wanted.discard(1)
+    stream.acknowledged(1)
+    assert env.state()["messages"] == 1
+    b.wanted.discard(1)
+    stream.acknowledged(1)
+    assert env.state()["messages"] == 0
+
+    env.create(name="W", subjects=["w"], retention="workqueue")
+    wq = env.engine.lookup_stream("W")
+    wq.add_consumer("c", Listener("c"))
+    env.pub("w")
+    assert env.state("W")["messages"] == 1
+    wq.acknowledged(1)
+    assert env.state("W")["messages"] == 0
+
+
+def test_purge_notifies_and_delete_tells_consumers(env: Env) -> None:
+    env.create()
+    stream = env.engine.lookup_stream("S")
+    listener = Listener("c")
+    stream.add_consumer("c", listener)
+    for _ in range(3):
+        env.pub("s.a")
+    assert env.api("STREAM.PURGE.S", {"keep": 1}) == {
+        "type": "io.nats.jetstream.api.v1.stream_purge_response", "success": True, "purged": 2
+    }
+    assert listener.purged == [3]
+    env.api("STREAM.DELETE.S")
+    assert listener.deleted
+
+
+def test_sync_always_group_commit_orders_acks_after_flush() -> None:
+    env = Env(Settings(sync_always=True))
+    env.create(storage="memory")
+    box = env.router.inbox("acks")
+    for i in range(3):
+        env.router.publish("s.a", "acks", None, b"%d" % i)
+    env.router.publish("s.a", "acks", encode_headers({"Nats-Expected-Stream": "X"}), b"")
+    assert box.messages == []  # held until the group commit
+    env.clock.advance(0)
+    acks = [m.json() for m in box.messages]
+    assert [a.get("seq") for a in acks] == [1, 2, 3, 0]
+    assert acks[3]["error"]["err_code"] == 10060
+
+
+def test_max_consumers(env: Env) -> None:
+    env.create(max_consumers=1)
+    stream = env.engine.lookup_stream("S")
+    stream.add_consumer("a", Listener("a"))
+    with pytest.raises(Exception) as info:
+        stream.add_consumer("b", Listener("b"))
+    assert getattr(info.value, "err_code", None) == 10026
+
+
+def test_domain_pub_ack_and_api() -> None:
+    env = Env(Settings(domain="hub"))
+    resp = env.router.request_json("$JS.hub.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s"]})
+    assert resp["config"]["name"] == "S"
+    assert env.pub("s") == {"stream": "S", "seq": 1, "domain": "hub"}
+
+
+def test_api_without_handler_is_silent(env: Env) -> None:
+    assert env.router.request(API + "NOPE.NOTHING") == []
+
+
+def test_file_streams_persist_meta(tmp_path: Path) -> None:
+    env = Env(Settings(store_dir=str(tmp_path)))
+    env.create(name="F", subjects=["f"])
+    meta = tmp_path / "jetstream" / "$G" / "streams" / "F" / "meta.json"
+    assert meta.exists()
+    env.create(name="M", subjects=["m"], storage="memory")
+    assert not (tmp_path / "jetstream" / "$G" / "streams" / "M").exists()
+    env.api("STREAM.DELETE.F")
+    assert not meta.parent.exists()
