@@ -1,0 +1,323 @@
+"""The NATS client protocol, sans-IO: a parser for what clients send and
+encoders for what the server sends.
+
+`Parser.feed(data) -> list[Op]` takes any chunk of bytes (a whole buffer, one
+byte, a frame split anywhere) and returns the complete operations it now
+holds; the rest waits for the next `feed`. Invariants:
+- any input either parses into ops or raises `ProtocolError` (nothing else);
+  after an error the parser is unusable, as the connection is closed;
+- a control line longer than `max_control_line` (counted while it is still
+  incomplete, so a peer cannot grow the buffer without bound) raises
+  ``Maximum Control Line Exceeded``; a PUB/HPUB size over `max_payload` raises
+  ``Maximum Payload Violation`` before the payload is buffered;
+- control lines end with ``\\n`` (a preceding ``\\r`` is dropped), as
+  nats-server accepts; a payload must be followed by ``\\r\\n``;
+- op names are case-insensitive; many ops per `feed` are parsed without
+  copying the buffer per op (offsets into one bytearray).
+
+`ProtocolError.reason` is the text nats-server sends in ``-ERR '<reason>'``.
+The encoders are pure functions returning bytes. No asyncio here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+MAX_CONTROL_LINE_SIZE: Final = 4096
+MAX_PAYLOAD_SIZE: Final = 1024 * 1024
+CRLF: Final = b"\r\n"
+
+ERR_UNKNOWN_OP: Final = "Unknown Protocol Operation"
+ERR_MAX_CONTROL_LINE: Final = "maximum control line exceeded"
+ERR_MAX_PAYLOAD: Final = "Maximum Payload Violation"
+ERR_AUTH: Final = "Authorization Violation"
+ERR_AUTH_TIMEOUT: Final = "Authentication Timeout"
+ERR_STALE: Final = "Stale Connection"
+ERR_SLOW_CONSUMER: Final = "Slow Consumer"
+ERR_INVALID_SUBJECT: Final = "Invalid Subject"
+ERR_INVALID_PUB_SUBJECT: Final = "Invalid Publish Subject"
+ERR_TLS_REQUIRED: Final = "Secure Connection - TLS Required"
+
+
+class ProtocolError(Exception):
+    """A protocol violation; `reason` is what goes into ``-ERR '<reason>'``.
+
+    `silent` is True where nats-server closes without sending ``-ERR`` (bad
+    arguments of a known operation: wrong argument count, bad sizes, CONNECT
+    JSON that does not parse); `detail` names the problem for the server log.
+    """
+
+    def __init__(self, reason: str, detail: str = "", *, silent: bool = False) -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.silent = silent
+
+
+def _arg_error(detail: str) -> ProtocolError:
+    return ProtocolError(ERR_UNKNOWN_OP, detail, silent=True)
+
+
+# -- operations a client sends -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Pub:
+    subject: str
+    reply: str | None
+    headers: bytes | None
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Sub:
+    subject: str
+    queue: str | None
+    sid: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unsub:
+    sid: str
+    max_msgs: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    pass
+
+
+Op = Connect | Pub | Sub | Unsub | Ping | Pong
+
+PING_OP: Final = Ping()
+PONG_OP: Final = Pong()
+
+
+def _parse_size(raw: bytes) -> int:
+    if not raw or not raw.isdigit() or len(raw) > 12:
+        raise _arg_error(f"bad size {raw!r}")
+    return int(raw)
+
+
+def _text(raw: bytes) -> str:
+    # nats-server takes subjects as bytes; invalid UTF-8 survives the round trip
+    return raw.decode("utf-8", "surrogateescape")
+
+
+class Parser:
+    """Incremental parser for client-to-server operations."""
+
+    __slots__ = ("max_control_line", "max_payload", "_buf", "_pending", "_failed")
+
+    def __init__(
+        self, max_control_line: int = MAX_CONTROL_LINE_SIZE, max_payload: int = MAX_PAYLOAD_SIZE
+    ) -> None:
+        self.max_control_line = max_control_line
+        self.max_payload = max_payload
+        self._buf = bytearray()
+        # a PUB/HPUB whose control line is parsed and whose payload is awaited:
+        # (subject, reply, header_size, total_size)
+        self._pending: tuple[str, str | None, int, int] | None = None
+        self._failed = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Op]:
+        if self._failed:
+            raise ProtocolError(ERR_UNKNOWN_OP, "parser used after an error")
+        buf = self._buf
+        buf += data
+        ops: list[Op] = []
+        pos = 0
+        end = len(buf)
+        try:
+            while pos < end:
+                pending = self._pending
+                if pending is not None:
+                    subject, reply, hdr_size, total = pending
+                    stop = pos + total
+                    if end < stop + 2:
+                        break
+                    if buf[stop : stop + 2] != CRLF:
+                        raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
+                    if hdr_size >= 0:
+                        headers = bytes(buf[pos : pos + hdr_size])
+                        payload = bytes(buf[pos + hdr_size : stop])
+                        ops.append(Pub(subject, reply, headers, payload))
+                    else:
+                        ops.append(Pub(subject, reply, None, bytes(buf[pos:stop])))
+                    pos = stop + 2
+                    self._pending = None
+                    continue
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    if end - pos > self.max_control_line:
+                        raise ProtocolError(ERR_MAX_CONTROL_LINE)
+                    break
+                line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
+                line = bytes(buf[pos:line_end])
+                pos = nl + 1
+                op = self._control(line)
+                if op is not None:
+                    ops.append(op)
+        except ProtocolError:
+            self._failed = True
+            raise
+        if pos:
+            del buf[:pos]
+        return ops
+
+    def _control(self, line: bytes) -> Op | None:
+        """Parse one control line; PUB/HPUB set `_pending` and return None."""
+        head, _, rest = line.partition(b" ")
+        if b"\t" in head:
+            head, _, tail = line.partition(b"\t")
+            rest = tail
+        name = head.upper()
+        if len(line) > self.max_control_line:
+            raise ProtocolError(ERR_MAX_CONTROL_LINE)
+        if name == b"PUB":
+            args = rest.split()
+            if len(args) == 2:
+                subject, reply, size = args[0], None, args[1]
+            elif len(args) == 3:
+                subject, reply, size = args[0], args[1], args[2]
+            else:
+                raise _arg_error(f"PUB needs 2 or 3 arguments, got {len(args)}")
+            total = _parse_size(size)
+            if total > self.max_payload:
+                raise ProtocolError(ERR_MAX_PAYLOAD, f"{total} > {self.max_payload}")
+            self._pending = (_text(subject), _text(reply) if reply else None, -1, total)
+            return None
+        if name == b"HPUB":
+            args = rest.split()
+            if len(args) == 3:
+                subject, reply, hsize, tsize = args[0], None, args[1], args[2]
+            elif len(args) == 4:
+                subject, reply, hsize, tsize = args[0], args[1], args[2], args[3]
+            else:
+                raise _arg_error(f"HPUB needs 3 or 4 arguments, got {len(args)}")
+            hdr = _parse_size(hsize)
+            total = _parse_size(tsize)
+            if hdr > total:
+                raise _arg_error("header size larger than total size")
+            if total > self.max_payload:
+                raise ProtocolError(ERR_MAX_PAYLOAD, f"{total} > {self.max_payload}")
+            self._pending = (_text(subject), _text(reply) if reply else None, hdr, total)
+            return None
+        if name == b"PING":
+            return PING_OP  # nats-server ignores anything after PING/PONG
+        if name == b"PONG":
+            return PONG_OP
+        if name == b"SUB":
+            args = rest.split()
+            if len(args) == 2:
+                return Sub(_text(args[0]), None, _text(args[1]))
+            if len(args) == 3:
+                return Sub(_text(args[0]), _text(args[1]), _text(args[2]))
+            raise _arg_error(f"SUB needs 2 or 3 arguments, got {len(args)}")
+        if name == b"UNSUB":
+            args = rest.split()
+            if len(args) == 1:
+                return Unsub(_text(args[0]), None)
+            if len(args) == 2:
+                # a max that is not a number means "now", as in nats-server
+                raw_max = args[1]
+                max_msgs = int(raw_max) if raw_max.isdigit() and len(raw_max) < 19 else 0
+                return Unsub(_text(args[0]), max_msgs)
+            if not args:
+                raise ProtocolError(ERR_UNKNOWN_OP, "UNSUB without a sid")
+            raise _arg_error(f"UNSUB needs 1 or 2 arguments, got {len(args)}")
+        if name == b"CONNECT":
+            try:
+                options = json.loads(rest)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise _arg_error(f"CONNECT JSON: {exc}") from exc
+            if not isinstance(options, dict):
+                raise _arg_error("CONNECT argument is not a JSON object")
+            return Connect(options)
+        if name in (b"INFO", b"+OK", b"-ERR"):
+            return None  # nats-server accepts and ignores these from clients
+        if not line.strip():
+            raise ProtocolError(ERR_UNKNOWN_OP, "empty control line")
+        raise ProtocolError(ERR_UNKNOWN_OP, f"unknown operation {head[:32]!r}")
+
+
+# -- what the server sends -----------------------------------------------------
+
+PING: Final = b"PING\r\n"
+PONG: Final = b"PONG\r\n"
+OK: Final = b"+OK\r\n"
+
+
+def encode_info(info: dict[str, Any]) -> bytes:
+    return b"INFO " + json.dumps(info, separators=(",", ":")).encode() + CRLF
+
+
+def encode_err(reason: str) -> bytes:
+    return b"-ERR '" + reason.encode() + b"'\r\n"
+
+
+def encode_msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
+    """``MSG <subject> <sid> [reply] <size>``; subject, sid and reply already encoded."""
+    if reply:
+        head = b"MSG %s %s %s %d\r\n" % (subject, sid, reply, len(payload))
+    else:
+        head = b"MSG %s %s %d\r\n" % (subject, sid, len(payload))
+    return head + payload + CRLF
+
+
+def encode_hmsg(
+    subject: bytes, sid: bytes, reply: bytes | None, headers: bytes, payload: bytes
+) -> bytes:
+    """``HMSG <subject> <sid> [reply] <hdr_size> <total_size>``."""
+    hlen = len(headers)
+    total = hlen + len(payload)
+    if reply:
+        head = b"HMSG %s %s %s %d %d\r\n" % (subject, sid, reply, hlen, total)
+    else:
+        head = b"HMSG %s %s %d %d\r\n" % (subject, sid, hlen, total)
+    return head + headers + payload + CRLF
+
+
+def encode_connect(options: dict[str, Any]) -> bytes:
+    return b"CONNECT " + json.dumps(options, separators=(",", ":")).encode() + CRLF
+
+
+def encode_pub(subject: str, reply: str | None, payload: bytes) -> bytes:
+    """Client-side PUB, for tests and tools that speak the raw protocol."""
+    args = f"{subject} {reply}" if reply else subject
+    return b"PUB %s %d\r\n" % (args.encode(), len(payload)) + payload + CRLF
+
+
+def encode_hpub(subject: str, reply: str | None, headers: bytes, payload: bytes) -> bytes:
+    args = f"{subject} {reply}" if reply else subject
+    hlen = len(headers)
+    return (
+        b"HPUB %s %d %d\r\n" % (args.encode(), hlen, hlen + len(payload))
+        + headers
+        + payload
+        + CRLF
+    )
+
+
+def encode_sub(subject: str, queue: str | None, sid: str) -> bytes:
+    return (f"SUB {subject} {queue} {sid}" if queue else f"SUB {subject} {sid}").encode() + CRLF
+
+
+def encode_unsub(sid: str, max_msgs: int | None = None) -> bytes:
+    return (f"UNSUB {sid} {max_msgs}" if max_msgs is not None else f"UNSUB {sid}").encode() + CRLF
