@@ -151,6 +151,8 @@ class Parser:
                     subject, reply, hdr_size, total = pending
                     stop = pos + total
                     if end < stop + 2:
+                        if end > stop and buf[stop] != 13:
+                            raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
                         break
                     if buf[stop : stop + 2] != CRLF:
                         raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
