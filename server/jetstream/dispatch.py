@@ -31,6 +31,18 @@ logger = logging.getLogger(__name__)
 
 API_PREFIX = "$JS.API."
 
+# Fields nats-server keeps in an error response of some types (zero values of
+# the response struct's non-omitempty fields). Keyed by response type name.
+_PAGED_ZERO = {"total": 0, "offset": 0, "limit": 0}
+ERROR_EXTRAS: dict[str, dict[str, object]] = {
+    "stream_info": dict(_PAGED_ZERO),
+    "stream_names": {**_PAGED_ZERO, "streams": None},
+    "stream_list": {**_PAGED_ZERO, "streams": None},
+    "stream_purge": {"purged": 0},
+}
+# Direct gets are answered as messages and not counted as API calls.
+_UNCOUNTED = {"direct_get"}
+
 
 def api_tokens(subject: str, domain: str | None = None) -> tuple[str, ...] | None:
     """The tokens after the API prefix, or None when `subject` is not an API subject."""
@@ -60,17 +72,21 @@ def dispatch(
         logger.debug("no JetStream API handler for %s", subject)
         return
     route, params = found
-    engine.api_total += 1
+    name = route.response_type.removesuffix("_response")
     req = ApiRequest(subject, tokens, params, reply, headers, payload)
+    failed = True
     try:
         body = route.handler(engine, req)
+        failed = False
     except ApiError as exc:
-        engine.api_errors += 1
-        body = {"error": exc.to_json(), **getattr(exc, "extra", {})}
+        body = {"error": exc.to_json(), **ERROR_EXTRAS.get(name, {})}
     except Exception as exc:  # answered as a 500 with the reason; the server keeps serving
         logger.exception("JetStream API %s failed", subject)
-        engine.api_errors += 1
-        body = {"error": ApiError("STREAM_GENERAL_ERROR", err=f"internal error: {exc}").to_json()}
+        error = ApiError("STREAM_GENERAL_ERROR", err=f"internal error: {exc}")
+        body = {"error": error.to_json(), **ERROR_EXTRAS.get(name, {})}
+    if name not in _UNCOUNTED:
+        engine.api_total += 1
+        engine.api_errors += int(failed)
     if body is None:
         return
     engine.respond(reply, {"type": response_type(route.response_type), **body})

@@ -111,6 +111,15 @@ class JetStream:
         self._api_subs.append(router.subscribe(API_PREFIX + ">", handler))
         if self.domain:
             self._api_subs.append(router.subscribe(f"$JS.{self.domain}.API.>", handler))
+        # Consumers (server/jetstream/consumer.py): acks, and durable state restored per stream.
+        from server.jetstream import acks
+        from server.jetstream.api.consumers import restore_consumers
+
+        self._api_subs.append(
+            router.subscribe(acks.ACK_SUBJECT, lambda s, r, h, p: acks.handle_ack(self, s, r, p))
+        )
+        if restore_consumers not in self.on_stream_opened:
+            self.on_stream_opened.append(restore_consumers)
         self._open_existing()
         if not self.sync_always:
             self._arm_sync_timer()

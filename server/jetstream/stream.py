@@ -207,7 +207,7 @@ class Stream:
                 if not cfg.allow_rollup_hdrs:
                     return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
                 if rollup not in ("sub", "all"):
-                    return self._fail("STREAM_ROLLUP_FAILED", err=f"rollup value invalid: {rollup!r}")
+                    return self._fail("STREAM_ROLLUP_FAILED", err=f'rollup value invalid: "{rollup}"')
                 if rollup == "all" and cfg.deny_purge:
                     return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
             ttl_raw = hdr.get(MSG_TTL)
@@ -258,23 +258,22 @@ class Stream:
         return PubAck(seq=0, error=ApiError(name, **fields))
 
     def _check_expectations(self, hdr: Headers, subject: str) -> PubAck | None:
+        # Like nats-server, a value that does not parse counts as 0.
         raw = hdr.get(EXPECTED_LAST_SEQ)
         if raw is not None:
             last = self.store.state().last_seq
-            if not raw.strip().isdigit() or int(raw) != last:
+            if _seq_value(raw) != last:
                 return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
         raw = hdr.get(EXPECTED_LAST_SUBJ_SEQ)
         if raw is not None:
             target = hdr.get(EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
-            if not raw.strip().isdigit():
-                return self._fail("STREAM_WRONG_LAST_SEQUENCE_CONSTANT")
             if "*" in target or ">" in target:
                 last_msg = self.store.load_last(target)
                 last = last_msg.seq if last_msg is not None else 0
             else:
                 info = self.store.subject_info(target)
                 last = info.last_seq if info is not None else 0
-            if int(raw) != last:
+            if _seq_value(raw) != last:
                 return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
         raw = hdr.get(EXPECTED_LAST_MSG_ID)
         if raw is not None and raw != self.last_msg_id:
@@ -474,8 +473,14 @@ class Stream:
             raise ApiError("STREAM_SEALED")
         if self.config.deny_delete:
             raise ApiError("STREAM_MSG_DELETE_FAILED", err="message delete not permitted")
-        if not self.store.remove(seq, erase=erase):
+        state = self.store.state()
+        if seq > state.last_seq:
+            raise ApiError("STREAM_MSG_DELETE_FAILED", err="stream store EOF")
+        if seq < state.first_seq:
             raise ApiError("STREAM_MSG_DELETE_FAILED", err="no message found")
+        if not self.store.remove(seq, erase=erase):
+            # an interior sequence that is already gone
+            raise ApiError("SEQUENCE_NOT_FOUND", seq=seq)
 
     def _notify_purged(self, first_seq: int) -> None:
         for consumer in list(self.consumers.values()):
@@ -512,6 +517,11 @@ class Stream:
             if timer is not None:
                 timer.cancel()
         self._age_timer = self._ttl_timer = None
+
+
+def _seq_value(raw: str) -> int:
+    text = raw.strip()
+    return int(text) if text.isdigit() else 0
 
 
 def _header(block: bytes, name: str) -> str | None:

@@ -62,7 +62,8 @@ _KNOWN_KEYS = (
     "metadata",
 )
 
-_NAME_FORBIDDEN = (".", "*", ">", "\\", "/")
+_NAME_FORBIDDEN = (".", "*", ">")
+_PATH_SEPARATORS = ("\\", "/")
 
 
 def invalid(message: str) -> ApiError:
@@ -71,6 +72,8 @@ def invalid(message: str) -> ApiError:
 
 def validate_stream_name(name: Any) -> str:
     """nats-server refuses empty names, `.`, `*`, `>`, path separators and whitespace."""
+    if isinstance(name, str) and any(c in name for c in _PATH_SEPARATORS):
+        raise ApiError("STREAM_NAME_CONTAINS_PATH_SEPARATORS")
     if (
         not isinstance(name, str)
         or not name
@@ -210,7 +213,9 @@ class StreamConfig:
                 dup = self.max_age
         metadata = dict(self.metadata)
         metadata.setdefault(REQUIRED_LEVEL_KEY, str(self.required_api_level()))
-        return replace(self, duplicate_window=dup, metadata=metadata)
+        # A sealed stream takes nothing new; nats-server reports it with discard new.
+        discard = "new" if self.sealed else self.discard
+        return replace(self, duplicate_window=dup, metadata=metadata, discard=discard)
 
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
@@ -245,7 +250,9 @@ class StreamConfig:
         seen: list[str] = []
         for subject in self.subjects:
             if not is_valid_subject(subject):
-                raise invalid(f"invalid subject {subject!r}" if subject else "invalid empty subject")
+                raise invalid("invalid subject")
+            if subject == ">" and not self.no_ack:
+                raise invalid("capturing all subjects requires no-ack to be true")
             if not self.no_ack and subjects_overlap(subject, "$JS.API.>"):
                 raise invalid("subjects that overlap with jetstream api require no-ack to be true")
             for other in seen:

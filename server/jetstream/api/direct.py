@@ -100,6 +100,9 @@ def direct_get(engine: JetStream, req: ApiRequest) -> None:
     except (ValueError, TypeError, UnicodeDecodeError):
         _status(engine, reply, 408, "Bad Request")
         return None
+    if params.empty():
+        _status(engine, reply, 408, "Empty Request")
+        return None
     if not params.valid():
         _status(engine, reply, 408, "Bad Request")
         return None
@@ -129,6 +132,12 @@ class _Params:
         self.up_to_seq = _int(body, "up_to_seq")
         self.up_to_time_ns = _time(body, "up_to_time")
         self.start_time_ns = _time(body, "start_time")
+
+    def empty(self) -> bool:
+        return not (
+            self.seq or self.last_by or self.next_by or self.multi_last or self.start_time_ns
+            or self.batch
+        )
 
     def valid(self) -> bool:
         if self.seq < 0 or self.batch < 0 or self.max_bytes < 0 or self.up_to_seq < 0:

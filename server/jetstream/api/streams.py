@@ -43,6 +43,8 @@ def _config_from_request(req: ApiRequest) -> StreamConfig:
 @api_handler("STREAM.CREATE.*", "stream_create")
 def stream_create(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(req)
+    if config.sealed:
+        raise ApiError("STREAM_INVALID_CONFIG", err="stream configuration for create can not be sealed")
     existing = engine.streams.get(config.name)
     if existing is not None:
         if not existing.config.same_as(config):
@@ -57,8 +59,6 @@ def stream_create(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
 def stream_update(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(req)
     stream = engine.lookup_stream(config.name)
-    if stream.config.sealed:
-        raise ApiError("STREAM_SEALED")
     engine.update_stream(stream, config)
     return stream_info(stream, engine.clock.now_ns())
 
