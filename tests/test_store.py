@@ -19,7 +19,7 @@ from server.store import StoreError, StreamStore, SubjectInfo, message_size
 from server.store.factory import open_store
 from server.store.filters import subject_matches
 
-BACKENDS = ["memory"]
+BACKENDS = ["memory", "file"]
 T0 = 1_700_000_000_000_000_000
 
 

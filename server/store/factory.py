@@ -2,12 +2,16 @@
 
 The stream code calls `open_store(config.storage, directory, ...)` and never
 imports a backend itself. "memory" ignores the directory and sync options;
-"file" owns everything inside `directory` (created if missing).
+"file" owns everything inside `directory` (created if missing). A `clock`
+lets an idle file store fsync every `sync_interval_s` by itself (a timer);
+without one it checks the interval on each store.
 """
 
 from __future__ import annotations
 
+from server.clock import Clock
 from server.store.base import StreamStore
+from server.store.file import DEFAULT_BLOCK_SIZE, FileStore
 from server.store.memory import MemoryStore
 
 
@@ -18,6 +22,7 @@ def open_store(
     sync_always: bool = False,
     sync_interval_s: float = 120.0,
     block_size: int | None = None,
+    clock: Clock | None = None,
 ) -> StreamStore:
     """Open (or create) the store for one stream."""
     if storage == "memory":
@@ -25,10 +30,11 @@ def open_store(
     if storage == "file":
         if not directory:
             raise ValueError("file storage needs a directory")
-        from server.store.file import FileStore
-
-        kwargs = {} if block_size is None else {"block_size": block_size}
         return FileStore(
-            directory, sync_always=sync_always, sync_interval_s=sync_interval_s, **kwargs
+            directory,
+            block_size=block_size or DEFAULT_BLOCK_SIZE,
+            sync_always=sync_always,
+            sync_interval_s=sync_interval_s,
+            clock=clock,
         )
     raise ValueError(f"unknown storage type {storage!r} (expected 'file' or 'memory')")

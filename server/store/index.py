@@ -158,7 +158,9 @@ class MessageIndex:
                 self.sids.extend(array("I", [DELETED]) * gap)
                 self.sizes.extend(array("I", [0]) * gap)
                 for col in self.columns:
-                    col.extend([0] * gap if isinstance(col, array) else [None] * gap)
+                    col.extend(
+                        array(col.typecode, [0]) * gap if isinstance(col, array) else [None] * gap
+                    )
         sid = self._intern(subject)
         self.ts.append(timestamp_ns)
         self.sids.append(sid)
@@ -174,6 +176,22 @@ class MessageIndex:
         self.last_seq = seq
         self.last_ts = timestamp_ns
         return seq
+
+    def advance_last(self, seq: int) -> None:
+        """Make `last_seq` at least `seq`; the skipped sequences are absent."""
+        if seq <= self.last_seq:
+            return
+        if self.msgs == 0:
+            self.last_seq = seq
+            self._clear_positions(seq + 1)
+            return
+        gap = seq - self.last_seq
+        self.ts.extend(array("q", [self.last_ts]) * gap)
+        self.sids.extend(array("I", [DELETED]) * gap)
+        self.sizes.extend(array("I", [0]) * gap)
+        for col in self.columns:
+            col.extend(array(col.typecode, [0]) * gap if isinstance(col, array) else [None] * gap)
+        self.last_seq = seq
 
     def present(self, seq: int) -> bool:
         return self.first_seq <= seq <= self.last_seq and self.sids[seq - self.base] != DELETED
@@ -444,6 +462,55 @@ class MessageIndex:
 
     def first_seq_for(self, sids: Iterable[int]) -> int:
         return min((self.s_first[sid] for sid in sids), default=0)
+
+    # -- snapshot --------------------------------------------------------------
+    def export(self) -> tuple[dict[str, Any], dict[str, array]]:
+        """Everything needed to rebuild this index without a scan (file store snapshot)."""
+        meta = {
+            "base": self.base,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "last_ts": self.last_ts,
+            "msgs": self.msgs,
+            "bytes": self.bytes,
+            "names": self.names,
+        }
+        arrays = {
+            "ts": self.ts,
+            "sids": self.sids,
+            "sizes": self.sizes,
+            "s_msgs": self.s_msgs,
+            "s_first": self.s_first,
+            "s_last": self.s_last,
+        }
+        return meta, arrays
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, array]) -> None:
+        """Load what `export` produced; raises ValueError when it is inconsistent."""
+        names = list(meta["names"])
+        length = int(meta["last_seq"]) - int(meta["base"]) + 1
+        if not all(len(arrays[k]) == length for k in ("ts", "sids", "sizes")):
+            raise ValueError("snapshot arrays disagree with the sequence range")
+        if not all(len(arrays[k]) == len(names) for k in ("s_msgs", "s_first", "s_last")):
+            raise ValueError("snapshot subject arrays disagree with the subject names")
+        self._reset_subjects()
+        self.base = int(meta["base"])
+        self.first_seq = int(meta["first_seq"])
+        self.last_seq = int(meta["last_seq"])
+        self.last_ts = int(meta["last_ts"])
+        self.msgs = int(meta["msgs"])
+        self.bytes = int(meta["bytes"])
+        self.ts, self.sids, self.sizes = arrays["ts"], arrays["sids"], arrays["sizes"]
+        self.s_msgs, self.s_first, self.s_last = (
+            arrays["s_msgs"],
+            arrays["s_first"],
+            arrays["s_last"],
+        )
+        self.names = names
+        self.sid_of = {name: sid for sid, name in enumerate(names) if name}
+        self.free = [sid for sid, name in enumerate(names) if not name]
+        if sum(self.s_msgs) != self.msgs or len(self.sid_of) + len(self.free) != len(names):
+            raise ValueError("snapshot subject counts disagree with the message count")
 
     def state(self) -> StoreState:
         return StoreState(

@@ -2,7 +2,7 @@
 
 Both backends derive from it, so purge/compact/filter/pending semantics are
 written once and are identical by construction. A backend supplies payload
-storage only, through four hooks:
+storage only, through these hooks:
 
 - `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
   append one entry to each of its index columns (called before the index
@@ -11,7 +11,8 @@ storage only, through four hooks:
 - `_drop(seqs, erase)`: the sequences are about to be removed (tombstones,
   erasure); called before the index changes;
 - `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
-  the default only updates the index.
+  the default only updates the index;
+- `_removed()`: after removals reached the index (default: nothing).
 
 Purge semantics follow nats-server `PurgeEx`: with no subject (or ">"),
 `up_to_seq > 1` is `compact(up_to_seq)` and `keep` is
@@ -63,6 +64,9 @@ class IndexedStore(StreamStore):
     def _floor(self, seq: int) -> int:
         return self._index.floor(seq)
 
+    def _removed(self) -> None:
+        """Called after messages were removed from the index (file: drop dead blocks)."""
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("store is closed")
@@ -97,6 +101,7 @@ class IndexedStore(StreamStore):
             return False
         self._drop((seq,), erase)
         self._index.remove(seq)
+        self._removed()
         return True
 
     def _remove_many(self, seqs: Sequence[int]) -> int:
@@ -106,6 +111,7 @@ class IndexedStore(StreamStore):
         remove = self._index.remove
         for seq in seqs:
             remove(seq)
+        self._removed()
         return len(seqs)
 
     def purge(

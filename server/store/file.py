@@ -1,0 +1,557 @@
+"""`FileStore`: a stream kept in append-only block files (storage "file").
+
+Directory layout (the store owns everything in it):
+
+    LOCK                 flock'ed while open: one store per directory
+    msgs/<n:010d>.blk    block files, record format in `codec`
+    index.snap           index snapshot, present only after a clean close
+
+Writes: every `store()` encodes one record and hands it to the OS with one
+`os.write` on an O_APPEND descriptor before returning, so a killed process
+loses nothing that was acknowledged. `sync()` fsyncs the current block (and the
+directory after block files came or went). With `sync_always=True` the caller
+(the stream) calls `sync()` itself, once per batch of stores (group commit).
+Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
+on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
+stream is synced too. A block is fsynced when it is rolled over.
+
+Deletes append a DELETE record; `erase=True` also rewrites the message record
+in place (payload zeroed, kind ERASED). `compact`/full purge append a FLOOR
+record (a full purge first rolls to a new block). Block files are removed from
+the front only, once every sequence in them is gone, so a tombstone never
+outlives the record it hides.
+
+Reads: the `MessageIndex` (in memory, ~20 bytes per message: timestamp,
+subject id, size, block offset) answers every query; payloads are read on
+demand through a small LRU of 64 KiB block chunks.
+
+Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
+directory is loaded without reading the blocks, after verifying the last
+record of the last block. Otherwise every block is scanned; a block is
+truncated at its first bad record (short, bad checksum, out of order), with a
+WARNING and the details in `recovery` (RecoveryReport). The snapshot is
+deleted once loaded, so it can never describe a later state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import fcntl
+import logging
+import os
+import re
+import shutil
+import time
+from array import array
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+from server.clock import Clock, TimerHandle
+from server.store import codec
+from server.store.base import RecoveryReport, StoredMessage, StoreError
+from server.store.index import MessageIndex
+from server.store.indexed import IndexedStore
+from server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
+MIN_BLOCK_SIZE = 4096
+MAX_BLOCK_SIZE = 1 << 31
+MSGS_DIR = "msgs"
+SNAPSHOT_FILE = "index.snap"
+LOCK_FILE = "LOCK"
+SNAPSHOT_VERSION = 1
+CHUNK_SIZE = 64 * 1024
+CACHE_CHUNKS = 32
+_BLOCK_NAME = re.compile(r"^(\d{10})\.blk$")
+_HEAD = codec.RECORD_HEAD_SIZE
+
+
+class _Block:
+    __slots__ = ("number", "path", "first_seq", "size", "rfd")
+
+    def __init__(self, number: int, path: Path, first_seq: int, size: int) -> None:
+        self.number = number
+        self.path = path
+        self.first_seq = first_seq
+        self.size = size
+        self.rfd = -1
+
+
+class FileStore(IndexedStore):
+    """Messages in block files under `directory`; identical semantics to `MemoryStore`."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        sync_always: bool = False,
+        sync_interval_s: float = 120.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
+            raise ValueError(f"block_size must be in [{MIN_BLOCK_SIZE}, {MAX_BLOCK_SIZE}]")
+        if sync_interval_s <= 0:
+            raise ValueError("sync_interval_s must be positive")
+        self._offsets = array("I")
+        super().__init__(MessageIndex(columns=[self._offsets]))
+        self._dir = Path(directory)
+        self._msgs_dir = self._dir / MSGS_DIR
+        self._block_size = block_size
+        self._sync_always = sync_always
+        self._sync_interval_ns = int(sync_interval_s * 1e9)
+        self._clock = clock
+        self._blocks: list[_Block] = []
+        self._firsts: list[int] = []
+        self._wfd = -1
+        self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
+        self._unsynced = False
+        self._dir_dirty = False
+        self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._recovery = RecoveryReport()
+        self._timer: TimerHandle | None = None
+        self._msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = self._lock()
+        try:
+            self._open()
+        except BaseException:
+            self._release_fds()
+            raise
+        self._last_sync_ns = self._now_ns()
+        if clock is not None and not sync_always:
+            self._arm_timer()
+
+    # -- opening -------------------------------------------------------------
+    def _lock(self) -> int:
+        fd = os.open(self._dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise StoreError(f"store directory {self._dir} is in use by another store") from err
+            raise
+        return fd
+
+    def _block_files(self) -> list[tuple[int, Path]]:
+        found = []
+        for entry in os.scandir(self._msgs_dir):
+            match = _BLOCK_NAME.match(entry.name)
+            if match and entry.is_file():
+                found.append((int(match.group(1)), Path(entry.path)))
+        return sorted(found)
+
+    def _open(self) -> None:
+        files = self._block_files()
+        snap = self._dir / SNAPSHOT_FILE
+        used = False
+        if snap.exists():
+            try:
+                used = self._load_snapshot(snap, files)
+            except (SnapshotError, ValueError, KeyError, TypeError, OSError) as err:
+                log.warning(
+                    "store %s: ignoring index snapshot (%s); scanning blocks", self._dir, err
+                )
+                self._recovery.notes.append(f"snapshot ignored: {err}")
+                self._reset_index()
+            snap.unlink()
+            self._dir_dirty = True
+        if not used:
+            self._scan(files)
+        if not self._blocks:
+            self._create_block(1, self._index.last_seq + 1)
+        else:
+            last = self._blocks[-1]
+            self._wfd = os.open(last.path, os.O_WRONLY | os.O_APPEND)
+        self._recovery.recovered_msgs = self._index.msgs
+        self._drop_dead_blocks()
+
+    def _reset_index(self) -> None:
+        del self._offsets[:]
+        self._index = MessageIndex(columns=[self._offsets])
+        self._blocks.clear()
+        self._firsts.clear()
+        self._tail = None
+
+    def _load_snapshot(self, snap: Path, files: list[tuple[int, Path]]) -> bool:
+        meta, arrays = read_snapshot(snap)
+        if meta.get("version") != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot version {meta.get('version')}")
+        described = meta["blocks"]
+        if [b[0] for b in described] != [number for number, _ in files]:
+            raise SnapshotError("block files differ from the snapshot")
+        for (number, size, mtime_ns, _first), (_n, path) in zip(described, files, strict=True):
+            st = path.stat()
+            if st.st_size != size or st.st_mtime_ns != mtime_ns:
+                raise SnapshotError(f"block {number} changed since the snapshot")
+        offsets = arrays.pop("offsets")
+        self._index.restore(meta["index"], arrays)
+        if len(offsets) != len(self._index.sids):
+            raise SnapshotError("snapshot offsets disagree with the index")
+        self._offsets.extend(offsets)
+        for number, size, _mtime, first in described:
+            self._add_block(_Block(number, self._msgs_dir / f"{number:010d}.blk", first, size))
+        tail = meta.get("tail")
+        self._tail = (int(tail[0]), int(tail[1])) if tail else None
+        self._verify_tail()
+        self._recovery.used_snapshot = True
+        return True
+
+    def _verify_tail(self) -> None:
+        """The last record of the last block must be intact (snapshot path)."""
+        if not self._blocks:
+            return
+        blk = self._blocks[-1]
+        with open(blk.path, "rb") as fh:
+            codec.decode_block_header(fh.read(codec.BLOCK_HEADER_SIZE))
+            if self._tail is None:
+                if blk.size != codec.BLOCK_HEADER_SIZE:
+                    raise SnapshotError("last block has records the snapshot does not know")
+                return
+            offset, rec_len = self._tail
+            if offset + rec_len != blk.size:
+                raise SnapshotError("snapshot tail is not at the end of the last block")
+            fh.seek(offset)
+            raw = fh.read(rec_len)
+        scan = codec.scan_record(raw, 0, len(raw))
+        if isinstance(scan, str):
+            raise SnapshotError(f"last record is damaged: {scan}")
+
+    def _scan(self, files: list[tuple[int, Path]]) -> None:
+        index = self._index
+        offsets = self._offsets
+        report = self._recovery
+        names: dict[bytes, str] = {}
+        append = index.append
+        for number, path in files:
+            raw = path.read_bytes()
+            try:
+                first_seq = codec.decode_block_header(raw)
+            except codec.CorruptRecord as err:
+                # typically a crash while a new block was being created
+                self._lost(path, 0, len(raw), 1 if raw else 0, index.last_seq, str(err))
+                path.unlink()
+                continue
+            if first_seq <= index.last_seq:
+                # a block never starts at or below a sequence an earlier block holds
+                framed = codec.count_framed(raw, codec.BLOCK_HEADER_SIZE, len(raw))
+                why = f"block first sequence {first_seq} is out of order"
+                self._lost(path, 0, len(raw), framed, index.last_seq, why)
+                path.unlink()
+                continue
+            index.advance_last(first_seq - 1)
+            mv = memoryview(raw)
+            pos = codec.BLOCK_HEADER_SIZE
+            end = len(raw)
+            reason = ""
+            tail: tuple[int, int] | None = None
+            while pos < end:
+                scan = codec.scan_record(mv, pos, end)
+                if isinstance(scan, str):
+                    reason = scan
+                    break
+                kind, seq, ts, slen, _hlen, _dlen, rec_len = scan
+                if kind == codec.KIND_MSG:
+                    if seq <= index.last_seq:
+                        reason = f"message sequence {seq} is not above {index.last_seq}"
+                        break
+                    sb = raw[pos + _HEAD : pos + _HEAD + slen]
+                    subject = names.get(sb)
+                    if subject is None:
+                        subject = names[sb] = sb.decode()
+                    append(subject, ts, rec_len - codec.SIZE_TO_RECLEN, seq)
+                    offsets.append(pos)
+                elif kind == codec.KIND_DELETE:
+                    index.remove(seq)
+                elif kind == codec.KIND_ERASED:
+                    index.advance_last(seq)
+                else:  # FLOOR
+                    index.floor(seq)
+                    index.last_ts = max(index.last_ts, ts)
+                tail = (pos, rec_len)
+                pos += rec_len
+            if reason:
+                lost_records = codec.count_framed(mv, pos, end)
+                self._lost(path, pos, end - pos, lost_records, index.last_seq, reason)
+                mv.release()
+                os.truncate(path, pos)
+            else:
+                mv.release()
+            self._add_block(_Block(number, path, first_seq, pos))
+            self._tail = tail
+        if report.lost_bytes:
+            self._dir_dirty = True
+
+    def _lost(
+        self, path: Path, offset: int, nbytes: int, records: int, after_seq: int, why: str
+    ) -> None:
+        report = self._recovery
+        report.lost_bytes += nbytes
+        report.lost_msgs += records
+        note = (
+            f"{path.name}: dropped {nbytes} bytes (about {records} records) at offset "
+            f"{offset}, after sequence {after_seq}: {why}"
+        )
+        report.notes.append(note)
+        log.warning("store %s: recovery %s", self._dir, note)
+
+    def _add_block(self, blk: _Block) -> None:
+        self._blocks.append(blk)
+        self._firsts.append(blk.first_seq)
+
+    def _create_block(self, number: int, first_seq: int) -> _Block:
+        path = self._msgs_dir / f"{number:010d}.blk"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            self._write_all(fd, codec.encode_block_header(first_seq))
+        except BaseException:
+            os.close(fd)
+            raise
+        if self._wfd >= 0:
+            os.close(self._wfd)
+        self._wfd = fd
+        blk = _Block(number, path, first_seq, codec.BLOCK_HEADER_SIZE)
+        self._add_block(blk)
+        self._tail = None
+        self._dir_dirty = True
+        self._unsynced = True
+        return blk
+
+    # -- writing -------------------------------------------------------------
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def _roll(self, first_seq: int) -> _Block:
+        if self._unsynced:
+            os.fsync(self._wfd)
+        return self._create_block(self._blocks[-1].number + 1, first_seq)
+
+    def _append(self, data: bytes, last_len: int) -> tuple[_Block, int]:
+        """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
+        blk = self._blocks[-1]
+        if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
+            blk = self._roll(self._index.last_seq + 1)
+        offset = blk.size
+        try:
+            self._write_all(self._wfd, data)
+        except OSError as err:
+            try:
+                os.ftruncate(self._wfd, offset)
+            except OSError:
+                log.exception("store %s: cannot undo a partial write", self._dir)
+            raise StoreError(f"writing to {blk.path} failed: {err}") from err
+        blk.size += len(data)
+        self._tail = (blk.size - last_len, last_len)
+        self._unsynced = True
+        return blk, offset
+
+    def _put(
+        self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
+    ) -> None:
+        rec = codec.encode_msg(seq, timestamp_ns, subject.encode(), headers, data)
+        _blk, offset = self._append(rec, len(rec))
+        self._offsets.append(offset)
+        if not self._sync_always:
+            self.maybe_sync()
+
+    def _drop(self, seqs: Sequence[int], erase: bool) -> None:
+        if len(seqs) == 1:
+            recs = codec.encode_delete(seqs[0])
+        else:
+            recs = b"".join([codec.encode_delete(seq) for seq in seqs])
+        self._append(recs, codec.RECORD_FIXED)
+        if erase:
+            for seq in seqs:
+                self._erase(seq)
+
+    def _erase(self, seq: int) -> None:
+        index = self._index
+        pos = seq - index.base
+        offset = self._offsets[pos]
+        blk = self._block_for(seq)
+        head = self._read(blk, offset, _HEAD)
+        _rec_len, _kind, _seq, ts, slen, hlen, dlen = codec.RECORD_HEAD.unpack_from(head, 0)
+        subject = index.names[index.sids[pos]].encode()
+        rec = codec.encode_erased(seq, ts, subject, hlen, dlen)
+        fd = os.open(blk.path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, rec, offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
+            self._cache.pop((blk.number, chunk), None)
+
+    def _floor(self, seq: int) -> int:
+        index = self._index
+        if seq > index.last_seq:
+            self._roll(seq)
+        self._append(codec.encode_floor(seq, index.last_ts), codec.RECORD_FIXED)
+        removed = index.floor(seq)
+        self._drop_dead_blocks()
+        return removed
+
+    def _removed(self) -> None:
+        if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
+            self._drop_dead_blocks()
+
+    def _drop_dead_blocks(self) -> None:
+        """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
+        first = self._index.first_seq
+        while len(self._blocks) > 1 and self._firsts[1] <= first:
+            blk = self._blocks.pop(0)
+            self._firsts.pop(0)
+            if blk.rfd >= 0:
+                os.close(blk.rfd)
+            for key in [k for k in self._cache if k[0] == blk.number]:
+                del self._cache[key]
+            blk.path.unlink()
+            self._dir_dirty = True
+
+    # -- reading -------------------------------------------------------------
+    def _block_for(self, seq: int) -> _Block:
+        return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
+
+    def _read(self, blk: _Block, offset: int, length: int) -> bytes:
+        chunk = offset // CHUNK_SIZE
+        start = chunk * CHUNK_SIZE
+        end = offset + length
+        if blk.rfd < 0:
+            blk.rfd = os.open(blk.path, os.O_RDONLY)
+        if end > start + CHUNK_SIZE:
+            return os.pread(blk.rfd, length, offset)
+        key = (blk.number, chunk)
+        cache = self._cache
+        buf = cache.get(key)
+        if buf is None or len(buf) < end - start:
+            buf = os.pread(blk.rfd, CHUNK_SIZE, start)
+            cache[key] = buf
+            if len(cache) > CACHE_CHUNKS:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return buf[offset - start : end - start]
+
+    def _get(self, seq: int) -> StoredMessage:
+        index = self._index
+        pos = seq - index.base
+        offset = self._offsets[pos]
+        rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
+        blk = self._block_for(seq)
+        raw = self._read(blk, offset, rec_len)
+        scan = codec.scan_record(raw, 0, len(raw))
+        if isinstance(scan, str) or scan[0] != codec.KIND_MSG or scan[1] != seq:
+            why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
+            raise StoreError(
+                f"record for sequence {seq} in {blk.path.name} at offset {offset} is damaged: {why}"
+            )
+        _kind, _seq, ts, slen, hlen, dlen, _ = scan
+        start = _HEAD + slen
+        headers = raw[start : start + hlen] if hlen else None
+        data = raw[start + hlen : start + hlen + dlen]
+        return StoredMessage(index.names[index.sids[pos]], seq, ts, headers, data)
+
+    # -- durability and lifecycle -----------------------------------------------
+    def _now_ns(self) -> int:
+        return self._clock.now_ns() if self._clock is not None else time.monotonic_ns()
+
+    def maybe_sync(self, now_ns: int | None = None) -> bool:
+        """fsync if the last sync is `sync_interval_s` old; True when it synced."""
+        now = self._now_ns() if now_ns is None else now_ns
+        if self._unsynced and now - self._last_sync_ns >= self._sync_interval_ns:
+            self.sync()
+            return True
+        return False
+
+    def _arm_timer(self) -> None:
+        assert self._clock is not None
+        self._timer = self._clock.call_later(self._sync_interval_ns / 1e9, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        try:
+            self.maybe_sync()
+        except OSError:
+            log.exception("store %s: periodic fsync failed", self._dir)
+        self._arm_timer()
+
+    def sync(self) -> None:
+        self._check_open()
+        if self._unsynced:
+            os.fsync(self._wfd)
+            self._unsynced = False
+        if self._dir_dirty:
+            dfd = os.open(self._msgs_dir, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+            self._dir_dirty = False
+        self._last_sync_ns = self._now_ns()
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        return self._recovery
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    def _snapshot(self) -> None:
+        meta, arrays = self._index.export()
+        arrays = dict(arrays, offsets=self._offsets)
+        blocks = []
+        for blk in self._blocks:
+            st = blk.path.stat()
+            blocks.append([blk.number, st.st_size, st.st_mtime_ns, blk.first_seq])
+        write_snapshot(
+            self._dir / SNAPSHOT_FILE,
+            {"version": SNAPSHOT_VERSION, "blocks": blocks, "tail": self._tail, "index": meta},
+            arrays,
+        )
+        dfd = os.open(self._dir, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def _release_fds(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for blk in self._blocks:
+            if blk.rfd >= 0:
+                os.close(blk.rfd)
+                blk.rfd = -1
+        if self._wfd >= 0:
+            os.close(self._wfd)
+            self._wfd = -1
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+        self._cache.clear()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.sync()
+            self._snapshot()
+        finally:
+            self._closed = True
+            self._release_fds()
+
+    def destroy(self) -> None:
+        self._closed = True
+        self._release_fds()
+        shutil.rmtree(self._dir, ignore_errors=True)
