@@ -243,9 +243,8 @@ class JetStream:
         if limit <= 0:
             return
         if self.usage(storage) + size > limit:
-            raise ApiError(
-                "MEMORY_RESOURCES_EXCEEDED" if storage == "memory" else "STORAGE_RESOURCES_EXCEEDED"
-            )
+            # what nats-server answers a publish that would pass the server's store limit
+            raise ApiError("INSUFFICIENT_RESOURCES")
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
@@ -401,17 +400,25 @@ class JetStream:
             self._arm_sync_timer()
 
     # -- account information -------------------------------------------------------------
+    def reserved(self, storage: str) -> int:
+        return sum(
+            s.config.max_bytes for s in self.streams.values()
+            if s.config.storage == storage and s.config.max_bytes > 0
+        )
+
     def account_info(self) -> dict[str, Any]:
+        """Usage of the one account; like nats-server, the server-wide
+        max_memory_store/max_file_store are not account `limits` (those stay -1)."""
         return {
             "memory": self.usage("memory"),
             "storage": self.usage("file"),
-            "reserved_memory": 0,
-            "reserved_storage": 0,
+            "reserved_memory": self.reserved("memory"),
+            "reserved_storage": self.reserved("file"),
             "streams": len(self.streams),
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
             "limits": {
-                "max_memory": self.max_memory,
-                "max_storage": self.max_storage,
+                "max_memory": -1,
+                "max_storage": -1,
                 "max_streams": -1,
                 "max_consumers": -1,
                 "max_ack_pending": -1,
