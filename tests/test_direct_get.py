@@ -1,0 +1,117 @@
+"""DIRECT.GET in both forms, including batches, against both servers.
+
+Headers and statuses as nats-server 2.15.1 sends them: the message with
+Nats-Stream / Nats-Subject / Nats-Sequence / Nats-Time-Stamp, batches with
+Nats-Num-Pending / Nats-Last-Sequence and a final `204 EOB` status.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import nats
+import pytest
+from js_helpers import create, pub
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+pytestmark = pytest.mark.asyncio
+
+
+async def direct(nc: NATS, suffix: str, body: Any = b"") -> Msg:
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return await nc.request("$JS.API.DIRECT.GET." + suffix, payload, timeout=5)
+
+
+async def batch(nc: NATS, stream: str, body: dict[str, Any]) -> list[Msg]:
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish("$JS.API.DIRECT.GET." + stream, json.dumps(body).encode(), reply=inbox)
+    out: list[Msg] = []
+    while True:
+        msg = await sub.next_msg(timeout=5)
+        out.append(msg)
+        if msg.headers and msg.headers.get("Status"):
+            break
+    await sub.unsubscribe()
+    return out
+
+
+async def setup_stream(nc: NATS) -> None:
+    await create(nc, name="D", subjects=["d.>"], allow_direct=True)
+    await pub(nc, "d.a", b"a1", {"Nats-Msg-Id": "x1"})
+    await pub(nc, "d.b", b"b1")
+    await pub(nc, "d.a", b"a2")
+    await pub(nc, "d.c", b"c1")
+
+
+async def test_single_gets(nc: NATS) -> None:
+    await setup_stream(nc)
+    msg = await direct(nc, "D", {"seq": 2})
+    assert msg.data == b"b1"
+    hdrs = msg.headers or {}
+    assert hdrs["Nats-Stream"] == "D" and hdrs["Nats-Subject"] == "d.b"
+    assert hdrs["Nats-Sequence"] == "2" and hdrs["Nats-Time-Stamp"].endswith("Z")
+    msg = await direct(nc, "D", {"seq": 1})
+    assert (msg.headers or {})["Nats-Msg-Id"] == "x1"  # the message's own headers stay
+    msg = await direct(nc, "D.d.a")
+    assert msg.data == b"a2" and (msg.headers or {})["Nats-Sequence"] == "3"
+    msg = await direct(nc, "D", {"last_by_subj": "d.*"})
+    assert (msg.headers or {})["Nats-Sequence"] == "4"
+    msg = await direct(nc, "D", {"next_by_subj": "d.a", "seq": 2})
+    assert msg.data == b"a2"
+    msg = await direct(nc, "D", {"seq": 99})
+    assert msg.headers == {"Status": "404", "Description": "Message Not Found"} and msg.data == b""
+    msg = await direct(nc, "D.d.zzz")
+    assert (msg.headers or {})["Status"] == "404"
+    msg = await direct(nc, "D", {})
+    assert msg.headers == {"Status": "408", "Description": "Empty Request"}
+    msg = await direct(nc, "D", b"")
+    assert (msg.headers or {})["Status"] == "408"
+
+
+async def test_no_direct_no_responders(nc: NATS) -> None:
+    await create(nc, name="ND", subjects=["nd"])
+    await pub(nc, "nd")
+    with pytest.raises(nats.errors.NoRespondersError):
+        await direct(nc, "ND", {"seq": 1})
+
+
+async def test_batch_with_eob(nc: NATS) -> None:
+    await setup_stream(nc)
+    msgs = await batch(nc, "D", {"seq": 1, "batch": 3})
+    assert [m.data for m in msgs[:3]] == [b"a1", b"b1", b"a2"]
+    pend = [(m.headers or {})["Nats-Num-Pending"] for m in msgs[:3]]
+    last = [(m.headers or {})["Nats-Last-Sequence"] for m in msgs[:3]]
+    assert pend == ["3", "2", "1"] and last == ["0", "1", "2"]
+    eob = msgs[3]
+    assert eob.data == b""
+    assert eob.headers == {
+        "Status": "204", "Description": "EOB", "Nats-Num-Pending": "1", "Nats-Last-Sequence": "3"
+    }
+    msgs = await batch(nc, "D", {"next_by_subj": "d.a", "batch": 10})
+    assert [m.data for m in msgs[:-1]] == [b"a1", b"a2"]
+    assert (msgs[-1].headers or {})["Nats-Num-Pending"] == "0"
+    msgs = await batch(nc, "D", {"seq": 1, "batch": 10, "max_bytes": 3})
+    assert len(msgs) < 5 and (msgs[-1].headers or {})["Status"] == "204"
+
+
+async def test_multi_last(nc: NATS) -> None:
+    await setup_stream(nc)
+    msgs = await batch(nc, "D", {"multi_last": ["d.a", "d.b"]})
+    assert [m.data for m in msgs[:-1]] == [b"b1", b"a2"]
+    eob = msgs[-1].headers or {}
+    assert eob["Status"] == "204" and eob["Nats-UpTo-Sequence"] == "4"
+    msgs = await batch(nc, "D", {"multi_last": ["d.>"], "up_to_seq": 2})
+    assert [m.data for m in msgs[:-1]] == [b"a1", b"b1"]
+    assert (msgs[-1].headers or {})["Nats-UpTo-Sequence"] == "2"
+
+
+async def test_nats_py_direct_get(js: JetStreamContext, nc: NATS) -> None:
+    await setup_stream(nc)
+    msg = await js.get_msg("D", seq=2, direct=True)
+    assert msg.data == b"b1" and msg.subject == "d.b" and msg.seq == 2
+    msg = await js.get_last_msg("D", "d.a", direct=True)
+    assert msg.data == b"a2" and msg.seq == 3
