@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -180,17 +179,3 @@ def count_framed(buf: bytes | memoryview, pos: int, end: int) -> int:
     if pos < end:
         count += 1
     return count
-
-
-def iter_records(
-    buf: bytes | memoryview, pos: int, end: int
-) -> Iterator[tuple[int, int, int, int, int, int, int, int]]:
-    """Yield (offset, kind, seq, ts, S, H, D, rec_len) for each valid record from
-    `pos`; stop silently at the first invalid one (the caller compares the
-    last offset reached with `end`)."""
-    while pos < end:
-        scan = scan_record(buf, pos, end)
-        if isinstance(scan, str):
-            return
-        yield (pos, *scan)
-        pos += scan[6]

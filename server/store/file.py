@@ -500,6 +500,11 @@ class FileStore(IndexedStore):
         self._last_sync_ns = self._now_ns()
 
     @property
+    def pending_sync(self) -> bool:
+        """True while some stored bytes have not been fsynced yet."""
+        return self._unsynced or self._dir_dirty
+
+    @property
     def recovery(self) -> RecoveryReport:
         return self._recovery
 
