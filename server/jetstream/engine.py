@@ -25,7 +25,6 @@ API failures become error responses, publish failures error pub acks.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from collections.abc import Callable
@@ -61,10 +60,6 @@ def open_stream_store(
     from server.store.factory import open_store
 
     if directory is None:
-        storage = "memory"
-    if storage == "file" and importlib.util.find_spec("server.store.file") is None:
-        # Until the file backend lands the engine keeps working on memory; loudly.
-        logger.warning("file store backend not available: stream kept in memory")
         storage = "memory"
     return open_store(
         storage,
