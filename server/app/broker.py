@@ -92,6 +92,13 @@ class Broker:
     ) -> None:
         self.route(subject, reply, headers, payload, None)
 
+    def publish_as(
+        self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        """Route by `target` but present the message as `subject` (JetStream
+        deliveries keep their stream subject while going to an inbox)."""
+        self.route(target, reply, headers, payload, None, msg_subject=subject)
+
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
         sub = self._new_sub(subject, queue, "", None, handler)
         self._internal[sub.id] = sub
@@ -148,8 +155,12 @@ class Broker:
         headers: bytes | None,
         payload: bytes,
         origin: ClientConnection | None,
+        msg_subject: str | None = None,
     ) -> int:
-        """Deliver one message; returns how many subscriptions got it."""
+        """Deliver one message; returns how many subscriptions got it.
+
+        `msg_subject`, when given, is the subject subscribers see (routing is by
+        `subject`): JetStream deliveries keep their stream subject (publish_as)."""
         result = self.index.match(subject)
         if not result:
             if (
@@ -160,6 +171,8 @@ class Broker:
             ):
                 self._no_responders(reply, origin)
             return 0
+        if msg_subject is not None:
+            subject = msg_subject
         subject_b = subject.encode("utf-8", "surrogateescape")
         reply_b = reply.encode("utf-8", "surrogateescape") if reply else None
         internal: list[Subscription] = []

@@ -39,6 +39,10 @@ ERROR_EXTRAS: dict[str, dict[str, object]] = {
     "stream_names": {**_PAGED_ZERO, "streams": None},
     "stream_list": {**_PAGED_ZERO, "streams": None},
     "stream_purge": {"purged": 0},
+    "consumer_names": {**_PAGED_ZERO, "consumers": []},
+    "consumer_list": {**_PAGED_ZERO, "consumers": []},
+    "consumer_pause": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
+    "consumer_reset": {"reset_seq": 0},
 }
 # Direct gets are answered as messages and not counted as API calls.
 _UNCOUNTED = {"direct_get"}

@@ -3,4 +3,4 @@
 dispatch.py imports this module once. Add one import line per handler module.
 """
 
-from server.jetstream.api import account, direct, streams  # noqa: F401
+from server.jetstream.api import account, consumers, direct, streams  # noqa: F401
