@@ -14,6 +14,7 @@ nanoseconds (`max_age`, `duplicate_window`, as on the wire).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,7 +110,7 @@ def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
     if value is None or value == "":
         return choices[0]
     if value not in choices:
-        raise ApiError("INVALID_JSON", err=f"can not unmarshal {key} value {value!r}")
+        raise ApiError("INVALID_JSON", err=f"can not unmarshal {json.dumps(json.dumps(value))}")
     return str(value)
 
 
@@ -227,10 +228,10 @@ class StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
         if self.num_replicas < 0:
             raise ApiError("REPLICAS_COUNT_CANNOT_BE_NEGATIVE")
-        if self.num_replicas > 5:
-            raise invalid("replicas > 5 not supported")
+        if self.num_replicas > 1:
+            raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
         if self.max_age < 0:
-            raise invalid("max age needs to be >= 0")
+            raise invalid("max age can not be negative")
         if self.duplicate_window < 0:
             raise invalid("duplicates window can not be negative")
         if self.max_age and self.duplicate_window > self.max_age:
@@ -257,7 +258,7 @@ class StreamConfig:
                 raise invalid("subjects that overlap with jetstream api require no-ack to be true")
             for other in seen:
                 if subjects_overlap(subject, other):
-                    raise invalid("subjects overlap")
+                    raise invalid(f'subject "{other}" overlaps with "{subject}"')
             seen.append(subject)
         return self
 

@@ -1,0 +1,102 @@
+"""The `$JS.API` dispatcher without a server: envelopes, errors, routing, robustness."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from router_double import RouterDouble
+
+from server.clock import FakeClock
+from server.jetstream.api.registry import ApiRequest, api_handler
+from server.jetstream.dispatch import api_tokens, dispatch, request_body, response_type
+from server.jetstream.engine import JetStream
+from server.jetstream.errors import ERRORS, ApiError
+
+
+class Settings:
+    store_dir = None
+    max_memory_store = -1
+    max_file_store = -1
+    sync_interval_s = 120.0
+    sync_always = False
+    domain = "hub"
+
+
+def make() -> tuple[JetStream, RouterDouble]:
+    router = RouterDouble()
+    engine = JetStream(Settings(), FakeClock())
+    engine.start(router)
+    return engine, router
+
+
+def call(engine: JetStream, router: RouterDouble, subject: str, payload: bytes) -> list[Any]:
+    box = router.inbox("reply")
+    dispatch(engine, subject, "reply", None, payload)
+    return [m.json() for m in box.take()]
+
+
+def test_api_tokens_and_response_type() -> None:
+    assert api_tokens("$JS.API.STREAM.INFO.S") == ("STREAM", "INFO", "S")
+    assert api_tokens("$JS.hub.API.INFO", "hub") == ("INFO",)
+    assert api_tokens("$JS.other.API.INFO", "hub") is None
+    assert api_tokens("foo.bar") is None
+    assert response_type("stream_info") == "io.nats.jetstream.api.v1.stream_info_response"
+    assert response_type("x_response") == "io.nats.jetstream.api.v1.x_response"
+
+
+def test_request_body_variants() -> None:
+    def req(payload: bytes) -> ApiRequest:
+        return ApiRequest("s", (), (), None, None, payload)
+
+    assert request_body(req(b"")) == {} and request_body(req(b"null")) == {}
+    assert request_body(req(b" {} ")) == {} and request_body(req(b'{"a":1}')) == {"a": 1}
+    for bad in (b"{", b"[1]", b"\xff"):
+        try:
+            request_body(req(bad))
+        except ApiError as exc:
+            assert exc.err_code == 10025 and exc.description.startswith("invalid JSON: ")
+        else:
+            raise AssertionError(bad)
+
+
+def test_errors_are_enveloped_and_counted() -> None:
+    engine, router = make()
+    [resp] = call(engine, router, "$JS.API.STREAM.INFO.NOPE", b"")
+    assert resp == {
+        "type": "io.nats.jetstream.api.v1.stream_info_response",
+        "error": {"code": 404, "err_code": 10059, "description": "stream not found"},
+        "total": 0, "offset": 0, "limit": 0,
+    }
+    [resp] = call(engine, router, "$JS.hub.API.STREAM.CREATE.S", b"{oops")
+    assert resp["error"]["err_code"] == 10025
+    assert engine.api_total == 2 and engine.api_errors == 2
+
+
+def test_handler_crash_becomes_500_and_server_keeps_serving() -> None:
+    @api_handler("TEST.BOOM", "test_boom")
+    def boom(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+        raise RuntimeError("kaboom")
+
+    engine, router = make()
+    [resp] = call(engine, router, "$JS.API.TEST.BOOM", b"")
+    assert resp["type"] == "io.nats.jetstream.api.v1.test_boom_response"
+    assert resp["error"]["code"] == 500 and "kaboom" in resp["error"]["description"]
+    [resp] = call(engine, router, "$JS.API.INFO", b"")
+    assert resp["type"] == "io.nats.jetstream.api.v1.account_info_response"
+
+
+def test_unknown_api_is_silent_and_no_reply_is_fine() -> None:
+    engine, router = make()
+    assert call(engine, router, "$JS.API.NOPE", b"") == []
+    dispatch(engine, "$JS.API.INFO", None, None, b"")  # no reply subject: nothing to send
+
+
+def test_error_table_is_complete_and_formats() -> None:
+    assert len(ERRORS) > 200
+    codes = [spec.err_code for spec in ERRORS.values()]
+    assert len(codes) == len(set(codes))
+    exc = ApiError("STREAM_WRONG_LAST_SEQUENCE", seq=7)
+    assert exc.to_json() == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 7"}
+    assert ApiError("STREAM_RESTORE", other="x").description == "restore failed: {err}"
+    assert json.dumps(ApiError("BAD_REQUEST").to_json())
