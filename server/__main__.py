@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-a", "--addr", "--net", dest="host", help="bind to host address")
     p.add_argument("-p", "--port", type=int, dest="port", help="client port (-1 = random)")
-    p.add_argument("-m", "--http_port", type=int, dest="http_port", help="HTTP monitoring port")
+    p.add_argument("-m", "--http_port", type=int, dest="http_port", help="monitoring port")
     p.add_argument("-js", "--jetstream", action="store_true", help="accepted; JetStream is always on")
     p.add_argument("-sd", "--store_dir", dest="store_dir", help="JetStream storage directory")
     p.add_argument("-c", "--config", dest="config", help="configuration file")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 MAX_CONTROL_LINE_SIZE: Final = 4096
 MAX_PAYLOAD_SIZE: Final = 1024 * 1024
@@ -68,8 +68,10 @@ class Connect:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Pub:
+class Pub(NamedTuple):
+    """PUB/HPUB. A typed tuple rather than a frozen dataclass: it is built once
+    per message on the hot path, and a tuple is built in half the time."""
+
     subject: str
     reply: str | None
     headers: bytes | None
@@ -119,7 +121,7 @@ def _text(raw: bytes) -> str:
 class Parser:
     """Incremental parser for client-to-server operations."""
 
-    __slots__ = ("max_control_line", "max_payload", "_buf", "_pending", "_failed")
+    __slots__ = ("max_control_line", "max_payload", "_buf", "_pending", "_failed", "_need")
 
     def __init__(
         self, max_control_line: int = MAX_CONTROL_LINE_SIZE, max_payload: int = MAX_PAYLOAD_SIZE
@@ -131,6 +133,8 @@ class Parser:
         # (subject, reply, header_size, total_size)
         self._pending: tuple[str, str | None, int, int] | None = None
         self._failed = False
+        # bytes `_buf` must hold before parsing is worth trying again
+        self._need = 0
 
     @property
     def buffered(self) -> int:
@@ -140,48 +144,87 @@ class Parser:
         if self._failed:
             raise ProtocolError(ERR_UNKNOWN_OP, "parser used after an error")
         buf = self._buf
-        buf += data
+        if buf:
+            buf += data
+            if len(buf) < self._need:
+                # a payload still arriving: no parsing, no copy of what we hold
+                return []
+            data = bytes(buf)
+            buf.clear()
         ops: list[Op] = []
-        pos = 0
-        end = len(buf)
         try:
-            while pos < end:
-                pending = self._pending
-                if pending is not None:
-                    subject, reply, hdr_size, total = pending
-                    stop = pos + total
-                    if end < stop + 2:
-                        if end > stop and buf[stop] != 13:
-                            raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
-                        break
-                    if buf[stop : stop + 2] != CRLF:
-                        raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
-                    if hdr_size >= 0:
-                        headers = bytes(buf[pos : pos + hdr_size])
-                        payload = bytes(buf[pos + hdr_size : stop])
-                        ops.append(Pub(subject, reply, headers, payload))
-                    else:
-                        ops.append(Pub(subject, reply, None, bytes(buf[pos:stop])))
-                    pos = stop + 2
-                    self._pending = None
-                    continue
-                nl = buf.find(b"\n", pos)
-                if nl < 0:
-                    if end - pos > self.max_control_line:
-                        raise ProtocolError(ERR_MAX_CONTROL_LINE)
-                    break
-                line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
-                line = bytes(buf[pos:line_end])
-                pos = nl + 1
-                op = self._control(line)
-                if op is not None:
-                    ops.append(op)
+            pos = self._parse(data, ops)
         except ProtocolError:
             self._failed = True
             raise
-        if pos:
-            del buf[:pos]
+        if pos < len(data):
+            buf += memoryview(data)[pos:]
         return ops
+
+    def _parse(self, data: bytes, ops: list[Op]) -> int:
+        """Parse complete ops from `data` into `ops`; returns where the rest starts."""
+        append = ops.append
+        find = data.find
+        startswith = data.startswith
+        max_payload = self.max_payload
+        pos = 0
+        end = len(data)
+        self._need = 0
+        while pos < end:
+            pending = self._pending
+            if pending is not None:
+                subject, reply, hdr_size, total = pending
+                stop = pos + total
+                if end < stop + 2:
+                    if end > stop and data[stop] != 13:
+                        raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
+                    self._need = stop + 2 - pos
+                    return pos
+                if not startswith(CRLF, stop):
+                    raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
+                if hdr_size >= 0:
+                    append(Pub(subject, reply, data[pos : pos + hdr_size], data[pos + hdr_size : stop]))
+                else:
+                    append(Pub(subject, reply, None, data[pos:stop]))
+                pos = stop + 2
+                self._pending = None
+                continue
+            nl = find(b"\n", pos)
+            if nl < 0:
+                if end - pos > self.max_control_line:
+                    raise ProtocolError(ERR_MAX_CONTROL_LINE)
+                return pos
+            line_end = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
+            if startswith(b"PUB ", pos) and line_end - pos <= self.max_control_line:
+                # the hot path: a plain PUB whose payload is already here
+                args = data[pos + 4 : line_end].split()
+                nargs = len(args)
+                if nargs == 2 or nargs == 3:
+                    size_b = args[-1]
+                    if size_b.isdigit() and len(size_b) < 13:
+                        size = int(size_b)
+                        if size > max_payload:
+                            raise ProtocolError(ERR_MAX_PAYLOAD, f"{size} > {max_payload}")
+                        start = nl + 1
+                        stop = start + size
+                        if stop + 2 <= end:
+                            if not startswith(CRLF, stop):
+                                raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
+                            append(
+                                Pub(
+                                    args[0].decode("utf-8", "surrogateescape"),
+                                    args[1].decode("utf-8", "surrogateescape") if nargs == 3 else None,
+                                    None,
+                                    data[start:stop],
+                                )
+                            )
+                            pos = stop + 2
+                            continue
+            op = self._control(data[pos:line_end])
+            pos = nl + 1
+            if op is not None:
+                append(op)
+        return pos
 
     def _control(self, line: bytes) -> Op | None:
         """Parse one control line; PUB/HPUB set `_pending` and return None."""
@@ -277,10 +320,8 @@ def encode_err(reason: str) -> bytes:
 def encode_msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
     """``MSG <subject> <sid> [reply] <size>``; subject, sid and reply already encoded."""
     if reply:
-        head = b"MSG %s %s %s %d\r\n" % (subject, sid, reply, len(payload))
-    else:
-        head = b"MSG %s %s %d\r\n" % (subject, sid, len(payload))
-    return head + payload + CRLF
+        return b"MSG %s %s %s %d\r\n%s\r\n" % (subject, sid, reply, len(payload), payload)
+    return b"MSG %s %s %d\r\n%s\r\n" % (subject, sid, len(payload), payload)
 
 
 def encode_hmsg(
@@ -290,10 +331,10 @@ def encode_hmsg(
     hlen = len(headers)
     total = hlen + len(payload)
     if reply:
-        head = b"HMSG %s %s %s %d %d\r\n" % (subject, sid, reply, hlen, total)
-    else:
-        head = b"HMSG %s %s %d %d\r\n" % (subject, sid, hlen, total)
-    return head + headers + payload + CRLF
+        return b"HMSG %s %s %s %d %d\r\n%s%s\r\n" % (
+            subject, sid, reply, hlen, total, headers, payload
+        )
+    return b"HMSG %s %s %d %d\r\n%s%s\r\n" % (subject, sid, hlen, total, headers, payload)
 
 
 def encode_connect(options: dict[str, Any]) -> bytes:

@@ -162,26 +162,26 @@ class Broker:
         `msg_subject`, when given, is the subject subscribers see (routing is by
         `subject`): JetStream deliveries keep their stream subject (publish_as)."""
         result = self.index.match(subject)
-        if not result:
-            if (
-                reply
-                and origin is not None
-                and origin.no_responders
-                and origin.headers
-            ):
+        plain = result.plain
+        queues = result.queues
+        if not plain and not queues:
+            if reply and origin is not None and origin.no_responders and origin.headers:
                 self._no_responders(reply, origin)
             return 0
         if msg_subject is not None:
             subject = msg_subject
         subject_b = subject.encode("utf-8", "surrogateescape")
         reply_b = reply.encode("utf-8", "surrogateescape") if reply else None
-        internal: list[Subscription] = []
+        internal: list[Subscription] | None = None
         delivered = 0
         no_echo_from = origin if origin is not None and not origin.echo else None
-        for sub in result.plain:
+        for sub in plain:
             conn = sub.conn
             if conn is None:
-                internal.append(sub)
+                if internal is None:
+                    internal = [sub]
+                else:
+                    internal.append(sub)
                 continue
             if conn is no_echo_from or sub.closed:
                 continue
@@ -191,32 +191,39 @@ class Broker:
                 sub.delivered += 1
                 if sub.delivered >= sub.max_msgs:
                     self.remove(sub)
-        for members in result.queues.values():
-            candidates = [
-                m for m in members if not m.closed and (m.conn is None or m.conn is not no_echo_from)
-            ]
-            if not candidates:
-                continue
-            sub = candidates[0] if len(candidates) == 1 else self._choice(candidates)
-            if sub.conn is None:
-                internal.append(sub)
-                continue
-            sub.conn.deliver(sub, subject_b, reply_b, headers, payload)
-            delivered += 1
-            if sub.max_msgs is not None:
-                sub.delivered += 1
-                if sub.delivered >= sub.max_msgs:
-                    self.remove(sub)
-        for sub in internal:
-            if sub.closed:
-                continue
-            handler = sub.handler
-            assert handler is not None
-            delivered += 1
-            try:
-                handler(subject, reply, headers, payload)
-            except Exception:  # a faulty service must not take the broker down
-                log.exception("internal handler for %r failed on %r", sub.subject, subject)
+        if queues:
+            for members in queues.values():
+                candidates = [
+                    m
+                    for m in members
+                    if not m.closed and (m.conn is None or m.conn is not no_echo_from)
+                ]
+                if not candidates:
+                    continue
+                sub = candidates[0] if len(candidates) == 1 else self._choice(candidates)
+                if sub.conn is None:
+                    if internal is None:
+                        internal = [sub]
+                    else:
+                        internal.append(sub)
+                    continue
+                sub.conn.deliver(sub, subject_b, reply_b, headers, payload)
+                delivered += 1
+                if sub.max_msgs is not None:
+                    sub.delivered += 1
+                    if sub.delivered >= sub.max_msgs:
+                        self.remove(sub)
+        if internal is not None:
+            for sub in internal:
+                if sub.closed:
+                    continue
+                handler = sub.handler
+                assert handler is not None
+                delivered += 1
+                try:
+                    handler(subject, reply, headers, payload)
+                except Exception:  # a faulty service must not take the broker down
+                    log.exception("internal handler for %r failed on %r", sub.subject, subject)
         return delivered
 
     def _no_responders(self, reply: str, origin: ClientConnection) -> None:

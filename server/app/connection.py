@@ -80,6 +80,7 @@ class ClientConnection(asyncio.Protocol):
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
         self._trace = self.config.trace
+        self._max_pending = self.config.max_pending
 
     # -- asyncio.Protocol --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -134,10 +135,20 @@ class ClientConnection(asyncio.Protocol):
             else:
                 self.close_with_error(exc.reason)
             return
+        if self._trace or not self.connected:
+            for op in ops:
+                if self.closed:
+                    return
+                self._handle(op)
+            return
+        on_pub = self._on_pub
         for op in ops:
             if self.closed:
                 return
-            self._handle(op)
+            if type(op) is P.Pub:
+                on_pub(op)
+            else:
+                self._handle(op)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cleanup()
@@ -209,24 +220,24 @@ class ClientConnection(asyncio.Protocol):
         return False
 
     def _on_pub(self, op: P.Pub) -> None:
-        size = len(op.payload) + (len(op.headers) if op.headers is not None else 0)
+        subject, reply, headers, payload = op
         self.in_msgs += 1
-        self.in_bytes += size
-        server = self.server
-        server.in_msgs += 1
-        server.in_bytes += size
-        if op.headers is not None and not self.headers:
-            log.warning("cid=%d HPUB without headers support in CONNECT", self.cid)
-            self.close()
-            return
-        if self.pedantic and not is_valid_publish_subject(op.subject):
+        if headers is not None:
+            self.in_bytes += len(payload) + len(headers)
+            if not self.headers:
+                log.warning("cid=%d HPUB without headers support in CONNECT", self.cid)
+                self.close()
+                return
+        else:
+            self.in_bytes += len(payload)
+        if self.pedantic and not is_valid_publish_subject(subject):
             self.send(P.encode_err(P.ERR_INVALID_PUB_SUBJECT))
             if self.verbose:
                 self.send(P.OK)
             return
         if self.verbose:
             self.send(P.OK)
-        self.broker.route(op.subject, op.reply, op.headers, op.payload, self)
+        self.broker.route(subject, reply, headers, payload, self)
 
     def _on_sub(self, op: P.Sub) -> None:
         if not is_valid_subject(op.subject):
@@ -271,23 +282,25 @@ class ClientConnection(asyncio.Protocol):
             return
         if headers is not None and self.headers:
             data = P.encode_hmsg(subject, sub.sid_b, reply, headers, payload)
-            size = len(headers) + len(payload)
+            self.out_bytes += len(headers) + len(payload)
         else:
             data = P.encode_msg(subject, sub.sid_b, reply, payload)
-            size = len(payload)
+            self.out_bytes += len(payload)
         self.out_msgs += 1
-        self.out_bytes += size
-        server = self.server
-        server.out_msgs += 1
-        server.out_bytes += size
-        self.send(data)
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if self._out_bytes > self._max_pending:
+            self._slow_consumer()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
 
     def send(self, data: bytes) -> None:
         if self.closed:
             return
         self._out.append(data)
         self._out_bytes += len(data)
-        if self._out_bytes > self.config.max_pending:
+        if self._out_bytes > self._max_pending:
             self._slow_consumer()
             return
         if not self._flush_scheduled:
@@ -313,7 +326,7 @@ class ClientConnection(asyncio.Protocol):
             log.debug("cid=%d write failed: %s", self.cid, exc)
             self._abort()
             return
-        if transport.get_write_buffer_size() > self.config.max_pending:
+        if transport.get_write_buffer_size() > self._max_pending:
             self._slow_consumer()
 
     def _slow_consumer(self) -> None:

@@ -63,10 +63,9 @@ class NatsServer:
         self.connections: dict[int, ClientConnection] = {}
         self._cids = itertools.count(1)
         self.total_connections = 0
-        self.in_msgs = 0
-        self.in_bytes = 0
-        self.out_msgs = 0
-        self.out_bytes = 0
+        # totals of closed connections; live ones are summed on demand (/varz),
+        # which keeps per-message counting to the connection's own counters
+        self._closed_totals = [0, 0, 0, 0]
         self.slow_consumers = 0
         self.start_time = time.time()
         self.port = 0
@@ -164,8 +163,38 @@ class NatsServer:
         log.debug("cid=%d client connection created from %s:%d", conn.cid, conn.ip, conn.port)
 
     def connection_closed(self, conn: ClientConnection) -> None:
-        self.connections.pop(conn.cid, None)
+        if self.connections.pop(conn.cid, None) is not None:
+            totals = self._closed_totals
+            totals[0] += conn.in_msgs
+            totals[1] += conn.in_bytes
+            totals[2] += conn.out_msgs
+            totals[3] += conn.out_bytes
         log.debug("cid=%d client connection closed", conn.cid)
+
+    def _totals(self) -> list[int]:
+        totals = list(self._closed_totals)
+        for conn in self.connections.values():
+            totals[0] += conn.in_msgs
+            totals[1] += conn.in_bytes
+            totals[2] += conn.out_msgs
+            totals[3] += conn.out_bytes
+        return totals
+
+    @property
+    def in_msgs(self) -> int:
+        return self._totals()[0]
+
+    @property
+    def in_bytes(self) -> int:
+        return self._totals()[1]
+
+    @property
+    def out_msgs(self) -> int:
+        return self._totals()[2]
+
+    @property
+    def out_bytes(self) -> int:
+        return self._totals()[3]
 
     def info_for(self, conn: ClientConnection | None) -> dict[str, Any]:
         cfg = self.config
@@ -200,6 +229,7 @@ class NatsServer:
         now = time.time()
         info = self.info_for(None)
         js = self.jsz()
+        totals = self._totals()
         varz: dict[str, Any] = {
             **info,
             "now": _rfc3339(now),
@@ -213,10 +243,10 @@ class NatsServer:
             "routes": 0,
             "remotes": 0,
             "leafnodes": 0,
-            "in_msgs": self.in_msgs,
-            "out_msgs": self.out_msgs,
-            "in_bytes": self.in_bytes,
-            "out_bytes": self.out_bytes,
+            "in_msgs": totals[0],
+            "out_msgs": totals[2],
+            "in_bytes": totals[1],
+            "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
             "subscriptions": self.broker.num_subscriptions,
             "http_host": cfg.host,
