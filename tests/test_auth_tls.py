@@ -1,0 +1,216 @@
+"""Authentication (token, user/password) and TLS, on both servers.
+
+Certificates are made at test time with the `openssl` command line (a CA, a
+server certificate for 127.0.0.1 and a client certificate); no key is
+committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import ssl
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+from nats.errors import NoServersError
+
+from server.process import ServerProcess, start_server
+
+
+def _server(kind: str, store_dir: Path, *args: str) -> Iterator[ServerProcess]:
+    proc = start_server(kind, store_dir, args=list(args))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def token_server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
+    yield from _server(server_kind, store_dir, "--auth", "s3cret")
+
+
+@pytest.fixture
+def userpass_server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
+    yield from _server(server_kind, store_dir, "--user", "alice", "--pass", "wonder")
+
+
+async def _connect_fails(url: str, **kwargs: object) -> str:
+    errors: list[str] = []
+
+    async def on_error(e: Exception) -> None:
+        errors.append(str(e))
+
+    with pytest.raises((NoServersError, nats.errors.Error, OSError)):
+        await nats.connect(
+            url,
+            allow_reconnect=False,
+            max_reconnect_attempts=0,
+            connect_timeout=3,
+            error_cb=on_error,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    return " ".join(errors)
+
+
+async def _round_trip(nc: nats.NATS) -> None:
+    sub = await nc.subscribe("auth.check")
+    await nc.publish("auth.check", b"ok")
+    assert (await sub.next_msg(2)).data == b"ok"
+
+
+async def test_token_auth_success(token_server: ServerProcess) -> None:
+    nc = await nats.connect(token_server.url, token="s3cret", max_reconnect_attempts=0)
+    try:
+        assert nc._server_info.get("auth_required") is True
+        await _round_trip(nc)
+    finally:
+        await nc.close()
+
+
+async def test_token_auth_failure(token_server: ServerProcess) -> None:
+    errors = await _connect_fails(token_server.url, token="wrong")
+    assert "authorization violation" in errors.lower()
+    errors = await _connect_fails(token_server.url)
+    assert "authorization violation" in errors.lower()
+
+
+async def test_user_password_success(userpass_server: ServerProcess) -> None:
+    nc = await nats.connect(
+        userpass_server.url, user="alice", password="wonder", max_reconnect_attempts=0
+    )
+    try:
+        await _round_trip(nc)
+    finally:
+        await nc.close()
+
+
+async def test_user_password_failure(userpass_server: ServerProcess) -> None:
+    errors = await _connect_fails(userpass_server.url, user="alice", password="nope")
+    assert "authorization violation" in errors.lower()
+
+
+def test_raw_auth_violation_text(userpass_server: ServerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", userpass_server.port), timeout=3) as sock:
+        sock.recv(4096)  # INFO
+        sock.sendall(b'CONNECT {"verbose":false,"user":"alice","pass":"x"}\r\nPING\r\n')
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    assert data == b"-ERR 'Authorization Violation'\r\n"
+
+
+def test_raw_ops_before_connect_need_auth(token_server: ServerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", token_server.port), timeout=3) as sock:
+        sock.recv(4096)
+        sock.sendall(b"SUB foo 1\r\n")
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    assert data == b"-ERR 'Authorization Violation'\r\n"
+
+
+async def test_other_clients_unaffected_by_failed_auth(token_server: ServerProcess) -> None:
+    good = await nats.connect(token_server.url, token="s3cret", max_reconnect_attempts=0)
+    try:
+        await _connect_fails(token_server.url, token="bad")
+        await _round_trip(good)
+    finally:
+        await good.close()
+
+
+# -- TLS -------------------------------------------------------------------------------
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl command is needed to make test certificates")
+    d = tmp_path_factory.mktemp("certs")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
+    for name in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                 f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext",
+                 cwd=d)
+    return d
+
+
+def _client_ctx(certs: Path, with_cert: bool = False) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    if with_cert:
+        ctx.load_cert_chain(str(certs / "client.pem"), str(certs / "client.key"))
+    return ctx
+
+
+@pytest.fixture
+def tls_server(server_kind: str, store_dir: Path, certs: Path) -> Iterator[ServerProcess]:
+    yield from _server(
+        server_kind, store_dir, "--tls", "--tlscert", str(certs / "server.pem"),
+        "--tlskey", str(certs / "server.key"),
+    )
+
+
+async def test_tls_connect_and_round_trip(tls_server: ServerProcess, certs: Path) -> None:
+    nc = await nats.connect(
+        f"tls://127.0.0.1:{tls_server.port}", tls=_client_ctx(certs), max_reconnect_attempts=0
+    )
+    try:
+        assert nc._server_info.get("tls_required") is True
+        await _round_trip(nc)
+        big = b"z" * 300_000
+        sub = await nc.subscribe("tls.big")
+        await nc.publish("tls.big", big)
+        assert (await sub.next_msg(3)).data == big
+    finally:
+        await nc.close()
+
+
+async def test_tls_rejects_plain_client(tls_server: ServerProcess) -> None:
+    def plain() -> bytes:
+        with socket.create_connection(("127.0.0.1", tls_server.port), timeout=5) as sock:
+            info = sock.recv(4096)
+            assert b'"tls_required":true' in info
+            sock.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+            data = b""
+            try:
+                while chunk := sock.recv(4096):
+                    data += chunk
+            except ConnectionResetError:
+                pass
+            return data
+
+    data = await asyncio.get_running_loop().run_in_executor(None, plain)
+    assert b"PONG" not in data
+
+
+@pytest.fixture
+def mtls_server(server_kind: str, store_dir: Path, certs: Path) -> Iterator[ServerProcess]:
+    yield from _server(
+        server_kind, store_dir, "--tls", "--tlscert", str(certs / "server.pem"),
+        "--tlskey", str(certs / "server.key"), "--tlscacert", str(certs / "ca.pem"),
+        "--tlsverify",
+    )
+
+
+async def test_tls_verify_needs_client_cert(mtls_server: ServerProcess, certs: Path) -> None:
+    url = f"tls://127.0.0.1:{mtls_server.port}"
+    nc = await nats.connect(url, tls=_client_ctx(certs, with_cert=True), max_reconnect_attempts=0)
+    try:
+        assert nc._server_info.get("tls_verify") is True
+        await _round_trip(nc)
+    finally:
+        await nc.close()
+    await _connect_fails(url, tls=_client_ctx(certs, with_cert=False))
