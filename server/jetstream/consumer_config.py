@@ -347,6 +347,12 @@ class ConsumerConfig:
                     "but optional start sequence is also set",
                 )
         else:
+            if policy == "last_per_subject" and not self.filters:
+                raise ApiError(
+                    "CONSUMER_INVALID_POLICY",
+                    err="consumer delivery policy is deliver last per subject, "
+                    "but optional filter subject is not set",
+                )
             label = {
                 "all": "deliver all",
                 "last": "deliver last",
