@@ -15,6 +15,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store import OP, PROBES, Model, apply_op, check_against_model
 
 from server.clock import FakeClock
 from server.store import StoreError, StreamStore
@@ -428,3 +431,38 @@ def test_reopen_rate(big_store_dir: Path) -> None:
     crash(again)
     assert N_SCALE / scanned > 20_000, f"scan reopen {N_SCALE / scanned:.0f} msgs/s"
     assert N_SCALE / loaded > 200_000, f"snapshot reopen {N_SCALE / loaded:.0f} msgs/s"
+
+
+# -- model-based, with restarts ----------------------------------------------------
+REOPEN_OP = st.tuples(st.just("reopen"), st.booleans())
+BIG_STORE_OP = st.tuples(
+    st.just("store"), st.sampled_from(["a", "b", "c.1", "c.2"]), st.binary(max_size=900)
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=st.lists(st.one_of(OP, BIG_STORE_OP, BIG_STORE_OP, REOPEN_OP), max_size=50), probes=PROBES
+)
+def test_restarts_match_reference_model(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple], probes: list[tuple]
+) -> None:
+    directory = tmp_path_factory.mktemp("model")
+    store = FileStore(directory, block_size=4096)
+    model = Model()
+    clock = T0
+    try:
+        for op in ops:
+            if op[0] == "reopen":
+                store.close() if op[1] else crash(store)
+                store = FileStore(directory, block_size=4096)
+                assert store.recovery.used_snapshot is op[1]
+                assert store.recovery.lost_bytes == 0
+                continue
+            clock += 10
+            apply_op(store, model, op, clock)
+        check_against_model(store, model, probes)
+    finally:
+        store.destroy()

@@ -175,6 +175,31 @@ def test_purge_subject_up_to_seq(store: StreamStore) -> None:
     assert store.state().first_seq == 5
 
 
+def test_purge_up_to_seq_matches_nats_server(store: StreamStore) -> None:
+    # figures from nats-server 2.15 (memory and file storage agree)
+    fill(store, ["a", "a", "a"])
+    assert store.purge(up_to_seq=1) == 0
+    assert store.purge("a", up_to_seq=1) == 0
+    assert store.purge("a", up_to_seq=50) == 3  # filtered: last_seq stays
+    st_ = store.state()
+    assert (st_.msgs, st_.first_seq, st_.last_seq) == (0, 4, 3)
+    fill(store, ["a", "a"])
+    assert store.purge(">", up_to_seq=100) == 2  # unfiltered: compact past the end
+    st_ = store.state()
+    assert (st_.first_seq, st_.last_seq) == (100, 99)
+
+
+def test_purge_keep_counts_present_messages_like_nats_server(store: StreamStore) -> None:
+    # nats-server 2.15: 100..105 with 103 deleted, keep=3 purges 2 and keeps 102, 104, 105
+    store.skip_to(100)
+    fill(store, ["a", "b", "b", "b", "a", "a"])
+    store.remove(103)
+    assert store.purge(keep=3) == 2
+    st_ = store.state()
+    assert (st_.msgs, st_.first_seq, st_.last_seq, st_.num_deleted) == (3, 102, 105, 1)
+    assert store.deleted() == [103]
+
+
 def test_purge_keep_without_subject(store: StreamStore) -> None:
     fill(store, ["a", "b", "c", "d", "e"])
     assert store.purge(keep=2) == 3
@@ -425,16 +450,16 @@ class Model:
 
     def purge(self, subject: str | None, up_to: int | None, keep: int | None) -> int:
         if subject in (None, ">"):
-            if up_to and up_to > 1:
+            if up_to:
                 return self.compact(up_to)
             if keep:
-                return 0 if keep >= len(self.msgs) else self.compact(self.last - keep + 1)
+                return 0 if keep >= len(self.msgs) else self.compact(sorted(self.msgs)[-keep])
             return self.compact(self.last + 1)
         assert subject is not None
         match = sorted(s for s, m in self.msgs.items() if subject_matches(subject, m[0]))
         if keep:
             match = match[: max(0, len(match) - keep)]
-        if up_to and up_to > 1:
+        if up_to:
             match = [s for s in match if s < up_to]
         for s in match:
             del self.msgs[s]
@@ -467,15 +492,34 @@ OP = st.one_of(
 )
 
 
+PROBES = st.lists(st.tuples(st.integers(0, 45), FILTERS), max_size=6)
+
+
+def apply_op(store: StreamStore, model: Model, op: tuple, clock: int) -> None:
+    """Apply one generated operation to both and compare the answers."""
+    if op[0] == "store":
+        assert store.store(op[1], None, op[2], clock) == model.store(op[1], clock, op[2])
+    elif op[0] == "remove":
+        present = op[1] in model.msgs
+        model.msgs.pop(op[1], None)
+        assert store.remove(op[1], erase=op[2]) is present
+    elif op[0] == "purge":
+        _, subject, up_to, keep = op
+        if up_to and keep:
+            with pytest.raises(ValueError):
+                store.purge(subject, up_to, keep)
+        else:
+            assert store.purge(subject, up_to, keep) == model.purge(subject, up_to, keep)
+    else:
+        assert store.compact(op[1]) == model.compact(op[1])
+
+
 @settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(
-    ops=st.lists(OP, max_size=40),
-    probes=st.lists(st.tuples(st.integers(0, 45), FILTERS), max_size=6),
-)
+@given(ops=st.lists(OP, max_size=40), probes=PROBES)
 def test_matches_reference_model(
     make_store: Callable[..., StreamStore], ops: list[tuple], probes: list[tuple]
 ) -> None:
@@ -483,20 +527,8 @@ def test_matches_reference_model(
     model = Model()
     clock = T0
     for op in ops:
-        if op[0] == "store":
-            clock += 10
-            assert store.store(op[1], None, op[2], clock) == model.store(op[1], clock, op[2])
-        elif op[0] == "remove":
-            present = op[1] in model.msgs
-            model.msgs.pop(op[1], None)
-            assert store.remove(op[1], erase=op[2]) is present
-        elif op[0] == "purge":
-            _, subject, up_to, keep = op
-            if up_to and keep:
-                continue
-            assert store.purge(subject, up_to, keep) == model.purge(subject, up_to, keep)
-        else:
-            assert store.compact(op[1]) == model.compact(op[1])
+        clock += 10
+        apply_op(store, model, op, clock)
     check_against_model(store, model, probes)
 
 

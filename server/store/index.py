@@ -416,6 +416,19 @@ class MessageIndex:
             total += sum(counts[sid] for sid in straddle)
         return total
 
+    def seq_keeping_newest(self, keep: int) -> int:
+        """The sequence of the `keep`-th newest present message (1 <= keep <= msgs)."""
+        if self.last_seq - self.first_seq + 1 == self.msgs:
+            return self.last_seq - keep + 1
+        lo, hi = self.first_seq, self.last_seq  # count_from(lo) >= keep
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.count_from(mid, None) >= keep:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
     def seqs_matching(
         self, sids: list[int] | None, lo_seq: int, hi_seq: int, limit: int
     ) -> list[int]:

@@ -14,12 +14,12 @@ storage only, through these hooks:
   the default only updates the index;
 - `_removed()`: after removals reached the index (default: nothing).
 
-Purge semantics follow nats-server `PurgeEx`: with no subject (or ">"),
-`up_to_seq > 1` is `compact(up_to_seq)` and `keep` is
-`compact(last_seq - keep + 1)` (so interior deletes near the end count
-against `keep`, as in nats-server); an `up_to_seq` of 0 or 1 means "no bound".
-With a subject, the oldest matching messages below `up_to_seq` are removed,
-leaving the newest `keep` matching ones. Not thread-safe: one owner (the
+Purge semantics follow nats-server 2.15 (checked against the real server):
+with no subject (or ">"), `up_to_seq` is `compact(up_to_seq)` (so beyond
+`last_seq` it moves `last_seq` up) and `keep` compacts up to the `keep`-th
+newest message (exactly `keep` messages stay); with a subject, the
+matching messages below `up_to_seq` (if given) are removed, oldest first,
+leaving the newest `keep` matching ones. `up_to_seq` 0/None means no bound. Not thread-safe: one owner (the
 server's event loop thread) calls a store.
 """
 
@@ -124,12 +124,12 @@ class IndexedStore(StreamStore):
             raise ValueError("purge: up_to_seq and keep must not be negative")
         index = self._index
         if matches_all(subject):
-            if up_to_seq and up_to_seq > 1:
+            if up_to_seq:
                 return self.compact(up_to_seq)
             if keep:
                 if keep >= index.msgs:
                     return 0
-                return self.compact(index.last_seq - keep + 1)
+                return self.compact(index.seq_keeping_newest(keep))
             return self._floor(index.last_seq + 1)
         sids = index.resolve(subject)
         assert sids is not None
@@ -141,7 +141,7 @@ class IndexedStore(StreamStore):
             limit = total - keep
         if limit <= 0:
             return 0
-        hi = up_to_seq - 1 if up_to_seq and up_to_seq > 1 else index.last_seq
+        hi = up_to_seq - 1 if up_to_seq else index.last_seq
         seqs = index.seqs_matching(sids, index.first_seq_for(sids), hi, limit)
         return self._remove_many(seqs)
 
