@@ -117,3 +117,35 @@ async def test_garbage_stream_dir_is_skipped(store_dir: Path) -> None:
         srv.wait_for_log(r"skipping stream directory .*BROKEN", timeout=5)
     finally:
         srv.stop()
+
+
+async def test_sync_always_group_commit_survives_kill(server_kind: str, tmp_path: Path) -> None:
+    """`sync_interval: always` (nats-server's spelling): a burst of async publishes
+    is acknowledged in order, and every acknowledged message survives SIGKILL."""
+    conf = tmp_path / "js.conf"
+    conf.write_text(
+        'jetstream {\n  store_dir: "%s"\n  sync_interval: always\n}\n' % (tmp_path / "store")
+    )
+    srv = start_server(server_kind, None, args=["-c", str(conf)])
+    try:
+        nc = await nats.connect(srv.url)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="G", subjects=["g"])
+            futures = [await js.publish_async("g", b"m%d" % i) for i in range(300)]
+            acks = [await f for f in futures]
+            assert [a.seq for a in acks] == list(range(1, 301))
+        finally:
+            await nc.close()
+        srv.kill()
+        srv.restart()
+        nc = await nats.connect(srv.url)
+        try:
+            st = (await info(nc, "G"))["state"]
+            assert st["messages"] == 300 and st["last_seq"] == 300
+            msg = (await api(nc, "STREAM.MSG.GET.G", {"seq": 300}))["message"]
+            assert base64.b64decode(msg["data"]) == b"m299"
+        finally:
+            await nc.close()
+    finally:
+        srv.stop()
