@@ -40,6 +40,10 @@ DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
 class ConfigError(ValueError):
     """A bad configuration; the message names the key (and line, for files)."""
 
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
 
 @dataclass(frozen=True, slots=True)
 class AuthSettings:
@@ -305,6 +309,18 @@ def _parse_map(lex: _Lexer, closing: bool) -> _Entries:
             continue
         if kind == "punct":
             raise lex.error(f"unexpected {key!r}, expected a key", line)
+        if kind == "word" and ":" in key:
+            # `port:4222`, written without a space after the colon
+            key, _, inline = key.partition(":")
+            if inline:
+                out[key] = _word_value(inline)
+                out.lines[key] = line
+                continue
+            nxt = lex.peek()
+            value, _ = _parse_value(lex)
+            out[str(key)] = value
+            out.lines[str(key)] = line
+            continue
         nxt = lex.peek()
         if nxt is not None and nxt[0] == "punct" and nxt[1] in ("=", ":"):
             lex.next()
@@ -400,7 +416,9 @@ def config_from_mapping(
             elif k == "jetstream":
                 changes["jetstream"] = _jetstream_block(value, key, cfg.jetstream)
         except ConfigError as exc:
-            raise ConfigError(f"{where(key)}{exc}") from None
+            if exc.line is not None:
+                raise ConfigError(f"{source}:{exc.line}: {exc}", exc.line) from None
+            raise ConfigError(f"{where(key)}{exc}", lines.get(key)) from None
     return replace(cfg, **changes)
 
 
@@ -410,37 +428,54 @@ def _block(value: object, key: str) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in value.items()}
 
 
-def _auth_block(value: object, key: str) -> AuthSettings:
+def _block_items(value: object, key: str) -> list[tuple[str, Any, int | None]]:
+    """(lower-case key, value, line) of a block, for errors that name the line."""
     block = _block(value, key)
+    lines = {str(k).lower(): n for k, n in getattr(value, "lines", {}).items()}
+    return [(k, v, lines.get(k)) for k, v in block.items()]
+
+
+def _at(line: int | None, exc: ConfigError) -> ConfigError:
+    return exc if exc.line is not None else ConfigError(str(exc), line)
+
+
+def _auth_block(value: object, key: str) -> AuthSettings:
+    items = _block_items(value, key)
     user = password = token = None
-    for k, v in block.items():
-        if k == "user":
-            user = _as_str(v, f"{key}.{k}")
-        elif k in ("password", "pass"):
-            password = _as_str(v, f"{key}.{k}")
-        elif k == "token":
-            token = _as_str(v, f"{key}.{k}")
-        elif k == "timeout":
-            parse_duration(v, f"{key}.{k}")
-        else:
-            raise ConfigError(f"unknown key {key}.{k}")
+    for k, v, line in items:
+        try:
+            if k == "user":
+                user = _as_str(v, f"{key}.{k}")
+            elif k in ("password", "pass"):
+                password = _as_str(v, f"{key}.{k}")
+            elif k == "token":
+                token = _as_str(v, f"{key}.{k}")
+            elif k == "timeout":
+                parse_duration(v, f"{key}.{k}")
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
     if (user is None) != (password is None):
         raise ConfigError(f"{key}: user and password go together")
     return AuthSettings(user=user, password=password, token=token)
 
 
 def _tls_block(value: object, key: str) -> TlsSettings:
-    block = _block(value, key)
+    items = _block_items(value, key)
     out: dict[str, Any] = {"enabled": True}
-    for k, v in block.items():
-        if k in ("cert_file", "key_file", "ca_file"):
-            out[k] = _as_str(v, f"{key}.{k}")
-        elif k == "verify":
-            out["verify"] = _as_bool(v, f"{key}.{k}")
-        elif k == "timeout":
-            parse_duration(v, f"{key}.{k}")
-        else:
-            raise ConfigError(f"unknown key {key}.{k}")
+    for k, v, line in items:
+        try:
+            if k in ("cert_file", "key_file", "ca_file"):
+                out[k] = _as_str(v, f"{key}.{k}")
+            elif k == "verify":
+                out["verify"] = _as_bool(v, f"{key}.{k}")
+            elif k == "timeout":
+                parse_duration(v, f"{key}.{k}")
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
     if not out.get("cert_file") or not out.get("key_file"):
         raise ConfigError(f"{key}: cert_file and key_file are required")
     return TlsSettings(**out)
@@ -449,29 +484,32 @@ def _tls_block(value: object, key: str) -> TlsSettings:
 def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
     if isinstance(value, bool) or (isinstance(value, str) and value.lower() == "enabled"):
         return base
-    block = _block(value, key)
+    items = _block_items(value, key)
     out: dict[str, Any] = {}
-    for k, v in block.items():
-        name = f"{key}.{k}"
-        if k in ("store_dir", "store"):
-            out["store_dir"] = _as_str(v, name)
-        elif k in ("max_memory_store", "max_mem", "max_memory"):
-            out["max_memory_store"] = parse_size(v, name)
-        elif k in ("max_file_store", "max_file", "max_store"):
-            out["max_file_store"] = parse_size(v, name)
-        elif k == "sync_interval":
-            if isinstance(v, str) and v.lower() == "always":
-                out["sync_always"] = True
+    for k, v, line in items:
+        try:
+            name = f"{key}.{k}"
+            if k in ("store_dir", "store"):
+                out["store_dir"] = _as_str(v, name)
+            elif k in ("max_memory_store", "max_mem", "max_memory"):
+                out["max_memory_store"] = parse_size(v, name)
+            elif k in ("max_file_store", "max_file", "max_store"):
+                out["max_file_store"] = parse_size(v, name)
+            elif k == "sync_interval":
+                if isinstance(v, str) and v.lower() == "always":
+                    out["sync_always"] = True
+                else:
+                    out["sync_interval_s"] = parse_duration(v, name)
+            elif k == "sync_always":
+                out["sync_always"] = _as_bool(v, name)
+            elif k == "domain":
+                out["domain"] = _as_str(v, name)
+            elif k == "enabled":
+                _as_bool(v, name)
             else:
-                out["sync_interval_s"] = parse_duration(v, name)
-        elif k == "sync_always":
-            out["sync_always"] = _as_bool(v, name)
-        elif k == "domain":
-            out["domain"] = _as_str(v, name)
-        elif k == "enabled":
-            _as_bool(v, name)
-        else:
-            raise ConfigError(f"unknown key {name}")
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
     return replace(base, **out)
 
 
