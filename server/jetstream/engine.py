@@ -95,6 +95,10 @@ class JetStream:
         self._flush_timer: TimerHandle | None = None
         self._sync_timer: TimerHandle | None = None
         self._started = False
+        self._ack_prefix: dict[str, bytes] = {}
+        self._ack_suffix = (
+            b',"domain":' + json.dumps(self.domain).encode() + b"}" if self.domain else b"}"
+        )
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
@@ -370,6 +374,15 @@ class JetStream:
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
         if not reply:
             return
+        if ack.error is None and not ack.duplicate:
+            # the hot path: one formatted bytes string, no json.dumps per message
+            prefix = self._ack_prefix.get(stream.name)
+            if prefix is None:
+                prefix = b'{"stream":' + json.dumps(stream.name).encode() + b',"seq":'
+                self._ack_prefix[stream.name] = prefix
+            suffix = self._ack_suffix
+            self.router.publish(reply, None, None, b"%s%d%s" % (prefix, ack.seq, suffix))
+            return
         body: dict[str, Any]
         if ack.error is not None:
             body = {"error": ack.error.to_json(), "stream": stream.name, "seq": 0}
@@ -377,8 +390,7 @@ class JetStream:
             body = {"stream": stream.name, "seq": ack.seq}
             if self.domain:
                 body["domain"] = self.domain
-            if ack.duplicate:
-                body["duplicate"] = True
+            body["duplicate"] = True
         self.router.publish(reply, None, None, json.dumps(body, separators=(",", ":")).encode())
 
     def _arm_sync_timer(self) -> None:
