@@ -245,3 +245,66 @@ def test_file_streams_persist_meta(tmp_path: Path) -> None:
     assert not (tmp_path / "jetstream" / "$G" / "streams" / "M").exists()
     env.api("STREAM.DELETE.F")
     assert not meta.parent.exists()
+
+
+def test_no_ack_stream_sends_no_pub_ack(env: Env) -> None:
+    env.create(no_ack=True)
+    assert env.router.request("s.a", b"x") == []
+    assert env.state()["messages"] == 1
+
+
+def test_first_seq(env: Env) -> None:
+    env.create(first_seq=100)
+    assert env.pub("s.a") == {"stream": "S", "seq": 100}
+
+
+def test_group_commit_sync_failure_fails_the_acks() -> None:
+    """Fault injection: the fsync of a group commit fails; nobody gets a success ack."""
+    env = Env(Settings(sync_always=True))
+    env.create(storage="memory")
+    stream = env.engine.lookup_stream("S")
+
+    def broken_sync() -> None:
+        raise OSError(5, "I/O error")
+
+    stream.store.sync = broken_sync  # type: ignore[method-assign]
+    box = env.router.inbox("acks")
+    env.router.publish("s.a", "acks", None, b"1")
+    env.router.publish("s.a", "acks", None, b"2")
+    env.clock.advance(0)
+    acks = [m.json() for m in box.messages]
+    assert [a["error"]["err_code"] for a in acks] == [10077, 10077]
+
+
+def test_periodic_sync_keeps_running_after_a_failure() -> None:
+    env = Env(Settings(sync_interval_s=10))
+    env.create(storage="memory")
+    stream = env.engine.lookup_stream("S")
+    calls: list[int] = []
+
+    def flaky_sync() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+
+    stream.store.sync = flaky_sync  # type: ignore[method-assign]
+    env.clock.advance(10)
+    env.clock.advance(10)
+    assert len(calls) == 2
+    assert env.pub("s.a")["seq"] == 1
+
+
+def test_ttl_and_dedup_rebuilt_on_reopen(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create(allow_msg_ttl=True)
+    first.pub("s.a", Nats_TTL="5s", Nats_Msg_Id="a")
+    first.pub("s.a", Nats_Msg_Id="b")
+    first.engine.close()
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert second.pub("s.b", Nats_Msg_Id="a") == {"stream": "S", "seq": 1, "duplicate": True}
+    assert second.pub("s.b", Nats_Expected_Last_Msg_Id="b")["seq"] == 3
+    clock.advance(6)
+    st = second.state()
+    assert st["messages"] == 2 and st["first_seq"] == 2
+    second.engine.close()

@@ -372,7 +372,7 @@ class JetStream:
                 stream.deliver(ack.msg)
 
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
-        if not reply:
+        if not reply or stream.config.no_ack:
             return
         if ack.error is None and not ack.duplicate:
             # the hot path: one formatted bytes string, no json.dumps per message
