@@ -1,0 +1,103 @@
+"""Batch reads: `spark.read.format("jetstream")`.
+
+The driver resolves the range once, in `partitions()`: start from
+`startingOffsets` / `startingTimestamp`, end from `endingOffsets` /
+`endingTimestamp` (default: the stream's last sequence at planning time),
+then splits it (`partitions.plan_partitions`). Executors read their ranges
+with `partitions.read_partition`. A range that starts below the stream's first
+sequence is data loss: an error with `failOnDataLoss=true`, a warning and a
+skip otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from spark_jetstream.lean_client import LeanConnection
+from spark_jetstream.offsets import (
+    StreamMissingError,
+    StreamState,
+    first_seq_at_or_after,
+    stream_state,
+)
+from spark_jetstream.options import ReadOptions
+from spark_jetstream.partitions import SeqRangePartition, plan_partitions, read_partition
+
+log = logging.getLogger(__name__)
+
+
+class DataLossError(RuntimeError):
+    """Messages the query must read are no longer in the stream."""
+
+
+def data_loss_message(stream: str, lo: int, hi: int, why: str) -> str:
+    return (
+        f"data loss on stream {stream!r}: messages with sequences {lo}..{hi} are gone ({why}) "
+        "and were never read; set option failOnDataLoss=false to skip them"
+    )
+
+
+def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
+    """The offset (last processed sequence) a read starts after, from the starting options."""
+    if options.starting_timestamp_ms is not None:
+        return first_seq_at_or_after(conn, state, options.starting_timestamp_ms) - 1
+    starting = options.starting_offsets
+    if starting == "earliest":
+        return max(0, state.first_seq - 1)
+    if starting == "latest":
+        return state.last_seq
+    return int(starting) - 1
+
+
+def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
+    if options.ending_timestamp_ms is not None:
+        return first_seq_at_or_after(conn, state, options.ending_timestamp_ms) - 1
+    ending = options.ending_offsets
+    if ending == "latest":
+        return state.last_seq
+    return min(int(ending), state.last_seq)
+
+
+class JetStreamBatchReader(DataSourceReader):
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        opts = self.options
+        with LeanConnection.connect(opts.connection) as conn:
+            try:
+                state = stream_state(conn, opts.stream)
+            except StreamMissingError as exc:
+                raise DataLossError(f"{exc}: nothing to read (option stream)") from None
+            start = resolve_start(conn, opts, state)
+            end = resolve_end(conn, opts, state)
+        if end > start and start + 1 < state.first_seq:
+            lost_hi = min(end, state.first_seq - 1)
+            message = data_loss_message(opts.stream, start + 1, lost_hi, "purged, expired or removed by retention")
+            if opts.fail_on_data_loss:
+                raise DataLossError(message)
+            log.warning("skipping: %s", message)
+            start = lost_hi
+        parts: list[InputPartition] = list(
+            plan_partitions(
+                opts.stream,
+                start,
+                max(start, end),
+                subjects=opts.subjects,
+                min_partitions=opts.min_partitions,
+                max_per_partition=opts.max_messages_per_partition,
+                avg_msg_bytes=state.avg_msg_bytes,
+            )
+        )
+        if not parts:
+            # Spark wants at least one partition; an empty range reads nothing
+            parts = [SeqRangePartition(0, opts.stream, start, start, opts.subjects)]
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SeqRangePartition)
+        yield from read_partition(self.options.connection, partition, self.options.include_headers)

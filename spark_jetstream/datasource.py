@@ -1,0 +1,71 @@
+"""The `jetstream` DataSource: the entry point Spark instantiates with the user's options.
+
+Reads are built here (options validated before anything runs: an unknown
+option or a bad value raises `OptionError` naming it); writes are delegated to
+`spark_jetstream.writer` / `spark_jetstream.stream_writer`, imported lazily so
+that the read half works on its own. The read schema is fixed:
+`subject string, data binary, headers map<string,array<string>>, stream string,
+seq long, timestamp timestamp` (no `headers` column when includeHeaders=false).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from spark_jetstream.arrow_rows import read_schema
+from spark_jetstream.batch_reader import JetStreamBatchReader
+from spark_jetstream.connection import OptionError, lower_keys, parse_bool
+from spark_jetstream.options import ReadOptions
+from spark_jetstream.stream_reader import JetStreamStreamReader
+
+
+class JetStreamDataSource(DataSource):
+    """`spark.read/readStream/write/writeStream.format("jetstream")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "jetstream"
+
+    def _include_headers(self) -> bool:
+        return parse_bool(lower_keys(self.options), "includeHeaders", True)
+
+    def schema(self) -> StructType:
+        return read_schema(self._include_headers())
+
+    def _check_schema(self, schema: StructType) -> None:
+        expected = read_schema(self._include_headers())
+        got = [(f.name, f.dataType) for f in schema.fields]
+        if got != [(f.name, f.dataType) for f in expected.fields]:
+            raise OptionError(
+                f"the jetstream source has a fixed schema ({expected.simpleString()}); "
+                f"do not set another one (got {schema.simpleString()})"
+            )
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        self._check_schema(schema)
+        return JetStreamBatchReader(ReadOptions.from_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        self._check_schema(schema)
+        return JetStreamStreamReader(ReadOptions.from_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from spark_jetstream.writer import JetStreamBatchWriter
+
+        writer: Any = JetStreamBatchWriter(self.options, schema, overwrite)
+        return writer  # type: ignore[no-any-return]
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from spark_jetstream.stream_writer import JetStreamStreamWriter
+
+        writer: Any = JetStreamStreamWriter(self.options, schema, overwrite)
+        return writer  # type: ignore[no-any-return]

@@ -1,0 +1,170 @@
+"""Offsets of the `jetstream` source and how the driver computes them.
+
+An offset is `{"stream": S, "seq": N}`: every message of stream S up to and
+including stream sequence N (after the subject filter) is processed. It is
+what Spark stores in the checkpoint. A micro-batch covers (start.seq, end.seq].
+
+This module holds the offset value type, the stream state the driver reads
+from the server (`STREAM.INFO`), time -> sequence resolution, and the pure
+read-limit arithmetic `cap_end`. Invariants: `cap_end` never returns less
+than `start` nor more than the target; a count limit never admits more
+sequences than the limit; a byte limit is estimated from the stream's average
+stored message size and always admits at least one sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_jetstream.lean_client import JetStreamApiError, LeanConnection
+
+STREAM_NOT_FOUND = 10059
+
+
+class OffsetError(ValueError):
+    """A checkpointed offset that does not fit this source."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Offset:
+    stream: str
+    seq: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stream": self.stream, "seq": self.seq}
+
+    def json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any] | str, expected_stream: str | None = None) -> Offset:
+        data = json.loads(value) if isinstance(value, str) else value
+        try:
+            stream, seq = str(data["stream"]), int(data["seq"])
+        except (KeyError, TypeError, ValueError):
+            raise OffsetError(f"not a jetstream offset (expected {{'stream': S, 'seq': N}}): {data!r}") from None
+        if seq < 0:
+            raise OffsetError(f"offset sequence must be >= 0: {data!r}")
+        if expected_stream is not None and stream != expected_stream:
+            raise OffsetError(
+                f"the checkpoint holds an offset of stream {stream!r} but option stream is {expected_stream!r}; "
+                "use a new checkpoint location to read another stream"
+            )
+        return cls(stream, seq)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState:
+    """The part of `STREAM.INFO` the source needs."""
+
+    stream: str
+    messages: int
+    bytes: int
+    first_seq: int
+    last_seq: int
+    retention: str = "limits"
+
+    @property
+    def avg_msg_bytes(self) -> int:
+        return max(1, self.bytes // self.messages) if self.messages else 256
+
+    @classmethod
+    def from_info(cls, info: Mapping[str, Any]) -> StreamState:
+        state = info.get("state", {})
+        config = info.get("config", {})
+        return cls(
+            stream=str(config.get("name", "")),
+            messages=int(state.get("messages", 0)),
+            bytes=int(state.get("bytes", 0)),
+            first_seq=int(state.get("first_seq", 0)),
+            last_seq=int(state.get("last_seq", 0)),
+            retention=str(config.get("retention", "limits")),
+        )
+
+
+class StreamMissingError(LookupError):
+    """The stream does not exist (never created, or deleted)."""
+
+
+def stream_state(conn: LeanConnection, stream: str) -> StreamState:
+    try:
+        info = conn.js_api(f"STREAM.INFO.{stream}")
+    except JetStreamApiError as exc:
+        if exc.err_code == STREAM_NOT_FOUND:
+            raise StreamMissingError(f"stream {stream!r} not found on {conn.server_url}") from None
+        raise
+    return StreamState.from_info(info)
+
+
+def first_seq_at_or_after(conn: LeanConnection, state: StreamState, ts_ms: int) -> int:
+    """The first stream sequence stored at or after `ts_ms`; last_seq + 1 if there is none.
+
+    Asks the server with a short-lived ephemeral consumer (deliver policy
+    by_start_time) and one no-wait pull of a single message.
+    """
+    from datetime import datetime, timezone
+
+    name = "sjt_" + secrets.token_hex(8)
+    start_time = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    config = {
+        "name": name,
+        "deliver_policy": "by_start_time",
+        "opt_start_time": start_time,
+        "ack_policy": "none",
+        "mem_storage": True,
+        "inactive_threshold": 10_000_000_000,
+        "num_replicas": 1,
+    }
+    stream = state.stream
+    created = conn.js_api(
+        f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config, "action": "create"}
+    )
+    try:
+        if int(created.get("num_pending", 0)) == 0:
+            return state.last_seq + 1
+        _, _, seq = _next_one(conn, stream, name)
+        return seq if seq is not None else state.last_seq + 1
+    finally:
+        conn.js_api(f"CONSUMER.DELETE.{stream}.{name}")
+
+
+def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, bytes, int | None]:
+    """Pull one message (no wait): (header_bytes, payload, stream_seq), or seq None when there is none."""
+    inbox = "_INBOX." + secrets.token_hex(11)
+    sid = conn.subscribe(inbox)
+    try:
+        conn.publish(
+            f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}",
+            json.dumps({"batch": 1, "no_wait": True}).encode(),
+            reply=inbox,
+        )
+        frame = conn.wait_for_sid(sid)
+    finally:
+        conn.unsubscribe(sid)
+    # a message carries its ack subject as reply; a status (404/408) has none
+    if frame[3].startswith(b"$JS.ACK."):
+        tokens = frame[3].split(b".")
+        seq_index = -4 if len(tokens) in (9, 11) else -5
+        return frame[4], frame[5], int(tokens[seq_index])
+    return frame[4], b"", None
+
+
+def cap_end(
+    start: int,
+    target: int,
+    *,
+    max_messages: int | None,
+    max_bytes: int | None,
+    avg_msg_bytes: int,
+) -> int:
+    """The end sequence of the next micro-batch under a count and a byte limit."""
+    end = max(start, target)
+    if max_messages is not None:
+        end = min(end, start + max_messages)
+    if max_bytes is not None:
+        end = min(end, start + max(1, max_bytes // max(1, avg_msg_bytes)))
+    return max(start, end)

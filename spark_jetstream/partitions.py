@@ -1,0 +1,106 @@
+"""Input partitions: a sequence range (start, end] of one stream, split for Spark tasks.
+
+`split_range` cuts (start, end] into contiguous, non-overlapping sub-ranges
+that cover it exactly: at least `min_partitions` (never more than there are
+sequences) and none longer than `max_per_partition` sequences; sizes differ
+by at most one. A partition is pure data (picklable, no connection): the
+executor reads exactly its range with its own ephemeral consumer, so a retried
+task reads the same rows. `read_partition` is that executor-side read: one
+lean connection, one bounded ephemeral consumer, Arrow batches out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from spark_jetstream.arrow_rows import arrow_schema, chunk_to_batch
+from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.lean_client import FetchSpec, LeanConnection, fetch_range
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SeqRangePartition(InputPartition):
+    """Messages of `stream` with start < seq <= end that match `subjects`."""
+
+    index: int
+    stream: str
+    start: int
+    end: int
+    subjects: tuple[str, ...] = ()
+    avg_msg_bytes: int = 256
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError(f"partition end {self.end} is before its start {self.start}")
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def split_range(start: int, end: int, *, min_partitions: int = 1, max_per_partition: int = 500_000) -> list[tuple[int, int]]:
+    """(start, end] as a list of (lo, hi] ranges; empty when end <= start."""
+    total = end - start
+    if total <= 0:
+        return []
+    if min_partitions < 1 or max_per_partition < 1:
+        raise ValueError("min_partitions and max_per_partition must be >= 1")
+    count = max(min_partitions, -(-total // max_per_partition))
+    count = min(count, total)
+    base, extra = divmod(total, count)
+    ranges = []
+    lo = start
+    for i in range(count):
+        hi = lo + base + (1 if i < extra else 0)
+        ranges.append((lo, hi))
+        lo = hi
+    return ranges
+
+
+def plan_partitions(
+    stream: str,
+    start: int,
+    end: int,
+    *,
+    subjects: tuple[str, ...] = (),
+    min_partitions: int = 1,
+    max_per_partition: int = 500_000,
+    avg_msg_bytes: int = 256,
+) -> list[SeqRangePartition]:
+    return [
+        SeqRangePartition(i, stream, lo, hi, subjects, avg_msg_bytes)
+        for i, (lo, hi) in enumerate(
+            split_range(start, end, min_partitions=min_partitions, max_per_partition=max_per_partition)
+        )
+    ]
+
+
+def read_partition(
+    connection: ConnectionOptions, partition: SeqRangePartition, include_headers: bool
+) -> Iterator[pa.RecordBatch]:
+    """Every message of the partition's range that matches its filter, as Arrow batches."""
+    if partition.size <= 0:
+        return
+    schema = arrow_schema(include_headers)
+    spec = FetchSpec(
+        stream=partition.stream,
+        start=partition.start,
+        end=partition.end,
+        filters=partition.subjects,
+        with_headers=include_headers,
+        avg_msg_bytes=partition.avg_msg_bytes,
+    )
+    rows = 0
+    with LeanConnection.connect(connection) as conn:
+        for chunk in fetch_range(conn, spec):
+            if len(chunk):
+                rows += len(chunk)
+                yield chunk_to_batch(chunk, partition.stream, schema)
+    log.debug("read %d messages of %s (%d, %d]", rows, partition.stream, partition.start, partition.end)
