@@ -128,12 +128,7 @@ def config_from_args(argv: Sequence[str]) -> ServerConfig:
         if not tls.cert_file or not tls.key_file:
             raise ConfigError("--tls needs --tlscert and --tlskey")
         changes["tls"] = tls
-    cfg = replace(cfg, **changes)  # type: ignore[arg-type]
-    if not 0 <= cfg.port <= 65535 and cfg.port != -1:
-        raise ConfigError(f"port: {cfg.port} is not a valid port")
-    if cfg.http_port is not None and not 0 <= cfg.http_port <= 65535 and cfg.http_port != -1:
-        raise ConfigError(f"http_port: {cfg.http_port} is not a valid port")
-    return cfg
+    return replace(cfg, **changes).validate()  # type: ignore[arg-type]
 
 
 async def serve(config: ServerConfig) -> None:

@@ -97,6 +97,23 @@ class ServerConfig:
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
 
+    def validate(self) -> ServerConfig:
+        """Cross-field checks nats-server makes; raises `ConfigError`, returns self."""
+        if self.max_payload > self.max_pending:
+            raise ConfigError(
+                f"max_payload ({self.max_payload}) cannot be higher than max_pending "
+                f"({self.max_pending})"
+            )
+        if self.max_payload <= 0:
+            raise ConfigError(f"max_payload: must be positive, got {self.max_payload}")
+        if self.max_control_line <= 0:
+            raise ConfigError(f"max_control_line: must be positive, got {self.max_control_line}")
+        if not 0 <= self.port <= 65535 and self.port != -1:
+            raise ConfigError(f"port: {self.port} is not a valid port")
+        if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
+            raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        return self
+
 
 # -- value helpers ---------------------------------------------------------------
 
@@ -410,7 +427,9 @@ def config_from_mapping(
             elif k == "trace":
                 changes["trace"] = _as_bool(value, key)
             elif k == "authorization":
-                changes["auth"] = _auth_block(value, key)
+                changes["auth"], timeout = _auth_block(value, key)
+                if timeout is not None:
+                    changes["auth_timeout_s"] = timeout
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
             elif k == "jetstream":
@@ -439,9 +458,11 @@ def _at(line: int | None, exc: ConfigError) -> ConfigError:
     return exc if exc.line is not None else ConfigError(str(exc), line)
 
 
-def _auth_block(value: object, key: str) -> AuthSettings:
+def _auth_block(value: object, key: str) -> tuple[AuthSettings, float | None]:
+    """The credentials and the optional auth `timeout` (seconds)."""
     items = _block_items(value, key)
     user = password = token = None
+    timeout: float | None = None
     for k, v, line in items:
         try:
             if k == "user":
@@ -451,14 +472,14 @@ def _auth_block(value: object, key: str) -> AuthSettings:
             elif k == "token":
                 token = _as_str(v, f"{key}.{k}")
             elif k == "timeout":
-                parse_duration(v, f"{key}.{k}")
+                timeout = parse_duration(v, f"{key}.{k}")
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
         except ConfigError as exc:
             raise _at(line, exc) from None
     if (user is None) != (password is None):
         raise ConfigError(f"{key}: user and password go together")
-    return AuthSettings(user=user, password=password, token=token)
+    return AuthSettings(user=user, password=password, token=token), timeout
 
 
 def _tls_block(value: object, key: str) -> TlsSettings:

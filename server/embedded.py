@@ -56,7 +56,7 @@ class EmbeddedServer:
         js = replace(config.jetstream, **js_opts)
         if store_dir is not None:
             js = replace(js, store_dir=str(store_dir))
-        self.config = replace(config, jetstream=js)
+        self.config = replace(config, jetstream=js).validate()
         self.startup_timeout = startup_timeout
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -141,6 +141,12 @@ def test_errors_name_key_and_line(text: str, message: str) -> None:
     assert message in str(info.value)
 
 
+def test_cross_field_validation() -> None:
+    with pytest.raises(ConfigError, match=r"max_payload \(1048576\) cannot be higher than max_pending"):
+        cfg("max_pending: 256KB").validate()
+    assert cfg("max_pending: 256KB\nmax_payload: 64KB").validate().max_payload == 65536
+
+
 def test_load_file(tmp_path: Path) -> None:
     path = tmp_path / "server.conf"
     path.write_text(FULL)
