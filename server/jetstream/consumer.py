@@ -52,6 +52,7 @@ from server.jetstream.pull import (
     request_timeout,
 )
 from server.jetstream.push import PushDelivery
+from server.jetstream.subject_match import is_subset
 from server.store.base import StoredMessage
 
 if TYPE_CHECKING:
@@ -248,10 +249,26 @@ class Consumer:
     def _apply_config(self, config: ConsumerConfig) -> None:
         self.config = config
         self.filters = config.filters
-        self._store_filters: tuple[str, ...] | None = self.filters or None
-        self._match = make_matcher(self.filters)
         self._ack_none = config.ack_policy == "none"
         self._ack_all = config.ack_policy == "all"
+        self._stream_cfg_seen: Any = None
+        self._refresh_filters()
+
+    def _refresh_filters(self) -> None:
+        """Filters as the store and the matcher use them. A filter set that covers
+        every subject of the stream selects everything: the store then walks all
+        messages without resolving subjects (ordered consumers and KV watchers
+        filter on the stream's own subject). Re-checked when the stream config changes."""
+        stream_cfg = self.stream.config
+        self._stream_cfg_seen = stream_cfg
+        filters = self.filters
+        subjects = tuple(getattr(stream_cfg, "subjects", ()) or ())
+        if filters and subjects and all(
+            any(is_subset(s, f) for f in filters) for s in subjects
+        ):
+            filters = ()
+        self._store_filters: tuple[str, ...] | None = filters or None
+        self._match = make_matcher(filters)
 
     def matches(self, subject: str) -> bool:
         return self._match is None or self._match(subject)
@@ -349,6 +366,8 @@ class Consumer:
 
     # -- StreamListener --------------------------------------------------------
     def on_stored(self, msg: StoredMessage) -> None:
+        if self.stream.config is not self._stream_cfg_seen:
+            self._refresh_filters()
         if self._closed or (self._match is not None and not self._match(msg.subject)):
             return
         if msg.seq >= self.sseq:
@@ -514,6 +533,8 @@ class Consumer:
         """Deliver whatever can be delivered now."""
         if self._closed:
             return
+        if self.stream.config is not self._stream_cfg_seen:
+            self._refresh_filters()
         if self._in_deliver:
             self._again = True
             return
