@@ -110,3 +110,8 @@ def test_any_single_byte_flip_is_detected(subject: bytes, data: bytes, flip: int
     i = flip % len(rec)
     rec[i] ^= 0xFF
     assert isinstance(codec.scan_record(bytes(rec), 0, len(rec)), str)
+
+
+def test_limits_are_precise_errors() -> None:
+    with pytest.raises(ValueError, match="subject of 70000 bytes"):
+        codec.encode_msg(1, 1, b"s" * 70_000, None, b"")

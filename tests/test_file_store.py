@@ -466,3 +466,76 @@ def test_restarts_match_reference_model(
         check_against_model(store, model, probes)
     finally:
         store.destroy()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["snapshot", "scan"])
+def test_disk_use_follows_live_data_when_an_old_message_pins_first_seq(
+    tmp_path: Path, clean: bool
+) -> None:
+    # a KV bucket: one key written once at the start, ten keys updated often
+    store = FileStore(tmp_path, block_size=8192)
+    store.store("kv.pinned", None, b"p" * 50, T0)
+    for i in range(2000):
+        key = f"kv.k{i % 10}"
+        store.store(key, None, b"v%04d" % i + b"." * 95, T0 + i)
+        store.purge(key, keep=1)
+    before = snapshot_of(store)
+    st = store.state()
+    assert (st.msgs, st.first_seq, st.last_seq) == (11, 1, 2001)
+    written = 2000 * (135 + 35)
+    on_disk = sum(p.stat().st_size for p in blocks(tmp_path))
+    assert on_disk < written / 10, (on_disk, len(blocks(tmp_path)))
+    assert len(blocks(tmp_path)) <= 6
+    store.close() if clean else crash(store)
+    again = FileStore(tmp_path, block_size=8192)
+    assert again.recovery.lost_bytes == 0
+    assert snapshot_of(again) == before
+    assert again.load(1) is not None
+    again.close()
+
+
+CHURN_OP = st.one_of(
+    st.tuples(st.just("store"), st.sampled_from(["k.a", "k.b", "k.c"]), st.integers(200, 900)),
+    st.tuples(st.just("store"), st.sampled_from(["k.a", "k.b", "k.c"]), st.integers(200, 900)),
+    st.tuples(st.just("remove"), st.integers(0, 10**6), st.booleans()),
+    st.tuples(st.just("remove"), st.integers(0, 10**6), st.booleans()),
+    st.tuples(st.just("keep1"), st.sampled_from(["k.a", "k.b", "k.c"])),
+    st.tuples(st.just("reopen"), st.booleans()),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=st.lists(CHURN_OP, min_size=20, max_size=120), probes=PROBES)
+def test_block_rewrites_match_reference_model(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple], probes: list[tuple]
+) -> None:
+    """Churn (stores, deletes of present messages, keep-1 purges) that makes
+    blocks half dead or fully dead, interleaved with restarts."""
+    directory = tmp_path_factory.mktemp("churn")
+    store = FileStore(directory, block_size=4096)
+    model = Model()
+    clock = T0
+    try:
+        for op in ops:
+            clock += 10
+            if op[0] == "reopen":
+                store.close() if op[1] else crash(store)
+                store = FileStore(directory, block_size=4096)
+                assert store.recovery.lost_bytes == 0
+            elif op[0] == "store":
+                data = bytes([clock % 251]) * op[2]
+                apply_op(store, model, ("store", op[1], data), clock)
+            elif op[0] == "remove":
+                if model.msgs:
+                    present = sorted(model.msgs)
+                    apply_op(store, model, ("remove", present[op[1] % len(present)], op[2]), clock)
+            else:
+                apply_op(store, model, ("purge", op[1], None, 1), clock)
+        check_against_model(store, model, probes)
+        crash(store)
+        store = FileStore(directory, block_size=4096)
+        check_against_model(store, model, probes)
+    finally:
+        store.destroy()

@@ -61,6 +61,7 @@ CRC_SIZE: Final = 4
 RECORD_FIXED: Final = RECORD_HEAD_SIZE + CRC_SIZE  # 35
 SIZE_TO_RECLEN: Final = RECORD_FIXED - RECORD_OVERHEAD  # rec_len = size + 19
 MAX_RECORD: Final = 0xFFFFFFFF
+MAX_SUBJECT_BYTES: Final = 0xFFFF
 
 _CRC: Final = struct.Struct("<I")
 _pack_head = RECORD_HEAD.pack
@@ -90,6 +91,8 @@ def encode_record(
     kind: int, seq: int, ts: int, subject: bytes, headers: bytes, data: bytes
 ) -> bytes:
     """One complete record (checksum included)."""
+    if len(subject) > MAX_SUBJECT_BYTES:
+        raise ValueError(f"subject of {len(subject)} bytes exceeds {MAX_SUBJECT_BYTES} bytes")
     rec_len = RECORD_FIXED + len(subject) + len(headers) + len(data)
     if rec_len > MAX_RECORD:
         raise ValueError(f"record of {rec_len} bytes exceeds the {MAX_RECORD} byte limit")

@@ -13,13 +13,17 @@ directory after block files came or went). With `sync_always=True` the caller
 (the stream) calls `sync()` itself, once per batch of stores (group commit).
 Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
 on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
-stream is synced too. A block is fsynced when it is rolled over.
+stream is synced too. A finished block keeps its descriptor until the next sync() fsyncs it.
 
 Deletes append a DELETE record; `erase=True` also rewrites the message record
 in place (payload zeroed, kind ERASED). `compact`/full purge append a FLOOR
 record (a full purge first rolls to a new block). Block files are removed from
 the front only, once every sequence in them is gone, so a tombstone never
-outlives the record it hides.
+outlives the record it hides. A block other than the current one whose live
+messages fill less than half of it is rewritten (temp file, fsync, rename)
+with only its present messages, the tombstones that may still hide records in
+earlier blocks, and FLOOR records: disk use stays proportional to live data
+even when old messages pin `first_seq` (KV buckets).
 
 Reads: the `MessageIndex` (in memory, ~20 bytes per message: timestamp,
 subject id, size, block offset) answers every query; payloads are read on
@@ -51,7 +55,7 @@ from pathlib import Path
 from server.clock import Clock, TimerHandle
 from server.store import codec
 from server.store.base import RecoveryReport, StoredMessage, StoreError
-from server.store.index import MessageIndex
+from server.store.index import DELETED, MessageIndex
 from server.store.indexed import IndexedStore
 from server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
 
@@ -66,12 +70,16 @@ LOCK_FILE = "LOCK"
 SNAPSHOT_VERSION = 1
 CHUNK_SIZE = 64 * 1024
 CACHE_CHUNKS = 32
+MAX_READ_FDS = 64
+MAX_UNSYNCED_BLOCKS = 8
+REWRITE_MIN_BYTES = 64 * 1024
+NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is no longer on disk
 _BLOCK_NAME = re.compile(r"^(\d{10})\.blk$")
 _HEAD = codec.RECORD_HEAD_SIZE
 
 
 class _Block:
-    __slots__ = ("number", "path", "first_seq", "size", "rfd")
+    __slots__ = ("number", "path", "first_seq", "size", "rfd", "live_bytes")
 
     def __init__(self, number: int, path: Path, first_seq: int, size: int) -> None:
         self.number = number
@@ -79,6 +87,7 @@ class _Block:
         self.first_seq = first_seq
         self.size = size
         self.rfd = -1
+        self.live_bytes = 0  # sum of message_size() of present messages in this block
 
 
 class FileStore(IndexedStore):
@@ -98,7 +107,7 @@ class FileStore(IndexedStore):
         if sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
         self._offsets = array("I")
-        super().__init__(MessageIndex(columns=[self._offsets]))
+        super().__init__(MessageIndex(columns=[self._offsets], pads=[NO_RECORD]))
         self._dir = Path(directory)
         self._msgs_dir = self._dir / MSGS_DIR
         self._block_size = block_size
@@ -112,6 +121,10 @@ class FileStore(IndexedStore):
         self._unsynced = False
         self._dir_dirty = False
         self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._open_fds = 0
+        self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
+        self._touched: set[_Block] = set()
+        self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
         self._msgs_dir.mkdir(parents=True, exist_ok=True)
@@ -146,6 +159,8 @@ class FileStore(IndexedStore):
         return sorted(found)
 
     def _open(self) -> None:
+        for leftover in self._msgs_dir.glob("*.tmp"):
+            leftover.unlink()  # an interrupted block rewrite; the original is intact
         files = self._block_files()
         snap = self._dir / SNAPSHOT_FILE
         used = False
@@ -169,10 +184,12 @@ class FileStore(IndexedStore):
             self._wfd = os.open(last.path, os.O_WRONLY | os.O_APPEND)
         self._recovery.recovered_msgs = self._index.msgs
         self._drop_dead_blocks()
+        for blk in self._blocks:
+            self._recount_live(blk)
 
     def _reset_index(self) -> None:
         del self._offsets[:]
-        self._index = MessageIndex(columns=[self._offsets])
+        self._index = MessageIndex(columns=[self._offsets], pads=[NO_RECORD])
         self._blocks.clear()
         self._firsts.clear()
         self._tail = None
@@ -330,8 +347,14 @@ class FileStore(IndexedStore):
             view = view[written:]
 
     def _roll(self, first_seq: int) -> _Block:
-        if self._unsynced:
-            os.fsync(self._wfd)
+        if self._unsynced and self._wfd >= 0:
+            # the next sync() fsyncs the finished block too
+            self._unsynced_fds.append(self._wfd)
+            self._wfd = -1
+            if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
+                fd = self._unsynced_fds.pop(0)
+                os.fsync(fd)
+                os.close(fd)
         return self._create_block(self._blocks[-1].number + 1, first_seq)
 
     def _append(self, data: bytes, last_len: int) -> tuple[_Block, int]:
@@ -357,12 +380,19 @@ class FileStore(IndexedStore):
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
     ) -> None:
         rec = codec.encode_msg(seq, timestamp_ns, subject.encode(), headers, data)
-        _blk, offset = self._append(rec, len(rec))
+        blk, offset = self._append(rec, len(rec))
+        blk.live_bytes += len(rec) - codec.SIZE_TO_RECLEN
         self._offsets.append(offset)
         if not self._sync_always:
             self.maybe_sync()
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
+        index = self._index
+        sizes, base = index.sizes, index.base
+        for seq in seqs:
+            blk = self._block_for(seq)
+            blk.live_bytes -= sizes[seq - base]
+            self._touched.add(blk)
         if len(seqs) == 1:
             recs = codec.encode_delete(seqs[0])
         else:
@@ -397,11 +427,137 @@ class FileStore(IndexedStore):
         self._append(codec.encode_floor(seq, index.last_ts), codec.RECORD_FIXED)
         removed = index.floor(seq)
         self._drop_dead_blocks()
+        self._recount_live(self._blocks[0])
         return removed
 
     def _removed(self) -> None:
         if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
             self._drop_dead_blocks()
+        touched, self._touched = self._touched, set()
+        current = self._blocks[-1]
+        for blk in sorted(touched, key=lambda b: b.number):
+            if blk is current or blk not in self._blocks:
+                continue
+            if blk.live_bytes <= 0:
+                self._retire(blk)
+            elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
+                self._rewrite(blk)
+
+    def _needed_delete(self, seq: int, blk: _Block) -> bool:
+        """Must a tombstone for `seq`, found in `blk`, be kept? Only while the
+        message record it hides may still be on disk in an earlier block."""
+        if seq < self._firsts[0] or seq >= blk.first_seq:
+            return False
+        index = self._index
+        pos = seq - index.base
+        return pos < 0 or self._offsets[pos] != NO_RECORD
+
+    def _kept_records(
+        self, blk: _Block, raw: bytes
+    ) -> tuple[list[bytes], list[tuple[int, int]]] | None:
+        """The records of `blk` worth keeping, and (seq, offset-in-list-order) of
+        its present messages; None if the block is damaged (then leave it alone)."""
+        index = self._index
+        parts: list[bytes] = []
+        moves: list[tuple[int, int]] = []
+        size = 0
+        pos, end = codec.BLOCK_HEADER_SIZE, len(raw)
+        while pos < end:
+            scan = codec.scan_record(raw, pos, end)
+            if isinstance(scan, str):
+                log.warning(
+                    "store %s: leaving %s as is: %s at %d", self._dir, blk.path.name, scan, pos
+                )
+                return None
+            kind, seq, rec_len = scan[0], scan[1], scan[6]
+            if kind == codec.KIND_MSG and index.present(seq):
+                moves.append((seq, size))
+            elif not (
+                (kind == codec.KIND_DELETE and self._needed_delete(seq, blk))
+                or (kind == codec.KIND_FLOOR and seq > self._firsts[0])
+            ):
+                pos += rec_len
+                continue
+            parts.append(raw[pos : pos + rec_len])
+            size += rec_len
+            pos += rec_len
+        return parts, moves
+
+    def _forget_records(self, blk: _Block) -> None:
+        """Every message in `blk`'s range without a live record is now gone from disk."""
+        lo, hi = self._block_range(blk)
+        sids, offsets = self._index.sids, self._offsets
+        for pos in range(lo, hi):
+            if sids[pos] == DELETED:
+                offsets[pos] = NO_RECORD
+
+    def _retire(self, blk: _Block) -> None:
+        """Remove a block with no present message: the records in it that still
+        matter (tombstones hiding records in earlier blocks, FLOOR records) are
+        appended to the current block first, then fsynced, then the file goes."""
+        kept = self._kept_records(blk, blk.path.read_bytes())
+        if kept is None:
+            return
+        parts, _moves = kept
+        if parts:
+            self._append(b"".join(parts), len(parts[-1]))
+        self._fsync_data()
+        self._forget_records(blk)
+        i = self._blocks.index(blk)
+        del self._blocks[i]
+        del self._firsts[i]
+        self._close_block(blk)
+        blk.path.unlink()
+        self._dir_dirty = True
+
+    def _block_range(self, blk: _Block) -> tuple[int, int]:
+        """Positions in the index of the sequences this block may hold."""
+        index = self._index
+        i = self._blocks.index(blk)
+        hi_seq = self._firsts[i + 1] - 1 if i + 1 < len(self._blocks) else index.last_seq
+        lo = max(blk.first_seq, index.first_seq) - index.base
+        hi = min(hi_seq, index.last_seq) - index.base + 1
+        return lo, max(lo, hi)
+
+    def _recount_live(self, blk: _Block) -> None:
+        lo, hi = self._block_range(blk)
+        blk.live_bytes = sum(self._index.sizes[lo:hi]) if hi > lo else 0
+
+    def _rewrite(self, blk: _Block) -> None:
+        """Rewrite a mostly-dead block with only what still matters: present
+        messages, tombstones that may hide records in earlier blocks, FLOOR
+        records. Atomic: temp file, fsync, rename."""
+        raw = blk.path.read_bytes()
+        kept = self._kept_records(blk, raw)
+        if kept is None:
+            return
+        parts, moves = kept
+        parts.insert(0, raw[: codec.BLOCK_HEADER_SIZE])
+        size = sum(len(p) for p in parts)
+        tmp = blk.path.with_name(blk.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._write_all(fd, b"".join(parts))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, blk.path)
+        self._dir_dirty = True
+        self._close_block(blk)  # its reader still sees the replaced file
+        self._forget_records(blk)
+        offsets, base = self._offsets, self._index.base
+        for seq, offset in moves:
+            offsets[seq - base] = offset + codec.BLOCK_HEADER_SIZE
+        log.debug("store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, size)
+        blk.size = size
+
+    def _close_block(self, blk: _Block) -> None:
+        if blk.rfd >= 0:
+            os.close(blk.rfd)
+            blk.rfd = -1
+            self._open_fds -= 1
+        for key in [k for k in self._cache if k[0] == blk.number]:
+            del self._cache[key]
 
     def _drop_dead_blocks(self) -> None:
         """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
@@ -409,10 +565,7 @@ class FileStore(IndexedStore):
         while len(self._blocks) > 1 and self._firsts[1] <= first:
             blk = self._blocks.pop(0)
             self._firsts.pop(0)
-            if blk.rfd >= 0:
-                os.close(blk.rfd)
-            for key in [k for k in self._cache if k[0] == blk.number]:
-                del self._cache[key]
+            self._close_block(blk)
             blk.path.unlink()
             self._dir_dirty = True
 
@@ -425,7 +578,7 @@ class FileStore(IndexedStore):
         start = chunk * CHUNK_SIZE
         end = offset + length
         if blk.rfd < 0:
-            blk.rfd = os.open(blk.path, os.O_RDONLY)
+            self._open_reader(blk)
         if end > start + CHUNK_SIZE:
             return os.pread(blk.rfd, length, offset)
         key = (blk.number, chunk)
@@ -439,6 +592,17 @@ class FileStore(IndexedStore):
         else:
             cache.move_to_end(key)
         return buf[offset - start : end - start]
+
+    def _open_reader(self, blk: _Block) -> None:
+        if self._open_fds >= MAX_READ_FDS:
+            for other in self._blocks:  # close the oldest open reader
+                if other.rfd >= 0:
+                    os.close(other.rfd)
+                    other.rfd = -1
+                    self._open_fds -= 1
+                    break
+        blk.rfd = os.open(blk.path, os.O_RDONLY)
+        self._open_fds += 1
 
     def _get(self, seq: int) -> StoredMessage:
         index = self._index
@@ -485,11 +649,19 @@ class FileStore(IndexedStore):
             log.exception("store %s: periodic fsync failed", self._dir)
         self._arm_timer()
 
-    def sync(self) -> None:
-        self._check_open()
+    def _fsync_data(self) -> None:
+        while self._unsynced_fds:
+            fd = self._unsynced_fds[0]
+            os.fsync(fd)
+            os.close(fd)
+            self._unsynced_fds.pop(0)
         if self._unsynced:
             os.fsync(self._wfd)
             self._unsynced = False
+
+    def sync(self) -> None:
+        self._check_open()
+        self._fsync_data()
         if self._dir_dirty:
             dfd = os.open(self._msgs_dir, os.O_RDONLY)
             try:
@@ -538,6 +710,10 @@ class FileStore(IndexedStore):
             if blk.rfd >= 0:
                 os.close(blk.rfd)
                 blk.rfd = -1
+        self._open_fds = 0
+        for fd in self._unsynced_fds:
+            os.close(fd)
+        self._unsynced_fds.clear()
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1

@@ -8,7 +8,8 @@ payload, in compact parallel arrays addressed by position
 - `sids`  array('I')  subject id, or `DELETED` for an absent sequence
 - `sizes` array('I')  `message_size()` (0 once deleted)
 - any backend `columns` (memory: payload list; file: record offsets), kept
-  aligned by `append`/`trim`.
+  aligned by `append`/`trim`; a gap (a sequence with no message at all) gets
+  the column's `pad` value.
 
 Per subject id: name, message count, first and last sequence (arrays too).
 Subject ids are recycled when a subject's count drops to 0.
@@ -49,12 +50,14 @@ _FEW_SUBJECTS = 16
 class MessageIndex:
     """Sequences, timestamps, sizes and the per-subject index of one stream."""
 
-    def __init__(self, columns: Sequence[Any] = ()) -> None:
+    def __init__(self, columns: Sequence[Any] = (), pads: Sequence[Any] | None = None) -> None:
         self.base = 1
         self.ts = array("q")
         self.sids = array("I")
         self.sizes = array("I")
         self.columns: list[Any] = list(columns)
+        # what a column holds at a position that never had a message (gaps)
+        self.pads: list[Any] = list(pads) if pads is not None else [None] * len(self.columns)
         self.first_seq = 1
         self.last_seq = 0
         self.last_ts = 0
@@ -157,10 +160,7 @@ class MessageIndex:
                 self.ts.extend(array("q", [timestamp_ns]) * gap)
                 self.sids.extend(array("I", [DELETED]) * gap)
                 self.sizes.extend(array("I", [0]) * gap)
-                for col in self.columns:
-                    col.extend(
-                        array(col.typecode, [0]) * gap if isinstance(col, array) else [None] * gap
-                    )
+                self._pad_columns(gap)
         sid = self._intern(subject)
         self.ts.append(timestamp_ns)
         self.sids.append(sid)
@@ -189,9 +189,15 @@ class MessageIndex:
         self.ts.extend(array("q", [self.last_ts]) * gap)
         self.sids.extend(array("I", [DELETED]) * gap)
         self.sizes.extend(array("I", [0]) * gap)
-        for col in self.columns:
-            col.extend(array(col.typecode, [0]) * gap if isinstance(col, array) else [None] * gap)
+        self._pad_columns(gap)
         self.last_seq = seq
+
+    def _pad_columns(self, gap: int) -> None:
+        for col, pad in zip(self.columns, self.pads, strict=True):
+            if isinstance(col, array):
+                col.extend(array(col.typecode, [pad]) * gap)
+            else:
+                col.extend([pad] * gap)
 
     def present(self, seq: int) -> bool:
         return self.first_seq <= seq <= self.last_seq and self.sids[seq - self.base] != DELETED

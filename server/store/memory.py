@@ -25,7 +25,11 @@ class MemoryStore(IndexedStore):
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
     ) -> None:
-        self._msgs.append(StoredMessage(subject, seq, timestamp_ns, headers or None, bytes(data)))
+        self._msgs.append(
+            StoredMessage(
+                subject, seq, timestamp_ns, bytes(headers) if headers else None, bytes(data)
+            )
+        )
 
     def _get(self, seq: int) -> StoredMessage:
         msg = self._msgs[seq - self._index.base]
