@@ -3,6 +3,7 @@ delete, pause, reset — against the bundled server and the real nats-server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -223,3 +224,29 @@ async def test_reset_workqueue_keeps_messages(nc: NATS, js: JetStreamContext) ->
     assert r["reset_seq"] == 5 and r["num_pending"] == 6
     info = await js.stream_info("W")
     assert info.state.messages == 10
+
+
+async def test_inactive_threshold_removes_idle_consumers(nc: NATS, js: JetStreamContext) -> None:
+    await seed(js, 1)
+    await api(nc, "CONSUMER.CREATE.S.EPH", {"stream_name": "S", "config": {"name": "EPH", "inactive_threshold": 500_000_000}})
+    await api(nc, "CONSUMER.CREATE.S.DUR", {"stream_name": "S", "config": {"durable_name": "DUR", "inactive_threshold": 500_000_000}})
+    await api(nc, "CONSUMER.CREATE.S.KEEP", {"stream_name": "S", "config": {"durable_name": "KEEP"}})
+    sub = await nc.subscribe("push.in")
+    await api(nc, "CONSUMER.CREATE.S.PUSH", {"stream_name": "S", "config": {"name": "PUSH", "deliver_subject": "push.in", "inactive_threshold": 500_000_000}})
+    await sub.next_msg(timeout=2)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while loop.time() < deadline:
+        names = (await api(nc, "CONSUMER.NAMES.S"))["consumers"]
+        if names == ["KEEP", "PUSH"]:
+            break
+        await asyncio.sleep(0.1)
+    assert names == ["KEEP", "PUSH"]  # the push consumer has interest: it stays
+    await sub.unsubscribe()
+    deadline = loop.time() + 5
+    while loop.time() < deadline:
+        names = (await api(nc, "CONSUMER.NAMES.S"))["consumers"]
+        if names == ["KEEP"]:
+            break
+        await asyncio.sleep(0.1)
+    assert names == ["KEEP"]
