@@ -179,7 +179,7 @@ class JetStream:
                 )
             stream = Stream(
                 config, store, self.clock, directory=directory, created_ns=meta.created_ns,
-                account_check=self._account_check,
+                account_check=self._store_limit_check(),
             )
             self.streams[config.name] = stream
             self._subscribe_stream(stream)
@@ -236,6 +236,10 @@ class JetStream:
                 "MEMORY_RESOURCES_EXCEEDED" if config.storage == "memory" else "STORAGE_RESOURCES_EXCEEDED"
             )
 
+    def _store_limit_check(self) -> Callable[[Stream, int], None] | None:
+        """The per-publish store-limit check, or None when the server has no limits."""
+        return self._account_check if self.max_memory > 0 or self.max_storage > 0 else None
+
     def _account_check(self, stream: Stream, size: int) -> None:
         storage = stream.config.storage
         limit = self.max_memory if storage == "memory" else self.max_storage
@@ -273,7 +277,7 @@ class JetStream:
             raise ApiError("STREAM_CREATE", err=str(exc)) from exc
         stream = Stream(
             config, store, self.clock, directory=directory, created_ns=created,
-            account_check=self._account_check,
+            account_check=self._store_limit_check(),
         )
         self.streams[config.name] = stream
         self._subscribe_stream(stream)
@@ -331,7 +335,7 @@ class JetStream:
         try:
             ack = stream.accept(subject, headers, payload)
         except ApiError as exc:
-            ack = PubAck(seq=0, error=exc)
+            ack = PubAck(0, error=exc)
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
             ack = PubAck(seq=0, error=ApiError("STREAM_STORE_FAILED", err=str(exc)))

@@ -31,9 +31,8 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from server.clock import Clock, TimerHandle
 from server.headers import HeaderError, Headers, parse_headers
@@ -86,14 +85,31 @@ def parse_ttl_ns(value: str) -> int:
     return ttl
 
 
-@dataclass(frozen=True, slots=True)
 class PubAck:
-    """The outcome of one publish, before it is sent."""
+    """The outcome of one publish, before it is sent (a plain slotted class:
+    one is made per published message, a frozen dataclass costs more)."""
 
-    seq: int
-    duplicate: bool = False
-    error: ApiError | None = None
-    msg: StoredMessage | None = None  # set when a new message was stored
+    __slots__ = ("seq", "duplicate", "error", "msg")
+
+    def __init__(
+        self,
+        seq: int,
+        duplicate: bool = False,
+        error: ApiError | None = None,
+        msg: StoredMessage | None = None,  # set when a new message was stored
+    ) -> None:
+        self.seq = seq
+        self.duplicate = duplicate
+        self.error = error
+        self.msg = msg
+
+
+class _HeaderPlan(NamedTuple):
+    """What the JetStream headers of an accepted publish ask for after storing."""
+
+    msg_id: str
+    rollup: str
+    ttl_ns: int
 
 
 AccountCheck = Callable[["Stream", int], None]
@@ -128,6 +144,7 @@ class Stream:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.closed = False
+        self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
             store.skip_to(config.first_seq)
         self._rebuild_after_open()
@@ -170,78 +187,103 @@ class Stream:
             self.store.remove(seq)
 
     # -- publish path ----------------------------------------------------------
+    def _plan_limits(self) -> None:
+        """Precompute what the publish path must check for the current config."""
+        cfg = self.config
+        self._max_size = cfg.max_msg_size if cfg.max_msg_size >= 0 else 1 << 62
+        self._discard_new = cfg.discard == "new" and (
+            cfg.max_msgs > 0 or cfg.max_bytes > 0 or cfg.discard_new_per_subject
+        )
+        self._limited = cfg.max_msgs_per_subject > 0 or (
+            cfg.discard != "new" and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
+        )
+
     def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
         """Validate and store one published message (listeners not yet told)."""
-        cfg = self.config
-        if cfg.sealed:
+        if self.config.sealed:
             return self._fail("STREAM_SEALED")
         hdr_len = len(headers) if headers else 0
-        if cfg.max_msg_size >= 0 and hdr_len + len(payload) > cfg.max_msg_size:
+        if hdr_len + len(payload) > self._max_size:
             return self._fail("STREAM_MESSAGE_EXCEEDS_MAXIMUM")
         if hdr_len > 65536:
             return self._fail("STREAM_HEADER_EXCEEDS_MAXIMUM")
         now = self.clock.now_ns()
-        hdr: Headers | None = None
-        msg_id = ""
-        rollup = ""
-        ttl_ns = 0
+        plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            try:
-                hdr = parse_headers(headers)
-            except HeaderError:
-                hdr = None
-        if hdr is not None:
-            expected = hdr.get(EXPECTED_STREAM)
-            if expected is not None and expected != self.name:
-                return self._fail("STREAM_NOT_MATCH")
-            msg_id = hdr.get(MSG_ID) or ""
-            if msg_id:
-                found = self._dedup_lookup(msg_id, now)
-                if found is not None:
-                    return PubAck(seq=found, duplicate=True)
-            failed = self._check_expectations(hdr, subject)
-            if failed is not None:
-                return failed
-            rollup = (hdr.get(ROLLUP) or "").strip()
-            if rollup:
-                if not cfg.allow_rollup_hdrs:
-                    return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
-                if rollup not in ("sub", "all"):
-                    return self._fail("STREAM_ROLLUP_FAILED", err=f'rollup value invalid: "{rollup}"')
-                if rollup == "all" and cfg.deny_purge:
-                    return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
-            ttl_raw = hdr.get(MSG_TTL)
-            if ttl_raw is not None:
-                if not cfg.allow_msg_ttl:
-                    return self._fail("MESSAGE_TTL_DISABLED")
+            planned = self._plan_headers(headers, subject, now)
+            if isinstance(planned, PubAck):
+                return planned
+            plan = planned
+        if self._account_check is not None or self._discard_new:
+            size = message_size(subject, headers, payload)
+            if self._account_check is not None:
                 try:
-                    ttl_ns = parse_ttl_ns(ttl_raw)
+                    self._account_check(self, size)
                 except ApiError as exc:
-                    return PubAck(seq=0, error=exc)
-        size = message_size(subject, headers, payload)
-        if self._account_check is not None:
-            try:
-                self._account_check(self, size)
-            except ApiError as exc:
-                return PubAck(seq=0, error=exc)
-        refused = self._discard_new_check(subject, size)
-        if refused is not None:
-            return refused
+                    return PubAck(0, error=exc)
+            if self._discard_new:
+                refused = self._discard_new_check(subject, size)
+                if refused is not None:
+                    return refused
         seq = self.store.store(subject, headers, payload, now)
         msg = StoredMessage(subject, seq, now, headers, payload)
-        self.last_msg_id = msg_id
-        if msg_id:
-            self._dedup_record(msg_id, seq, now)
-        if rollup == "sub":
-            self.store.purge(subject=subject, keep=1)
-        elif rollup == "all":
-            self.store.purge(keep=1)
-        self._enforce_limits(subject)
-        if ttl_ns > 0:
-            self._schedule_ttl(now + ttl_ns, seq)
-        if self.config.max_age > 0 and self._age_timer is None:
+        if plan is None:
+            self.last_msg_id = ""
+        else:
+            self._apply_plan(plan, subject, seq, now)
+        if self._limited:
+            self._enforce_limits(subject)
+        if self._age_timer is None and self.config.max_age > 0:
             self._arm_age_timer()
-        return PubAck(seq=seq, msg=msg)
+        return PubAck(seq, msg=msg)
+
+    def _plan_headers(self, headers: bytes, subject: str, now: int) -> _HeaderPlan | PubAck:
+        """Check the JetStream headers of a publish; what to do after storing it."""
+        try:
+            hdr = parse_headers(headers)
+        except HeaderError:
+            return _HeaderPlan("", "", 0)
+        cfg = self.config
+        expected = hdr.get(EXPECTED_STREAM)
+        if expected is not None and expected != self.name:
+            return self._fail("STREAM_NOT_MATCH")
+        msg_id = hdr.get(MSG_ID) or ""
+        if msg_id:
+            found = self._dedup_lookup(msg_id, now)
+            if found is not None:
+                return PubAck(found, duplicate=True)
+        failed = self._check_expectations(hdr, subject)
+        if failed is not None:
+            return failed
+        rollup = (hdr.get(ROLLUP) or "").strip()
+        if rollup:
+            if not cfg.allow_rollup_hdrs:
+                return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+            if rollup not in ("sub", "all"):
+                return self._fail("STREAM_ROLLUP_FAILED", err=f'rollup value invalid: "{rollup}"')
+            if rollup == "all" and cfg.deny_purge:
+                return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+        ttl_ns = 0
+        ttl_raw = hdr.get(MSG_TTL)
+        if ttl_raw is not None:
+            if not cfg.allow_msg_ttl:
+                return self._fail("MESSAGE_TTL_DISABLED")
+            try:
+                ttl_ns = parse_ttl_ns(ttl_raw)
+            except ApiError as exc:
+                return PubAck(0, error=exc)
+        return _HeaderPlan(msg_id, rollup, ttl_ns)
+
+    def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
+        self.last_msg_id = plan.msg_id
+        if plan.msg_id:
+            self._dedup_record(plan.msg_id, seq, now)
+        if plan.rollup == "sub":
+            self.store.purge(subject=subject, keep=1)
+        elif plan.rollup == "all":
+            self.store.purge(keep=1)
+        if plan.ttl_ns > 0:
+            self._schedule_ttl(now + plan.ttl_ns, seq)
 
     def deliver(self, msg: StoredMessage) -> None:
         """Tell listeners about a stored message; apply interest retention."""
@@ -282,8 +324,6 @@ class Stream:
 
     def _discard_new_check(self, subject: str, size: int) -> PubAck | None:
         cfg = self.config
-        if cfg.discard != "new":
-            return None
         state = self.store.state()
         if cfg.max_msgs > 0 and state.msgs >= cfg.max_msgs:
             return self._fail("STREAM_STORE_FAILED", err="maximum messages exceeded")
@@ -431,6 +471,7 @@ class Stream:
     # -- administrative operations --------------------------------------------
     def update_config(self, config: StreamConfig) -> None:
         self.config = config
+        self._plan_limits()
         self._enforce_all_limits()
         if self._age_timer is not None:
             self._age_timer.cancel()
