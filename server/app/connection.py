@@ -8,8 +8,10 @@ client upgrades) is done with `loop.start_tls` right after INFO.
 
 Invariants:
 - outbound bytes are appended to `_out` and written with one
-  `transport.write` per event-loop turn (`call_soon` flush), never one write
-  per message;
+  `transport.write` per connection per batch, never one write per message:
+  connections that got bytes while the server handles one read are flushed
+  right after that read; bytes produced elsewhere (timers, services) are
+  flushed on the next event-loop turn (`call_soon`);
 - pending outbound bytes (our buffer plus the transport's) above
   `max_pending` close the connection with ``-ERR 'Slow Consumer'`` and count
   a slow consumer;
@@ -124,6 +126,15 @@ class ClientConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        server = self.server
+        server.reading = True
+        try:
+            self._process(data)
+        finally:
+            server.reading = False
+            server.flush_dirty()
+
+    def _process(self, data: bytes) -> None:
         self.last_activity = time.time()
         try:
             ops = self.parser.feed(data)
@@ -293,7 +304,7 @@ class ClientConnection(asyncio.Protocol):
             self._slow_consumer()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self.server.schedule_flush(self)
 
     def send(self, data: bytes) -> None:
         if self.closed:
@@ -305,12 +316,12 @@ class ClientConnection(asyncio.Protocol):
             return
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self.server.schedule_flush(self)
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+            self.server.schedule_flush(self)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -75,6 +75,9 @@ class NatsServer:
         self._monitor: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
+        # set while a connection's read is processed: flushes collect in _dirty
+        self.reading = False
+        self._dirty: list[ClientConnection] = []
         self.stopped = False
 
     @property
@@ -129,6 +132,21 @@ class NatsServer:
             log.info("TLS required for client connections")
         log.info("Server is ready")
         self.ready.set()
+
+    # -- outbound batching --------------------------------------------------------
+    def schedule_flush(self, conn: ClientConnection) -> None:
+        """`conn` has bytes to write: after the current read, or on the next turn."""
+        if self.reading:
+            self._dirty.append(conn)
+        else:
+            self.loop.call_soon(conn._flush)
+
+    def flush_dirty(self) -> None:
+        dirty = self._dirty
+        if dirty:
+            self._dirty = []
+            for conn in dirty:
+                conn._flush()
 
     def _new_connection(self) -> ClientConnection:
         return ClientConnection(self, next(self._cids))
