@@ -1,0 +1,299 @@
+"""Pipelined JetStream publishing for sink tasks: a bounded window of unacked messages.
+
+One `Publisher` per task, on one `LeanConnection` (lean_client.py: handshake
+and frame parsing). Messages are written as HPUB frames in bulk; each has its
+own reply subject `<inbox>.<token>` so every pub ack is matched to its
+message; acks are read in bulk whenever the window (`max_in_flight`) is full
+and at `flush()`.
+
+Invariants:
+- `flush()` returns only when every message published so far has a positive
+  pub ack (stored, or dropped as a duplicate of a `Nats-Msg-Id` already in the
+  stream); otherwise it raises `PublishError` with the server's error.
+- A frame stays in `_pending` until its ack arrives. When the connection
+  drops, the publisher reconnects (any server of the list) within
+  `ack_timeout_s` and re-sends every pending frame with the same reply
+  subject and `Nats-Msg-Id`, so nothing is lost and the dedup window drops
+  what was already stored.
+- Status 503 (no stream for the subject, or JetStream not ready) is retried
+  only after a reconnect (a restarting server loads its streams first); on a
+  healthy connection it fails at once naming the subject.
+- Nothing is retried past `ack_timeout_s` without progress.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.lean_client import LeanConnection, NatsError, NatsTimeoutError, parse_headers
+
+log = logging.getLogger(__name__)
+
+CRLF: Final = b"\r\n"
+SEND_CHUNK_BYTES: Final = 256 * 1024
+RETRY_DELAY_S: Final = 0.1
+_DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
+_MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
+
+
+class PublishError(RuntimeError):
+    """A message was not stored: the text names the subject, the msg id and the server's error."""
+
+
+class PublishTimeoutError(PublishError, TimeoutError):
+    """No pub ack within the ack timeout."""
+
+
+@dataclass(slots=True)
+class PublishStats:
+    published: int = 0  # acked as stored
+    duplicates: int = 0  # acked as duplicate (already in the stream)
+    reconnects: int = 0
+
+
+def _frame_subject(frame: bytes) -> str:
+    return frame[5 : frame.index(b" ", 5)].decode("utf-8", "replace")
+
+
+def _frame_msg_id(frame: bytes) -> str:
+    m = _MSG_ID_RE.search(frame)
+    return m.group(1).decode("utf-8", "replace") if m else "?"
+
+
+class Publisher:
+    """Publishes HPUB frames with a bounded in-flight window. Not thread-safe."""
+
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        *,
+        max_in_flight: int = 2048,
+        ack_timeout_s: float = 30.0,
+        connect: Callable[[ConnectionOptions], LeanConnection] = LeanConnection.connect,
+    ) -> None:
+        self._options = options
+        self._max_in_flight = max(1, max_in_flight)
+        self._ack_timeout_s = ack_timeout_s
+        self._connect_fn = connect
+        self._prefix = b"_INBOX." + secrets.token_hex(10).encode() + b"."
+        self._token = 0
+        self._pending: dict[int, bytes] = {}
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._retry: list[tuple[float, int]] = []
+        self._reconnected_at: float | None = None
+        self.stats = PublishStats()
+        self._conn: LeanConnection | None = None
+        self._sid = b""
+        self._max_payload = 1024 * 1024
+        self._open()
+
+    # -- connection ---------------------------------------------------------------
+    def _open(self) -> None:
+        conn = self._connect_fn(self._options)
+        self._conn = conn
+        self._sid = conn.subscribe(self._prefix.decode() + "*")
+        if conn.info is not None:
+            self._max_payload = conn.info.max_payload
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Publisher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _reconnect(self, cause: BaseException) -> None:
+        """Reconnect and re-send every pending frame; raise if it cannot within the ack timeout."""
+        self.stats.reconnects += 1
+        log.warning(
+            "jetstream sink: connection lost (%s); reconnecting, %d messages to re-send",
+            cause,
+            len(self._pending),
+        )
+        self.close()
+        self._out, self._out_bytes = [], 0
+        deadline = time.monotonic() + self._ack_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                self._open()
+                break
+            except (NatsError, OSError) as exc:
+                if time.monotonic() + delay > deadline:
+                    raise PublishError(
+                        f"lost the connection to the server ({cause}) and could not reconnect "
+                        f"within ackTimeout={self._ack_timeout_s:g}s: {exc}"
+                    ) from exc
+                time.sleep(delay)  # reconnect back-off, bounded by the deadline
+                delay = min(delay * 2, 1.0)
+        self._reconnected_at = time.monotonic()
+        self._retry = []
+        for token in sorted(self._pending):
+            self._queue(self._pending[token])
+        self._send()
+
+    # -- writing ------------------------------------------------------------------
+    def _queue(self, frame: bytes) -> None:
+        self._out.append(frame)
+        self._out_bytes += len(frame)
+
+    def _send(self) -> None:
+        if not self._out:
+            return
+        data = b"".join(self._out)
+        self._out, self._out_bytes = [], 0
+        try:
+            assert self._conn is not None
+            self._conn.send(data)
+        except (NatsError, OSError) as exc:
+            self._reconnect(exc)
+
+    def publish_many(
+        self, subjects: Sequence[bytes], header_blocks: Sequence[bytes], payloads: Sequence[bytes]
+    ) -> None:
+        """Queue one message per (subject, header block, payload); blocks while the window is full."""
+        pending = self._pending
+        out = self._out
+        prefix = self._prefix
+        window = self._max_in_flight
+        max_payload = self._max_payload
+        token = self._token
+        out_bytes = self._out_bytes
+        for subject, hdr, payload in zip(subjects, header_blocks, payloads, strict=True):
+            hlen = len(hdr)
+            total = hlen + len(payload)
+            if total > max_payload:
+                msg_id = _frame_msg_id(CRLF + hdr)
+                raise PublishError(
+                    f"message {msg_id!r} to subject {subject.decode()!r} is {total} bytes "
+                    f"with headers; the server's max_payload is {max_payload}"
+                )
+            token += 1
+            frame = b"HPUB %b %b%d %d %d\r\n%b%b\r\n" % (subject, prefix, token, hlen, total, hdr, payload)
+            pending[token] = frame
+            out.append(frame)
+            out_bytes += len(frame)
+            if out_bytes >= SEND_CHUNK_BYTES or len(pending) >= window:
+                self._token, self._out_bytes = token, out_bytes
+                self._send()
+                if len(pending) >= window:
+                    self._drain(window - 1 - window // 4)
+                out = self._out
+                out_bytes = self._out_bytes
+        self._token, self._out_bytes = token, out_bytes
+
+    def flush(self) -> PublishStats:
+        """Send what is queued and wait until every message is acked."""
+        self._send()
+        self._drain(0)
+        return self.stats
+
+    # -- acks -----------------------------------------------------------------------
+    def _drain(self, target: int) -> None:
+        """Read acks until at most `target` messages are unacked."""
+        pending = self._pending
+        deadline = time.monotonic() + self._ack_timeout_s
+        while len(pending) > target:
+            now = time.monotonic()
+            if self._retry and self._retry[0][0] <= now:
+                self._resend_due(now)
+                continue
+            remaining = deadline - now
+            if remaining <= 0:
+                first = min(pending)
+                raise PublishTimeoutError(
+                    f"no pub ack within ackTimeout={self._ack_timeout_s:g}s for {len(pending)} "
+                    f"message(s), the first {_frame_msg_id(pending[first])!r} to subject "
+                    f"{_frame_subject(pending[first])!r}"
+                )
+            wait = remaining
+            if self._retry:
+                wait = max(0.001, min(wait, self._retry[0][0] - now))
+            conn = self._conn
+            assert conn is not None and conn.sock is not None
+            try:
+                conn.sock.settimeout(wait)
+                frames = conn.read_frames()
+            except NatsTimeoutError:
+                continue
+            except NatsError as exc:
+                if str(exc).startswith("server error") and "stale" not in str(exc).lower():
+                    raise PublishError(f"the server refused the publish: {exc}") from exc
+                self._reconnect(exc)
+                deadline = time.monotonic() + self._ack_timeout_s
+                continue
+            except OSError as exc:
+                self._reconnect(exc)
+                deadline = time.monotonic() + self._ack_timeout_s
+                continue
+            before = len(pending)
+            sid = self._sid
+            for f in frames:
+                if f[0] == b"MSG" and f[2] == sid:
+                    self._on_ack(f[1], f[4], f[5])
+            if len(pending) < before:
+                deadline = time.monotonic() + self._ack_timeout_s
+
+    def _resend_due(self, now: float) -> None:
+        due = [token for when, token in self._retry if when <= now]
+        self._retry = [(when, token) for when, token in self._retry if when > now]
+        for token in due:
+            frame = self._pending.get(token)
+            if frame is not None:
+                self._queue(frame)
+        self._send()
+
+    def _retryable(self) -> bool:
+        at = self._reconnected_at
+        return at is not None and time.monotonic() - at < self._ack_timeout_s
+
+    def _on_ack(self, reply: bytes, hdr: bytes, payload: bytes) -> None:
+        try:
+            token = int(reply[reply.rindex(b".") + 1 :])
+        except ValueError:
+            return
+        frame = self._pending.get(token)
+        if frame is None:
+            return  # an ack for a frame re-sent after a reconnect, already counted
+        if hdr:
+            status, description, _ = parse_headers(hdr)
+            if status == 503:
+                if self._retryable():
+                    self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
+                    return
+                raise PublishError(
+                    f"no stream captures subject {_frame_subject(frame)!r} (no responders, status 503)"
+                )
+            if status is not None and status >= 300:
+                raise PublishError(
+                    f"publish of {_frame_msg_id(frame)!r} to subject {_frame_subject(frame)!r} "
+                    f"failed: status {status} {description}"
+                )
+        if b'"error"' in payload:
+            err = json.loads(payload).get("error") or {}
+            code = int(err.get("code", 0))
+            if code == 503 and self._retryable():
+                self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
+                return
+            raise PublishError(
+                f"publish of {_frame_msg_id(frame)!r} to subject {_frame_subject(frame)!r} failed: "
+                f"{err.get('description', '?')} (code {code}, err_code {err.get('err_code', 0)})"
+            )
+        del self._pending[token]
+        if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
+            self.stats.duplicates += 1
+        else:
+            self.stats.published += 1

@@ -1,0 +1,75 @@
+"""Helpers for the sink tests: create streams and read them back, synchronously.
+
+Uses the lean client's JetStream API calls so Spark tests (synchronous) need
+no event loop. Not collected by pytest (no `test_` prefix).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.lean_client import JetStreamApiError, LeanConnection
+from spark_jetstream.lean_client import parse_headers as parse_header_block
+
+
+@dataclass(frozen=True)
+class StoredMsg:
+    subject: str
+    seq: int
+    data: bytes
+    headers: dict[str, list[str]]
+
+    @property
+    def msg_id(self) -> str | None:
+        values = self.headers.get("Nats-Msg-Id")
+        return values[0] if values else None
+
+
+def connect(url: str) -> LeanConnection:
+    return LeanConnection.connect(ConnectionOptions(servers=(url,)), read_timeout_s=10)
+
+
+def create_stream(url: str, name: str, subjects: list[str], **config: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"name": name, "subjects": subjects, "storage": "file", **config}
+    with connect(url) as conn:
+        return conn.js_api(f"STREAM.CREATE.{name}", cfg)
+
+
+def stream_info(url: str, name: str) -> dict[str, Any]:
+    with connect(url) as conn:
+        return conn.js_api(f"STREAM.INFO.{name}")
+
+
+def read_stream(url: str, name: str) -> list[StoredMsg]:
+    """Every message of the stream, in sequence order (MSG.GET one by one: small streams only)."""
+    out: list[StoredMsg] = []
+    with connect(url) as conn:
+        state = conn.js_api(f"STREAM.INFO.{name}")["state"]
+        first, last = int(state["first_seq"]), int(state["last_seq"])
+        if int(state["messages"]) == 0:
+            return out
+        for seq in range(first, last + 1):
+            try:
+                reply = conn.js_api(f"STREAM.MSG.GET.{name}", {"seq": seq})
+            except JetStreamApiError as exc:
+                if exc.err_code == 10037:  # deleted
+                    continue
+                raise
+            msg = reply["message"]
+            headers: dict[str, list[str]] = {}
+            if msg.get("hdrs"):
+                _, _, items = parse_header_block(base64.b64decode(msg["hdrs"]))
+                for key, value in items:
+                    headers.setdefault(key, []).append(value)
+            out.append(
+                StoredMsg(
+                    subject=msg["subject"],
+                    seq=int(msg["seq"]),
+                    data=base64.b64decode(msg.get("data") or ""),
+                    headers=headers,
+                )
+            )
+    return out
