@@ -109,6 +109,19 @@ async def test_slow_consumer_disconnected_and_counted(small_pending_server: Serv
 
 
 @pytest.fixture
+def write_deadline_server(server_kind: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    proc = _start_with_conf(server_kind, tmp_path, 'write_deadline: "300ms"\n')
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def test_write_deadline_makes_slow_consumer(write_deadline_server: ServerProcess) -> None:
+    await test_slow_consumer_disconnected_and_counted(write_deadline_server)
+
+
+@pytest.fixture
 def auth_timeout_server(server_kind: str, tmp_path: Path) -> Iterator[ServerProcess]:
     proc = _start_with_conf(
         server_kind, tmp_path, "authorization {\n  token: t\n  timeout: 0.3\n}\n"

@@ -18,6 +18,8 @@ Invariants:
 - a protocol error answers ``-ERR '<reason>'`` and closes, as nats-server
   does; an invalid SUB subject answers ``-ERR 'Invalid Subject'`` and the
   connection stays open;
+- a transport that stays paused (buffer over its high-water mark) for
+  `write_deadline` is a slow consumer too;
 - every PING interval the server pings; more than `max_pings_out`
   unanswered pings close the connection with ``-ERR 'Stale Connection'``.
 """
@@ -81,6 +83,7 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self._trace = self.config.trace
         self._max_pending = self.config.max_pending
 
@@ -163,6 +166,24 @@ class ClientConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cleanup()
+
+    def pause_writing(self) -> None:
+        # the transport's buffer is over its high-water mark: the client has
+        # `write_deadline` to drain it, or it is a slow consumer
+        deadline = self.config.write_deadline_s
+        if deadline > 0 and self._deadline_timer is None and not self.closed:
+            self._deadline_timer = self.loop.call_later(deadline, self._write_deadline_exceeded)
+
+    def resume_writing(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+
+    def _write_deadline_exceeded(self) -> None:
+        self._deadline_timer = None
+        if not self.closed:
+            log.warning("cid=%d write deadline of %.1fs exceeded", self.cid, self.config.write_deadline_s)
+            self._slow_consumer()
 
     # -- operations ----------------------------------------------------------------
     def _handle(self, op: P.Op) -> None:
@@ -354,11 +375,20 @@ class ClientConnection(asyncio.Protocol):
         self._out.clear()
         self._out_bytes = 0
         transport = self.transport
-        if transport is not None and not self.tls_pending:
+        if (
+            transport is not None
+            and not self.tls_pending
+            and transport.get_write_buffer_size() < 65536
+        ):
+            # room to say why, then close once that little is written
             try:
                 transport.write(P.encode_err(P.ERR_SLOW_CONSUMER))
             except TRANSPORT_ERRORS:
-                pass
+                self._abort()
+                return
+            self._cleanup()
+            transport.close()
+            return
         self._abort()
 
     # -- keepalive / timers --------------------------------------------------------
@@ -424,10 +454,10 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
-        for timer in (self._ping_timer, self._auth_timer):
+        for timer in (self._ping_timer, self._auth_timer, self._deadline_timer):
             if timer is not None:
                 timer.cancel()
-        self._ping_timer = self._auth_timer = None
+        self._ping_timer = self._auth_timer = self._deadline_timer = None
         for sub in list(self.subs.values()):
             self.broker.remove(sub)
         self.subs.clear()
