@@ -189,7 +189,7 @@ async def test_pull_request_dropped_when_inbox_gone(nc: NATS, js: JetStreamConte
     await sub.unsubscribe()
     await nc.flush()
     await js.publish("s.1", b"one")
-    got = await Puller(nc).pull("G", {"batch": 1, "expires": 1_000_000_000})
+    got = await Puller(nc).pull("G", {"batch": 1, "expires": 1_000_000_000}, count=1)
     # the message went to the live request, not the abandoned one
     assert describe(got) == ["s.1"]
 
@@ -229,7 +229,7 @@ async def test_headers_only(nc: NATS, js: JetStreamContext) -> None:
     await js.publish("s.h", b"payload!", headers={"X-Key": "v"})
     await js.publish("s.n", b"abc")
     await create(nc, "HO", headers_only=True)
-    got = await Puller(nc).pull("HO", {"batch": 2, "no_wait": True})
+    got = await Puller(nc).pull("HO", {"batch": 2, "no_wait": True}, count=2)
     assert [m.data for m in got[:2]] == [b"", b""]
     assert got[0].headers is not None and got[0].headers["X-Key"] == "v"
     assert got[0].headers["Nats-Msg-Size"] == "8"
