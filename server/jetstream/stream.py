@@ -8,7 +8,9 @@ whatever it answers; time comes from the injected clock.
 Publish path (`accept()`), in nats-server's order: sealed (10109), message
 size (10054), `Nats-Expected-Stream` (10060), dedup by `Nats-Msg-Id` within
 `duplicate_window` (answers the ORIGINAL sequence with `duplicate: true`),
-`Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071),
+`Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071; a
+value that does not parse counts as 0, and 10164 never arises: nats-server
+sends it only for in-flight races that a single-threaded stream cannot have),
 `-Last-Msg-Id` (10070), `Nats-Rollup` (needs `allow_rollup_hdrs`, 10111),
 `Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
 limits (10077); then store, record the msg id, apply rollup and discard-old

@@ -1,83 +1,39 @@
-"""Subject matching for JetStream: wildcard filters, overlap, validity.
+"""Subject helpers as JetStream names them, on top of `server.subjects`.
 
-NATS subjects are dot-separated tokens; `*` matches exactly one token and a
-final `>` matches one or more. These helpers are pure and small on purpose:
-the hot path (stream subject lookup on publish) is served by the broker's
-subscription index, not by these functions.
+One implementation of NATS subject rules lives in server/subjects.py (the
+broker's); this module only gives JetStream code its vocabulary
+(`subjects_overlap` for stream/consumer subject collisions, `is_subset` for
+consumer filters) and memoises `subject_matches`, which the stream API calls
+with the same few filters over and over.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from server.subjects import (
+    filters_overlap,
+    has_wildcard,
+    is_subset_filter,
+)
+from server.subjects import is_valid_publish_subject as _is_valid_literal
+from server.subjects import is_valid_subject as _is_valid_filter
+from server.subjects import subject_matches as _subject_matches
 
-def tokens(subject: str) -> tuple[str, ...]:
-    return tuple(subject.split("."))
+subjects_overlap = filters_overlap
+is_subset = is_subset_filter
 
 
 def is_valid_subject(subject: str, *, allow_wildcards: bool = True) -> bool:
-    """Non-empty tokens, no whitespace; `>` only last; wildcards only whole tokens."""
-    if not subject or any(c.isspace() for c in subject):
-        return False
-    parts = subject.split(".")
-    for i, tok in enumerate(parts):
-        if not tok:
-            return False
-        if tok in ("*", ">"):
-            if not allow_wildcards or (tok == ">" and i != len(parts) - 1):
-                return False
-    return True
+    """Non-empty tokens, no whitespace; `>` only last (wildcards only if allowed)."""
+    return _is_valid_filter(subject) if allow_wildcards else _is_valid_literal(subject)
 
 
 def is_literal(subject: str) -> bool:
-    return not any(tok in ("*", ">") for tok in subject.split("."))
+    return not has_wildcard(subject)
 
 
 @lru_cache(maxsize=65536)
 def subject_matches(pattern: str, subject: str) -> bool:
     """True when literal `subject` matches `pattern` (which may have wildcards)."""
-    if pattern == ">" or pattern == subject:
-        return True
-    pt = pattern.split(".")
-    st = subject.split(".")
-    for i, want in enumerate(pt):
-        if want == ">":
-            return len(st) > i
-        if i >= len(st):
-            return False
-        if want != "*" and want != st[i]:
-            return False
-    return len(pt) == len(st)
-
-
-def subjects_overlap(a: str, b: str) -> bool:
-    """True when some literal subject matches both patterns."""
-    at, bt = a.split("."), b.split(".")
-    for i in range(max(len(at), len(bt))):
-        x = at[i] if i < len(at) else None
-        y = bt[i] if i < len(bt) else None
-        if x == ">" or y == ">":
-            return x is not None and y is not None
-        if x is None or y is None:
-            return False
-        if x != y and x != "*" and y != "*":
-            return False
-    return True
-
-
-def is_subset(sub: str, sup: str) -> bool:
-    """True when every subject matched by `sub` is matched by `sup`."""
-    st, pt = sub.split("."), sup.split(".")
-    for i, want in enumerate(pt):
-        if want == ">":
-            return len(st) > i
-        if i >= len(st):
-            return False
-        have = st[i]
-        if have == ">":
-            return False
-        if want == "*":
-            continue
-        if have != want:
-            return False
-    return len(st) == len(pt)
+    return _subject_matches(pattern, subject)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.jetstream.api.registry import ApiRequest
 from server.jetstream.errors import ApiError
-from server.jetstream.subject_match import subject_matches
+from server.jetstream.subject_match import subjects_overlap
 from server.jetstream.timefmt import rfc3339_ns
 from server.store.base import StoredMessage
 
@@ -110,9 +110,4 @@ def stored_message_json(msg: StoredMessage) -> dict[str, Any]:
 
 def stream_matches_subject(stream: Stream, subject: str) -> bool:
     """STREAM.NAMES/LIST `subject` filter: any stream subject that collides with it."""
-    from server.jetstream.subject_match import subjects_overlap
-
-    return any(
-        subjects_overlap(mine, subject) or subject_matches(mine, subject)
-        for mine in stream.config.subjects
-    )
+    return any(subjects_overlap(mine, subject) for mine in stream.config.subjects)
