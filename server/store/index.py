@@ -177,6 +177,45 @@ class MessageIndex:
         self.last_ts = timestamp_ns
         return seq
 
+    def intern(self, subject: str) -> int:
+        """The subject's id, creating it (with no messages yet) if needed. Used
+        with `extend_run`, which must follow before any removal."""
+        return self._intern(subject)
+
+    def extend_run(self, first_seq: int, sids: array, ts: array, sizes: array) -> None:
+        """Append messages `first_seq, first_seq + 1, ...` at once (recovery scan).
+
+        Same result as calling `append` for each; the caller fills the backend
+        columns itself right after."""
+        n = len(sids)
+        if not n:
+            return
+        if first_seq <= self.last_seq:
+            raise StoreError(f"sequence {first_seq} is not above last sequence {self.last_seq}")
+        self.advance_last(first_seq - 1)
+        if self.msgs == 0:
+            self.first_seq = first_seq
+        self.ts.extend(ts)
+        self.sids.extend(sids)
+        self.sizes.extend(sizes)
+        counts = Counter(sids)
+        last_at = {sid: i for i, sid in enumerate(sids)}
+        fresh = [sid for sid in counts if self.s_msgs[sid] == 0]
+        if len(fresh) > _FEW_SUBJECTS:
+            first_at = {sid: i for i, sid in reversed(list(enumerate(sids)))}
+        else:
+            first_at = {sid: sids.index(sid) for sid in fresh}
+        s_msgs, s_first, s_last = self.s_msgs, self.s_first, self.s_last
+        for sid, count in counts.items():
+            if s_msgs[sid] == 0:
+                s_first[sid] = first_seq + first_at[sid]
+            s_msgs[sid] += count
+            s_last[sid] = first_seq + last_at[sid]
+        self.msgs += n
+        self.bytes += sum(sizes)
+        self.last_seq = first_seq + n - 1
+        self.last_ts = ts[-1]
+
     def advance_last(self, seq: int) -> None:
         """Make `last_seq` at least `seq`; the skipped sequences are absent."""
         if seq <= self.last_seq:
