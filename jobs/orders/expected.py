@@ -1,0 +1,71 @@
+"""What a correct pipeline must produce from a known set of generator events.
+
+Used by the job's self-check and by tests: the clean / dead-letter split
+(with each reason), and the windowed aggregate per (window start, region)
+computed in plain Python with the same arithmetic as `transforms` (amount in
+EUR = amount / FX rate as a double, rounded half-up to cents; revenue = sum of
+paid amounts in EUR).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+
+from jobs.orders.generator import FX_FROM_EUR, OrderEvent
+
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFigures:
+    created: int = 0
+    paid: int = 0
+    shipped: int = 0
+    revenue_eur: Decimal = Decimal("0.00")
+
+    def add(self, event: str, amount_eur: Decimal) -> WindowFigures:
+        return WindowFigures(
+            created=self.created + (event == "created"),
+            paid=self.paid + (event == "paid"),
+            shipped=self.shipped + (event == "shipped"),
+            revenue_eur=self.revenue_eur + (amount_eur if event == "paid" else Decimal("0.00")),
+        )
+
+
+@dataclass(slots=True)
+class Expected:
+    total: int = 0
+    valid: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    windows: dict[tuple[int, str], WindowFigures] = field(default_factory=dict)
+    max_event_time_ms: int = 0
+
+    @property
+    def dead_letters(self) -> int:
+        return sum(self.reasons.values())
+
+    def closed_windows(self, watermark_ms: int, window_ms: int) -> dict[tuple[int, str], WindowFigures]:
+        """The windows an append-mode aggregate has emitted once the watermark is `watermark_ms`."""
+        return {k: v for k, v in self.windows.items() if k[0] + window_ms <= watermark_ms}
+
+
+def amount_eur(amount_cents: int, currency: str) -> Decimal:
+    value = (amount_cents / 100) / FX_FROM_EUR[currency]
+    return Decimal(repr(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def expected_from(events: Iterable[OrderEvent], window_ms: int) -> Expected:
+    out = Expected()
+    for e in events:
+        out.total += 1
+        if not e.valid:
+            out.reasons[e.reason or ""] += 1
+            continue
+        out.valid += 1
+        out.max_event_time_ms = max(out.max_event_time_ms, e.event_time_ms)
+        key = (e.event_time_ms - e.event_time_ms % window_ms, e.region)
+        out.windows[key] = out.windows.get(key, WindowFigures()).add(e.event, amount_eur(e.amount_cents, e.currency))
+    return out
