@@ -28,7 +28,8 @@ record becomes a dead letter instead of failing the query.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterable
+from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -41,7 +42,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from jobs.orders.generator import BAD_REASONS, EVENTS, FX_FROM_EUR, REGIONS
+from jobs.orders.generator import BAD_REASONS, EVENTS, FX_FROM_EUR, REGIONS, OrderEvent
 
 MONEY: Final = DecimalType(14, 2)
 ORDER_SCHEMA: Final = StructType(
@@ -240,7 +241,7 @@ REVENUE_SCHEMA: Final = StructType(
 )
 
 
-def source_frame(spark: object, events: object, stream: str = "ORDERS") -> DataFrame:
+def source_frame(spark: Any, events: Iterable[OrderEvent], stream: str = "ORDERS") -> DataFrame:
     """A batch DataFrame in the `jetstream` read schema holding `events` (generator events) at seq 1..n."""
     from datetime import datetime, timezone
 
@@ -249,6 +250,6 @@ def source_frame(spark: object, events: object, stream: str = "ORDERS") -> DataF
     rows = [
         (e.subject, e.data, {k: [v] for k, v in e.headers.items()}, stream, seq,
          datetime.fromtimestamp(e.event_time_ms / 1000, tz=timezone.utc))
-        for seq, e in enumerate(events, 1)  # type: ignore[call-overload]
+        for seq, e in enumerate(events, 1)
     ]
-    return spark.createDataFrame(rows, read_schema(True))  # type: ignore[attr-defined, no-any-return]
+    return spark.createDataFrame(rows, read_schema(True))  # type: ignore[no-any-return]

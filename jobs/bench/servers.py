@@ -1,0 +1,67 @@
+"""Start the two servers the benchmark compares, each in its own process.
+
+`running(kind, root)` yields a started `ServerProcess` of the bundled server
+(`python -m server`) or the real nats-server, with its store under `root`;
+`sync_always=True` writes a nats-server config file with
+``jetstream { sync_interval: always }`` (both servers read that form) so the
+same switch reaches both. The process is stopped when the block ends, even on
+error. `rss_bytes(proc)` reads the resident set size of the server process
+from /proc (Linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from server.process import ServerProcess, bundled_server_command, nats_server_binary
+
+KINDS: tuple[str, ...] = ("bundled", "nats-server")
+LABELS: dict[str, str] = {"bundled": "bundled", "nats-server": "nats-server"}
+
+
+def server_command(kind: str) -> list[str]:
+    if kind == "bundled":
+        return bundled_server_command()
+    if kind == "nats-server":
+        return [nats_server_binary()]
+    raise ValueError(f"unknown server kind {kind!r} (expected one of {', '.join(KINDS)})")
+
+
+@contextlib.contextmanager
+def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "") -> Iterator[ServerProcess]:
+    """A started server of `kind` with its store under `root`, stopped on exit."""
+    store = root / f"{kind}-{name or 'store'}"
+    store.mkdir(parents=True, exist_ok=True)
+    args: list[str] = []
+    if sync_always:
+        conf = root / f"{kind}-{name or 'store'}.conf"
+        conf.write_text(
+            "jetstream {\n"
+            f"  store_dir: {json.dumps(str(store))}\n"
+            "  sync_interval: always\n"
+            "}\n"
+        )
+        args = ["-c", str(conf)]
+    proc = ServerProcess(server_command(kind), args, store_dir=store, startup_timeout=60.0)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop(timeout=60.0)
+
+
+def rss_bytes(proc: ServerProcess) -> int:
+    """Resident set size of the server process, in bytes (0 when unknown)."""
+    if proc.proc is None:
+        return 0
+    try:
+        text = Path(f"/proc/{proc.proc.pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
