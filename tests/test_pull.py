@@ -242,3 +242,23 @@ async def test_fetch_of_missing_consumer_is_no_responders(nc: NATS, js: JetStrea
     await seed(js, 1)
     with pytest.raises(nats.errors.NoRespondersError):
         await nc.request("$JS.API.CONSUMER.MSG.NEXT.S.NOPE", b"", timeout=1)
+
+
+async def test_request_limits_and_bad_requests(nc: NATS, js: JetStreamContext) -> None:
+    await seed(js, 1)
+    await create(nc, "L", max_batch=2, max_expires=1_000_000_000, max_bytes=100)
+    r = await create(nc, "PUSH", deliver_subject="push.somewhere")
+    assert "error" not in r
+    p = Puller(nc)
+    cases = [
+        ("PUSH", b"1", "409 Consumer is push based"),
+        ("L", b'{"batch": 5}', "409 Exceeded MaxRequestBatch of 2"),
+        ("L", b'{"batch": 1, "expires": 2000000000}', "409 Exceeded MaxRequestExpires of 1s"),
+        ("L", b'{"batch": 1, "max_bytes": 200}', "409 Exceeded MaxRequestMaxBytes of 100"),
+    ]
+    for name, body, want in cases:
+        assert describe(await p.pull(name, body, timeout=1)) == [want]
+    for body in (b'{"batch": "x"}', b"{bad"):
+        got = await p.pull("L", body, timeout=1)
+        assert status(got[0]) == "400"
+        assert (got[0].headers or {}).get("Description", "").startswith("Bad Request - ")

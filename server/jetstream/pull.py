@@ -32,7 +32,6 @@ CONSUMER_DELETED: Final = status_headers(409, "Consumer Deleted")
 EXCEEDED_MAX_WAITING: Final = status_headers(409, "Exceeded MaxWaiting")
 MAX_BYTES_EXCEEDED: Final = status_headers(409, "Message Size Exceeds MaxBytes")
 IDLE_HEARTBEAT: Final = status_headers(100, "Idle Heartbeat")
-BAD_REQUEST: Final = status_headers(400, "Bad Request")
 
 
 def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
@@ -45,11 +44,12 @@ def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
 
 
 class PullRequestError(ValueError):
-    """A pull request refused before queueing; `status` is the frame to send back."""
+    """A pull request refused before queueing; `status` is the frame to send back
+    (`400 Bad Request - <reason>` unless given)."""
 
-    def __init__(self, status: bytes, message: str) -> None:
+    def __init__(self, status: bytes | None, message: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.status = status if status is not None else status_headers(400, f"Bad Request - {message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def _int_field(body: dict[str, object], key: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PullRequestError(BAD_REQUEST, f"pull request field {key!r} must be an integer")
+        raise PullRequestError(None, f"pull request field {key!r} must be an integer, got {value!r}")
     return value
 
 
@@ -79,17 +79,17 @@ def parse_pull_request(payload: bytes) -> PullRequest:
         try:
             batch = int(text)
         except ValueError:
-            raise PullRequestError(BAD_REQUEST, f"bad pull request body {text[:64]!r}") from None
+            raise PullRequestError(None, f"bad pull request body {text[:64]!r}") from None
         return PullRequest(batch=max(batch, 1))
     try:
         body = json.loads(text)
     except ValueError as exc:
-        raise PullRequestError(BAD_REQUEST, f"pull request is not JSON: {exc}") from None
+        raise PullRequestError(None, f"pull request is not JSON: {exc}") from None
     if not isinstance(body, dict):
-        raise PullRequestError(BAD_REQUEST, "pull request must be a JSON object")
+        raise PullRequestError(None, "pull request must be a JSON object")
     no_wait = body.get("no_wait", False)
     if not isinstance(no_wait, bool):
-        raise PullRequestError(BAD_REQUEST, "pull request field 'no_wait' must be a boolean")
+        raise PullRequestError(None, "pull request field 'no_wait' must be a boolean")
     request = PullRequest(
         batch=max(_int_field(body, "batch"), 1),
         expires_ns=max(_int_field(body, "expires"), 0),
