@@ -71,6 +71,10 @@ def test_round_trip_keeps_unknown_keys() -> None:
          (500, 10052, "discard new per subject requires max msgs per subject > 0")),
         ({"name": "S", "retention": "forever"}, (400, 10025, 'invalid JSON: can not unmarshal "\\"forever\\""')),
         ({"name": "S", "max_msgs": "ten"}, (400, 10025, "invalid JSON: field 'max_msgs' must be a number, got 'ten'")),
+        ({"name": "S", "mirror": {"name": "O"}}, (500, 10052, "mirror is not supported by this server")),
+        ({"name": "S", "sources": [{"name": "O"}]}, (500, 10052, "sources is not supported by this server")),
+        ({"name": "S", "republish": {"src": ">", "dest": "x.>"}},
+         (500, 10052, "republish is not supported by this server")),
         ([1, 2], (400, 10025, "invalid JSON: stream config must be a JSON object")),
     ],
 )

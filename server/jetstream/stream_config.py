@@ -63,6 +63,10 @@ _KNOWN_KEYS = (
     "metadata",
 )
 
+# Features of nats-server this server does not implement: refused by name
+# rather than accepted and silently ignored.
+UNSUPPORTED_KEYS = ("mirror", "sources", "republish", "subject_transform")
+
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
 
@@ -226,6 +230,9 @@ class StreamConfig:
 
     def validated(self) -> StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
+        for key in UNSUPPORTED_KEYS:
+            if self.extra.get(key):
+                raise invalid(f"{key} is not supported by this server")
         if self.num_replicas < 0:
             raise ApiError("REPLICAS_COUNT_CANNOT_BE_NEGATIVE")
         if self.num_replicas > 1:
