@@ -311,10 +311,6 @@ class ConsumerConfig:
             changes["max_waiting"] = DEFAULT_MAX_WAITING
         if not self.durable_name and self.inactive_threshold_ns == 0:
             changes["inactive_threshold_ns"] = DEFAULT_INACTIVE_THRESHOLD_NS
-        if self.filter_subjects and len(self.filter_subjects) == 1 and not self.filter_subject:
-            # nats-server folds a single-element filter_subjects into filter_subject.
-            changes["filter_subject"] = self.filter_subjects[0]
-            changes["filter_subjects"] = ()
         return replace(self, **changes) if changes else self
 
     def validate(self, stream_retention: str = "limits") -> None:

@@ -120,7 +120,9 @@ def create_consumer(
     if store is not None:
         store.write_meta(config.to_json(), consumer.created_ns)
         consumer.flush()
-    consumer.kick()
+    # First deliveries go out after the create response (as with nats-server, whose
+    # answer shows the consumer before it delivered anything).
+    engine.clock.call_later(0, consumer.kick)
     return consumer
 
 
@@ -140,6 +142,7 @@ def restore_consumers(engine: JetStream, stream: Stream) -> None:
             store=store,
         )
         stream.consumers[name] = consumer
+        engine.clock.call_later(0, consumer.kick)
         logger.info(
             "stream %s: restored consumer %s (ack floor %d, %d pending)",
             stream.name, name, consumer.asflr, len(consumer.pending),
@@ -186,7 +189,9 @@ def _create(engine: JetStream, req: ApiRequest, *, form: str) -> dict[str, Any]:
 
     config = replace(config, name=name)
     consumer = create_consumer(engine, stream, name, config, action)
-    return consumer.info()
+    info = consumer.info()
+    info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
+    return info
 
 
 @api_handler("CONSUMER.CREATE.*", "consumer_create")
