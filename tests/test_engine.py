@@ -308,3 +308,45 @@ def test_ttl_and_dedup_rebuilt_on_reopen(tmp_path: Path) -> None:
     st = second.state()
     assert st["messages"] == 2 and st["first_seq"] == 2
     second.engine.close()
+
+
+def test_ttl_never_is_exempt_from_max_age_and_finite_ttl_is_not(env: Env) -> None:
+    env.create(allow_msg_ttl=True, max_age=1_000_000_000)
+    env.pub("s.a", Nats_TTL="never")
+    env.pub("s.b", Nats_TTL="3s")
+    env.pub("s.c")
+    env.clock.advance(1.5)
+    assert env.info(subjects_filter=">")["state"]["subjects"] == {"s.a": 1}
+    env.pub("s.d")
+    env.clock.advance(1.5)
+    assert env.info(subjects_filter=">")["state"]["subjects"] == {"s.a": 1}
+
+
+def test_subject_delete_markers(env: Env) -> None:
+    resp = env.create(max_age=1_000_000_000, subject_delete_marker_ttl=2_000_000_000)
+    assert resp["config"]["allow_msg_ttl"] is True and resp["config"]["allow_rollup_hdrs"] is True
+    assert resp["config"]["metadata"]["_nats.req.level"] == "1"
+    stream = env.engine.lookup_stream("S")
+    listener = Listener("c")
+    stream.add_consumer("c", listener)
+    env.pub("s.a")
+    env.pub("s.a")
+    env.pub("s.b", Nats_TTL="1s")
+    env.clock.advance(1.1)
+    st = env.info(subjects_filter=">")["state"]
+    assert st["subjects"] == {"s.a": 1, "s.b": 1} and st["first_seq"] == 4 and st["last_seq"] == 5
+    assert listener.stored == [1, 2, 3, 4, 5]
+    marker = env.api("STREAM.MSG.GET.S", {"seq": 4})["message"]
+    import base64
+
+    assert base64.b64decode(marker["hdrs"]) == (
+        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: 2s\r\nNats-Rollup: sub\r\n\r\n"
+    )
+    env.clock.advance(2.1)  # the markers expire, leaving no markers of their own
+    st = env.state()
+    assert st["messages"] == 0 and st["last_seq"] == 5
+
+
+def test_marker_ttl_validation(env: Env) -> None:
+    resp = env.api("STREAM.CREATE.B", {"name": "B", "subject_delete_marker_ttl": 500_000_000})
+    assert resp["error"]["description"] == "subject delete marker TTL must be at least 1 second"

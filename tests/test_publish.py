@@ -7,6 +7,7 @@ answers recorded from nats-server 2.15.1.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from pathlib import Path
@@ -227,3 +228,24 @@ async def test_account_storage_limit(kind: str, tmp_path: Path) -> None:
             await nc.close()
     finally:
         srv.stop()
+
+
+async def test_subject_delete_markers_and_ttl_never(nc: NATS) -> None:
+    resp = await api(nc, "STREAM.CREATE.B", {"name": "B", "subject_delete_marker_ttl": 500_000_000})
+    assert err(resp) == (500, 10052, "subject delete marker TTL must be at least 1 second")
+    resp = await create(nc, max_age=1_000_000_000, subject_delete_marker_ttl=2_000_000_000)
+    assert resp["config"]["allow_msg_ttl"] is True and resp["config"]["allow_rollup_hdrs"] is True
+    await pub(nc, "s.a")
+    await pub(nc, "s.keep", b"", {"Nats-TTL": "never"})
+
+    async def marked() -> bool:
+        return (await info(nc))["state"]["last_seq"] >= 3
+
+    await wait_for(marked, timeout=5)
+    st = (await info(nc, subjects_filter=">"))["state"]
+    assert st["subjects"] == {"s.a": 1, "s.keep": 1}
+    marker = (await api(nc, "STREAM.MSG.GET.S", {"seq": 3}))["message"]
+    assert marker["subject"] == "s.a" and "data" not in marker
+    assert base64.b64decode(marker["hdrs"]) == (
+        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: 2s\r\nNats-Rollup: sub\r\n\r\n"
+    )

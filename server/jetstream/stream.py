@@ -143,6 +143,7 @@ class Stream:
         self._age_timer: TimerHandle | None = None
         self._age_due_ns = 0
         self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
+        self._ttl_never: set[int] = set()  # published with Nats-TTL: never (no max_age)
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.closed = False
@@ -286,6 +287,8 @@ class Stream:
             self.store.purge(keep=1)
         if plan.ttl_ns > 0:
             self._schedule_ttl(now + plan.ttl_ns, seq)
+        elif plan.ttl_ns < 0:
+            self._ttl_never.add(seq)
 
     def deliver(self, msg: StoredMessage) -> None:
         """Tell listeners about a stored message; apply interest retention."""
@@ -419,16 +422,26 @@ class Stream:
                         continue
                     if ttl > 0:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
+                    elif ttl < 0:
+                        self._ttl_never.add(msg.seq)
         if self.config.max_age > 0:
             self._expire_by_age()
 
     # -- expiry ----------------------------------------------------------------
+    # max_age removes every message older than the limit except those published
+    # with `Nats-TTL: never`; a finite Nats-TTL expires a message earlier (the
+    # smaller of the two wins, as in nats-server). With
+    # `subject_delete_marker_ttl`, a subject emptied by either expiry gets a
+    # marker message (`Nats-Marker-Reason: MaxAge`, its own `Nats-TTL`,
+    # `Nats-Rollup: sub`), which expires in turn without a marker of its own.
     def _arm_age_timer(self) -> None:
         state = self.store.state()
         if self.closed or self.config.max_age <= 0 or state.msgs == 0:
             self._age_timer = None
             return
         first = self.store.load_next(state.first_seq)
+        while first is not None and first.seq in self._ttl_never:
+            first = self.store.load_next(first.seq + 1)
         if first is None:
             self._age_timer = None
             return
@@ -442,10 +455,25 @@ class Stream:
             return
         cutoff = self.clock.now_ns() - self.config.max_age
         seq = self.store.seq_for_time(cutoff + 1)
-        if seq > self.store.state().first_seq:
-            removed = self.store.compact(seq)
-            if removed:
+        first = self.store.state().first_seq
+        if self._ttl_never:
+            self._ttl_never = {n for n in self._ttl_never if n >= first}
+        if seq > first:
+            markers = self.config.subject_delete_marker_ttl > 0
+            never = [n for n in self._ttl_never if n < seq]
+            if not markers and not never:
+                if self.store.compact(seq):
+                    self._notify_purged(self.store.state().first_seq)
+            else:
+                emptied: dict[str, bool] = {}
+                for msg in list(self.store.iter_range(first, seq - 1)):
+                    if msg.seq in self._ttl_never:
+                        continue
+                    self.store.remove(msg.seq)
+                    if markers:
+                        emptied[msg.subject] = _is_marker(msg.headers)
                 self._notify_purged(self.store.state().first_seq)
+                self._place_markers(emptied)
         self._arm_age_timer()
 
     def _schedule_ttl(self, expire_ns: int, seq: int) -> None:
@@ -463,12 +491,38 @@ class Stream:
             return
         now = self.clock.now_ns()
         heap = self._ttl_heap
+        markers = self.config.subject_delete_marker_ttl > 0
+        emptied: dict[str, bool] = {}
         while heap and heap[0][0] <= now:
             _, seq = heapq.heappop(heap)
-            self.store.remove(seq)
+            msg = self.store.load(seq) if markers else None
+            if self.store.remove(seq) and msg is not None:
+                emptied[msg.subject] = _is_marker(msg.headers)
+        self._place_markers(emptied)
         if heap:
             self._ttl_due_ns = heap[0][0]
             self._ttl_timer = self.clock.call_later(max(0.0, (heap[0][0] - now) / NS), self._expire_ttl)
+
+    def _place_markers(self, emptied: dict[str, bool]) -> None:
+        """A MaxAge marker on every subject expiry left empty (unless what went
+        was itself a marker)."""
+        ttl_s = self.config.subject_delete_marker_ttl // NS
+        if ttl_s <= 0:
+            return
+        headers = (
+            b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
+            % go_duration_s(ttl_s).encode()
+        )
+        for subject, was_marker in emptied.items():
+            if was_marker or self.store.subject_info(subject) is not None:
+                continue
+            now = self.clock.now_ns()
+            seq = self.store.store(subject, headers, b"", now)
+            self.last_msg_id = ""
+            self._schedule_ttl(now + ttl_s * NS, seq)
+            self.deliver(StoredMessage(subject, seq, now, headers, b""))
+        if emptied and self.config.max_age > 0 and self._age_timer is None:
+            self._arm_age_timer()
 
     # -- administrative operations --------------------------------------------
     def update_config(self, config: StreamConfig) -> None:
@@ -560,6 +614,21 @@ class Stream:
             if timer is not None:
                 timer.cancel()
         self._age_timer = self._ttl_timer = None
+
+
+def _is_marker(headers: bytes | None) -> bool:
+    return bool(headers) and b"Nats-Marker-Reason" in headers  # type: ignore[operator]
+
+
+def go_duration_s(seconds: int) -> str:
+    """Whole seconds the way Go prints a time.Duration ("2s", "15m0s", "1h0m0s")."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
 
 
 def _seq_value(raw: str) -> int:

@@ -216,11 +216,20 @@ class StreamConfig:
             dup = DEFAULT_DUPLICATE_WINDOW_NS
             if 0 < self.max_age < dup:
                 dup = self.max_age
-        metadata = dict(self.metadata)
-        metadata.setdefault(REQUIRED_LEVEL_KEY, str(self.required_api_level()))
+        # The server's own keys: the required level is recomputed, the
+        # answer-only ones a client may echo back are not stored.
+        metadata = {k: v for k, v in self.metadata.items() if k not in ("_nats.level", "_nats.ver")}
+        metadata[REQUIRED_LEVEL_KEY] = str(self.required_api_level())
         # A sealed stream takes nothing new; nats-server reports it with discard new.
         discard = "new" if self.sealed else self.discard
-        return replace(self, duplicate_window=dup, metadata=metadata, discard=discard)
+        # Subject delete markers carry Nats-TTL and Nats-Rollup: nats-server
+        # turns both features on for such a stream.
+        markers = self.subject_delete_marker_ttl > 0
+        return replace(
+            self, duplicate_window=dup, metadata=metadata, discard=discard,
+            allow_msg_ttl=self.allow_msg_ttl or markers,
+            allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
+        )
 
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
@@ -253,8 +262,10 @@ class StreamConfig:
             raise invalid("discard new per subject requires max msgs per subject > 0")
         if self.first_seq < 0:
             raise invalid("first sequence can not be negative")
-        if self.subject_delete_marker_ttl and not self.allow_msg_ttl:
-            raise invalid("subject marker cannot be set if message TTLs are disabled")
+        if 0 < self.subject_delete_marker_ttl < NS_PER_S:
+            raise invalid("subject delete marker TTL must be at least 1 second")
+        if self.subject_delete_marker_ttl < 0:
+            raise invalid("subject delete marker TTL must not be negative")
         seen: list[str] = []
         for subject in self.subjects:
             if not is_valid_subject(subject):
