@@ -157,6 +157,18 @@ def test_purge_subject(store: StreamStore) -> None:
     assert store.state().first_seq == 3 and store.state().last_seq == 5
 
 
+def test_filtered_purge_matching_every_subject_keeps_filtered_semantics(
+    store: StreamStore,
+) -> None:
+    fill(store, ["c.1", "c.2", "c.1", "c.2"])
+    assert store.purge("c.*", up_to_seq=10) == 4  # filtered: last_seq does not move
+    st_ = store.state()
+    assert (st_.msgs, st_.first_seq, st_.last_seq) == (0, 5, 4)
+    fill(store, ["c.1", "c.2", "c.1"])
+    assert store.purge("c.>", keep=1) == 2
+    assert [m.seq for m in store.iter_range(1, 10)] == [7]
+
+
 def test_purge_subject_keep(store: StreamStore) -> None:
     fill(store, ["a", "b", "a", "a", "b", "a"])
     assert store.purge("a", keep=2) == 2
@@ -299,6 +311,30 @@ def test_load_next_filters(store: StreamStore) -> None:
     store.remove(4)
     assert nxt(2, ["orders.eu.*"]) is None
     assert nxt(4, None) == 5
+
+
+def test_many_subject_filters(store: StreamStore) -> None:
+    subjects = [f"kv.b.{i}" for i in range(300)] + [f"kv.a.{i}" for i in range(30)]
+    fill(store, subjects)
+    store.remove(301)
+    literal = [f"kv.a.{i}" for i in range(0, 30, 2)] + [f"kv.b.{i}" for i in range(290, 300)]
+    assert store.num_pending(1, literal) == 24
+    msg = store.load_next(1, literal)
+    assert msg is not None and msg.seq == 291
+    msg = store.load_next(301, literal)
+    assert msg is not None and msg.seq == 303
+    msg = store.load_prev(302, literal)
+    assert msg is not None and msg.seq == 300
+    last = store.load_last("kv.b.*")
+    assert last is not None and last.seq == 300
+    assert store.num_pending(295, ["kv.b.*"]) == 6
+    assert store.num_pending(1, ["kv.>"]) == 329
+    msg = store.load_prev(330, ["kv.b.*"])
+    assert msg is not None and msg.seq == 300
+    store.store("kv.b.new", None, b"x", T0)  # the cached wildcard set follows new subjects
+    assert store.num_pending(295, ["kv.b.*"]) == 7
+    last = store.load_last("kv.b.*")
+    assert last is not None and last.subject == "kv.b.new"
 
 
 def test_load_next_many_subjects(store: StreamStore) -> None:
@@ -565,3 +601,41 @@ def check_against_model(store: StreamStore, model: Model, probes: list[tuple]) -
         lmatch = model.matching([last_filter] if last_filter else None)
         last = store.load_last(last_filter)
         assert (last.seq if last else None) == (lmatch[-1] if lmatch else None)
+
+
+WIDE_SUBJ = st.sampled_from([f"w.{i}" for i in range(40)] + ["x.1", "x.2"])
+WIDE_OP = st.one_of(
+    st.tuples(st.just("store"), WIDE_SUBJ, st.binary(max_size=4)),
+    st.tuples(st.just("store"), WIDE_SUBJ, st.binary(max_size=4)),
+    st.tuples(st.just("store"), WIDE_SUBJ, st.binary(max_size=4)),
+    st.tuples(st.just("remove"), st.integers(0, 80), st.booleans()),
+    st.tuples(st.just("purge"), st.sampled_from(["w.*", "w.3", ">"]), st.none(), st.integers(0, 3)),
+)
+WIDE_PROBES = st.lists(
+    st.tuples(
+        st.integers(0, 90),
+        st.one_of(
+            st.lists(WIDE_SUBJ, min_size=17, max_size=30),
+            st.lists(st.sampled_from(["w.*", "x.*", "*.1", ">"]), min_size=1, max_size=2),
+        ),
+    ),
+    max_size=5,
+)
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(WIDE_OP, max_size=80), probes=WIDE_PROBES)
+def test_many_subjects_match_reference_model(
+    make_store: Callable[..., StreamStore], ops: list[tuple], probes: list[tuple]
+) -> None:
+    store = make_store()
+    model = Model()
+    clock = T0
+    for op in ops:
+        clock += 10
+        apply_op(store, model, op, clock)
+    check_against_model(store, model, probes)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from server.store.base import StoreError, StoreState, SubjectInfo
@@ -106,14 +106,18 @@ class MessageIndex:
         for members in self._fcache.values():
             members.discard(sid)
 
-    def resolve(self, filters: Sequence[str] | str | None) -> list[int] | None:
-        """Live subject ids matching any filter; None means "every subject"."""
+    def resolve(self, filters: Sequence[str] | str | None) -> Collection[int] | None:
+        """Live subject ids matching any filter; None means "every subject".
+
+        A wildcard result is a cached set kept current as subjects come and go
+        (callers only read it); more than a few ids always come as a set."""
         norm = normalize(filters)
         if norm is None:
             return None
         if all(is_literal(f) for f in norm):
-            found = {self.sid_of[f] for f in norm if f in self.sid_of}
-            return list(found)
+            sid_of = self.sid_of
+            found = {sid_of[f] for f in norm if f in sid_of}
+            return found if len(found) > _FEW_SUBJECTS else list(found)
         members = self._fcache.get(norm)
         if members is None:
             if len(self._fcache) >= _FILTER_CACHE_MAX:
@@ -124,7 +128,9 @@ class MessageIndex:
                 if name and any(subject_matches(f, name) for f in norm)
             }
             self._fcache[norm] = members
-        return list(members)
+        if len(members) == len(self.sid_of):
+            return None  # the filter covers every subject there is (a KV watch)
+        return members
 
     def subject_info(self, subject: str) -> SubjectInfo | None:
         sid = self.sid_of.get(subject)
@@ -382,7 +388,7 @@ class MessageIndex:
         raw = self.sids[lo_seq - self.base : hi_seq - self.base + 1].tobytes()
         return raw.count(_FF4)
 
-    def next_seq(self, start_seq: int, sids: list[int] | None) -> int:
+    def next_seq(self, start_seq: int, sids: Collection[int] | None) -> int:
         """First present sequence >= start_seq with a subject in `sids` (None = any), or 0."""
         start = max(start_seq, self.first_seq)
         if start > self.last_seq or self.msgs == 0:
@@ -390,20 +396,22 @@ class MessageIndex:
         if sids is None:
             found = self._next_present(start)
             return found if found <= self.last_seq else 0
-        live = [sid for sid in sids if self.s_last[sid] >= start]
-        if not live:
-            return 0
-        if len(live) <= _FEW_SUBJECTS:
-            best = 0
-            for sid in live:
-                hi = self.s_last[sid] if not best else min(best - 1, self.s_last[sid])
-                found = self._find(sid, max(start, self.s_first[sid]), hi)
-                if found:
-                    best = found
-            return best
-        wanted = set(live)
-        pos = max(start, min(self.s_first[sid] for sid in live)) - self.base
-        end = max(self.s_last[sid] for sid in live) - self.base + 1
+        if len(sids) > _FEW_SUBJECTS:
+            return self._scan_forward(start, sids)
+        best = 0
+        s_first, s_last = self.s_first, self.s_last
+        for sid in sids:
+            if s_last[sid] < start:
+                continue
+            hi = s_last[sid] if not best else min(best - 1, s_last[sid])
+            found = self._find(sid, max(start, s_first[sid]), hi)
+            if found:
+                best = found
+        return best
+
+    def _scan_forward(self, start: int, wanted: Collection[int]) -> int:
+        pos = start - self.base
+        end = len(self.sids)
         chunk = _FIRST_CHUNK * 16
         while pos < end:
             part = self.sids[pos : min(end, pos + chunk)]
@@ -414,13 +422,30 @@ class MessageIndex:
             chunk = min(chunk * 2, _MAX_CHUNK)
         return 0
 
-    def prev_seq(self, start_seq: int, sids: list[int] | None) -> int:
+    def _scan_backward(self, start: int, wanted: Collection[int]) -> int:
+        lo = self.first_seq - self.base
+        hi = start - self.base + 1
+        chunk = _FIRST_CHUNK * 16
+        while hi > lo:
+            begin = max(lo, hi - chunk)
+            part = self.sids[begin:hi]
+            part.reverse()
+            for i, sid in enumerate(part):
+                if sid in wanted:
+                    return self.base + hi - 1 - i
+            hi = begin
+            chunk = min(chunk * 2, _MAX_CHUNK)
+        return 0
+
+    def prev_seq(self, start_seq: int, sids: Collection[int] | None) -> int:
         """Last present sequence <= start_seq with a subject in `sids` (None = any), or 0."""
         start = min(start_seq, self.last_seq)
         if start < self.first_seq or self.msgs == 0:
             return 0
         if sids is None:
             return self._prev_present(start)
+        if len(sids) > _FEW_SUBJECTS:
+            return self._scan_backward(start, sids)
         best = 0
         for sid in sids:
             if self.s_first[sid] > start:
@@ -431,12 +456,14 @@ class MessageIndex:
                 best = found
         return best
 
-    def last_seq_for(self, sids: list[int] | None) -> int:
+    def last_seq_for(self, sids: Collection[int] | None) -> int:
         if sids is None:
             return self._prev_present(self.last_seq) if self.msgs else 0
+        if len(sids) > _FEW_SUBJECTS:
+            return self.prev_seq(self.last_seq, sids)
         return max((self.s_last[sid] for sid in sids), default=0)
 
-    def count_from(self, start_seq: int, sids: list[int] | None) -> int:
+    def count_from(self, start_seq: int, sids: Collection[int] | None) -> int:
         """Present messages with seq >= start_seq and a subject in `sids`."""
         start = max(start_seq, self.first_seq)
         if start > self.last_seq or self.msgs == 0:
@@ -445,6 +472,10 @@ class MessageIndex:
             if start == self.first_seq:
                 return self.msgs
             return self.last_seq - start + 1 - self._deleted_between(start, self.last_seq)
+        span = self.last_seq - start + 1
+        if len(sids) > _FEW_SUBJECTS and len(sids) * 8 > span:
+            counts = Counter(self.sids[start - self.base :])
+            return sum(n for sid, n in counts.items() if sid in sids)
         total = 0
         straddle: list[int] = []
         for sid in sids:
@@ -475,7 +506,7 @@ class MessageIndex:
         return lo
 
     def seqs_matching(
-        self, sids: list[int] | None, lo_seq: int, hi_seq: int, limit: int
+        self, sids: Collection[int] | None, lo_seq: int, hi_seq: int, limit: int
     ) -> list[int]:
         """Up to `limit` present sequences in [lo_seq, hi_seq] matching `sids`, ascending."""
         out: list[int] = []

@@ -131,9 +131,8 @@ class IndexedStore(StreamStore):
                     return 0
                 return self.compact(index.seq_keeping_newest(keep))
             return self._floor(index.last_seq + 1)
-        sids = index.resolve(subject)
-        assert sids is not None
-        total = index.total_msgs(sids)
+        sids = index.resolve(subject)  # None: the filter happens to match every subject
+        total = index.msgs if sids is None else index.total_msgs(sids)
         limit = total
         if keep:
             if keep >= total:
@@ -142,7 +141,8 @@ class IndexedStore(StreamStore):
         if limit <= 0:
             return 0
         hi = up_to_seq - 1 if up_to_seq else index.last_seq
-        seqs = index.seqs_matching(sids, index.first_seq_for(sids), hi, limit)
+        lo = index.first_seq if sids is None else index.first_seq_for(sids)
+        seqs = index.seqs_matching(sids, lo, hi, limit)
         return self._remove_many(seqs)
 
     def compact(self, seq: int) -> int:
