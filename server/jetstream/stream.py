@@ -141,7 +141,6 @@ class Stream:
         self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()  # id -> (seq, ts)
         self.last_msg_id = ""
         self._age_timer: TimerHandle | None = None
-        self._age_due_ns = 0
         self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
         self._ttl_never: set[int] = set()  # published with Nats-TTL: never (no max_age)
         self._ttl_timer: TimerHandle | None = None
