@@ -100,3 +100,48 @@ def test_error_table_is_complete_and_formats() -> None:
     assert exc.to_json() == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 7"}
     assert ApiError("STREAM_RESTORE", other="x").description == "restore failed: {err}"
     assert json.dumps(ApiError("BAD_REQUEST").to_json())
+
+
+def test_fuzzed_requests_always_answer_json_or_status() -> None:
+    """Any payload to any stream API subject gets a typed JSON answer (or a
+    direct-get status), never an exception into the broker."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    engine, router = make()
+    call(engine, router, "$JS.API.STREAM.CREATE.S",
+         json.dumps({"name": "S", "subjects": ["s.>"], "allow_direct": True}).encode())
+    router.publish("s.a", None, None, b"x")
+    suffixes = [
+        "INFO", "STREAM.CREATE.S", "STREAM.UPDATE.S", "STREAM.INFO.S", "STREAM.LIST",
+        "STREAM.NAMES", "STREAM.PURGE.S", "STREAM.MSG.GET.S", "STREAM.MSG.DELETE.S",
+        "DIRECT.GET.S", "DIRECT.GET.S.s.a", "STREAM.DELETE.NOPE",
+    ]
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers(-2, 2**63) | st.text(max_size=8),
+        lambda children: st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["seq", "name", "subjects", "filter", "keep", "batch", "offset",
+                             "last_by_subj", "multi_last", "subjects_filter", "max_msgs"]),
+            children, max_size=4,
+        ),
+        max_leaves=8,
+    )
+    payloads = st.binary(max_size=40) | json_values.map(lambda v: json.dumps(v).encode())
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(suffixes), payloads)
+    def check(suffix: str, payload: bytes) -> None:
+        box = router.inbox("fuzz")
+        router.publish("$JS.API." + suffix, "fuzz", None, payload)
+        for msg in box.take():
+            if msg.headers:  # direct get: a message or a status
+                continue
+            body = msg.json()
+            assert body["type"].startswith("io.nats.jetstream.api.v1.")
+            if "error" in body:
+                assert set(body["error"]) == {"code", "err_code", "description"}
+                assert "internal error" not in body["error"]["description"], (suffix, payload)
+        router.unsubscribe(max(router._subs))  # the inbox just made
+
+    check()

@@ -92,3 +92,8 @@ def test_update_rules() -> None:
     with pytest.raises(ApiError, match="can not cancel deny purge"):
         base.check_update(StreamConfig.from_json({"name": "S"}))
     base.check_update(StreamConfig.from_json({"name": "S", "deny_purge": True, "max_msgs": 3}))
+
+
+@pytest.mark.parametrize("value", [1e30, 5.0, 1 << 63, True])
+def test_int_fields_decode_like_go(value: Any) -> None:
+    assert err({"name": "S", "max_msgs": value})[:2] == (400, 10025)

@@ -90,14 +90,15 @@ def validate_stream_name(name: Any) -> str:
 
 
 def _int(raw: dict[str, Any], key: str, default: int = 0) -> int:
+    """An int64 field as Go decodes it: integers only, in range."""
     value = raw.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError("INVALID_JSON", err=f"field {key!r} must be a number, got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be an integer, got {value!r}")
-    return int(value)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} overflows int64: {value}")
+    return value
 
 
 def _bool(raw: dict[str, Any], key: str) -> bool:

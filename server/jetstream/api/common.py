@@ -45,6 +45,16 @@ def int_field(body: dict[str, Any], key: str, default: int = 0) -> int:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError("INVALID_JSON", err=f"field {key!r} must be an integer, got {value!r}")
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} is out of range: {value}")
+    return value
+
+
+def uint_field(body: dict[str, Any], key: str) -> int:
+    """An unsigned integer field (Go's uint64: a negative value does not decode)."""
+    value = int_field(body, key)
+    if value < 0:
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must not be negative, got {value}")
     return value
 
 
@@ -56,7 +66,7 @@ def str_field(body: dict[str, Any], key: str) -> str:
 
 
 def offset_of(body: dict[str, Any]) -> int:
-    return max(0, int_field(body, "offset"))
+    return max(0, int_field(body, "offset"))  # nats-server treats a bad offset as 0
 
 
 def stream_state(

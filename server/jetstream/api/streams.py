@@ -14,13 +14,13 @@ from server.jetstream.api.common import (
     STREAM_LIST_LIMIT,
     STREAM_NAMES_LIMIT,
     SUBJECTS_INFO_LIMIT,
-    int_field,
     offset_of,
     request_body,
     stored_message_json,
     str_field,
     stream_info,
     stream_matches_subject,
+    uint_field,
 )
 from server.jetstream.api.registry import ApiRequest, api_handler
 from server.jetstream.errors import ApiError
@@ -131,8 +131,8 @@ def stream_purge(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     stream = engine.lookup_stream(req.params[0])
     subject = str_field(body, "filter")
-    seq = int_field(body, "seq") or None
-    keep = int_field(body, "keep") or None
+    seq = uint_field(body, "seq") or None
+    keep = uint_field(body, "keep") or None
     purged = stream.purge(subject or None, seq, keep)
     return {"success": True, "purged": purged}
 
@@ -141,7 +141,7 @@ def stream_purge(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
 def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     stream = engine.lookup_stream(req.params[0])
-    seq = int_field(body, "seq")
+    seq = uint_field(body, "seq")
     last_by = str_field(body, "last_by_subj")
     next_by = str_field(body, "next_by_subj")
     if (seq and last_by) or (last_by and next_by) or not (seq or last_by or next_by):
@@ -162,8 +162,8 @@ def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
 def stream_msg_delete(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     stream = engine.lookup_stream(req.params[0])
-    seq = int_field(body, "seq")
-    if seq <= 0:
+    seq = uint_field(body, "seq")
+    if seq == 0:
         raise ApiError("BAD_REQUEST")
     stream.delete_message(seq, erase=not bool(body.get("no_erase")))
     return {"success": True}
