@@ -397,3 +397,21 @@ def test_headers_only_frame() -> None:
     (msg,) = w.pull(c, b"1")
     h = parse_headers(msg.headers or b"")
     assert msg.payload == b"" and h.get("X") == "y" and h.get("Nats-Msg-Size") == "5"
+
+
+def test_large_pull_is_spread_over_loop_turns() -> None:
+    from server.jetstream.consumer import RUN_BUDGET
+
+    w = World()
+    total = RUN_BUDGET * 2 + 5
+    for _ in range(total):
+        w.publish("s.a")
+    c = w.consumer(ack_policy="none")
+    out = w.pull(c, b'{"batch": 100000, "no_wait": true}')
+    assert len(out) == RUN_BUDGET and statuses(out)[-1] is None  # no 404 yet
+    w.clock.advance(0)
+    out += w.host.take()
+    w.clock.advance(0)
+    out += w.host.take()
+    assert seqs(out) == list(range(1, total + 1))
+    assert statuses(out)[-1] == 404

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 NS = 1_000_000_000
+RUN_BUDGET = 2048  # deliveries per event-loop turn and consumer
 
 
 class ConsumerHost(Protocol):
@@ -216,6 +217,8 @@ class Consumer:
         self._inactive_timer: TimerHandle | None = None
         self._pause_timer: TimerHandle | None = None
         self._wake_timer: TimerHandle | None = None
+        self._cont_timer: TimerHandle | None = None
+        self._budget = RUN_BUDGET
         self._last_active_ns = self.clock.now_ns()
         self.delivered_last_ns = 0
         self.ack_last_ns = 0
@@ -409,10 +412,13 @@ class Consumer:
     # -- lifecycle -------------------------------------------------------------
     def _shutdown(self, *, notify: bool) -> None:
         self._closed = True
-        for timer in (self._ptmr, self._inactive_timer, self._pause_timer, self._wake_timer):
+        for timer in (
+            self._ptmr, self._inactive_timer, self._pause_timer, self._wake_timer, self._cont_timer
+        ):
             if timer is not None:
                 timer.cancel()
         self._ptmr = self._inactive_timer = self._pause_timer = self._wake_timer = None
+        self._cont_timer = None
         for waiting in self.waiting.clear():
             if notify:
                 self.engine.publish(waiting.reply, None, CONSUMER_DELETED, b"")
@@ -539,6 +545,7 @@ class Consumer:
             self._again = True
             return
         self._in_deliver = True
+        self._budget = RUN_BUDGET
         try:
             self._again = True
             while self._again and not self._closed:
@@ -550,6 +557,21 @@ class Consumer:
                 hint = None
         finally:
             self._in_deliver = False
+
+    def spend(self) -> bool:
+        """Take one delivery from this loop turn's budget. When it is used up the
+        rest goes out on the next turn, so one large pull or a push backlog never
+        holds the event loop (and the clients' socket buffers) for long."""
+        if self._budget > 0:
+            self._budget -= 1
+            return True
+        if self._cont_timer is None and not self._closed:
+            self._cont_timer = self.clock.call_later(0, self._continue)
+        return False
+
+    def _continue(self) -> None:
+        self._cont_timer = None
+        self.kick()
 
     def next_message(
         self, hint: StoredMessage | None = None
@@ -764,6 +786,8 @@ class Consumer:
                     self.waiting.remove(waiting)
                     continue
                 checked = waiting.reply
+            if not self.spend():
+                return  # continued next turn; no_wait requests are not over yet
             nxt = self.next_message(hint)
             hint = None
             if nxt is None:

@@ -184,6 +184,8 @@ class PushDelivery:
         flow = self._fc_sid is not None
         sent_any = False
         while not (flow and self.stalled):
+            if not consumer.spend():
+                break
             nxt = consumer.next_message(hint)
             hint = None
             if nxt is None:
