@@ -379,6 +379,37 @@ def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     again.close()
 
 
+def test_failed_block_roll_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileStore(tmp_path, block_size=4096)
+    payload = b"x" * 1000
+    seq = 0
+    while len(blocks(tmp_path)) == 1:
+        seq = store.store("a", None, payload, T0)
+    real_open = os.open
+
+    def no_new_files(path: object, flags: int, *args: object) -> int:
+        if flags & os.O_CREAT:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    n_blocks = len(blocks(tmp_path))
+    monkeypatch.setattr("server.store.file.os.open", no_new_files)
+    with pytest.raises(StoreError, match="new block"):
+        for _ in range(10):
+            store.store("a", None, payload, T0)
+    monkeypatch.setattr("server.store.file.os.open", real_open)
+    last = store.state().last_seq
+    assert last >= seq and len(blocks(tmp_path)) == n_blocks
+    assert store.store("a", None, b"after", T0) == last + 1
+    store.sync()
+    crash(store)
+    again = FileStore(tmp_path, block_size=4096)
+    assert again.recovery.lost_bytes == 0 and again.state().last_seq == last + 1
+    msg = again.load(last + 1)
+    assert msg is not None and msg.data == b"after"
+    again.close()
+
+
 # -- scale ------------------------------------------------------------------------
 N_SCALE = 200_000
 

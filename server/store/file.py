@@ -384,9 +384,14 @@ class FileStore(IndexedStore):
             self._write_all(fd, codec.encode_block_header(first_seq))
         except BaseException:
             os.close(fd)
+            path.unlink(missing_ok=True)
             raise
         if self._wfd >= 0:
-            os.close(self._wfd)
+            if self._unsynced:
+                # the next sync() fsyncs the finished block too
+                self._unsynced_fds.append(self._wfd)
+            else:
+                os.close(self._wfd)
         self._wfd = fd
         blk = _Block(number, path, first_seq, codec.BLOCK_HEADER_SIZE)
         self._add_block(blk)
@@ -404,15 +409,15 @@ class FileStore(IndexedStore):
             view = view[written:]
 
     def _roll(self, first_seq: int) -> _Block:
-        if self._unsynced and self._wfd >= 0:
-            # the next sync() fsyncs the finished block too
-            self._unsynced_fds.append(self._wfd)
-            self._wfd = -1
+        try:
+            blk = self._create_block(self._blocks[-1].number + 1, first_seq)
             if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
                 fd = self._unsynced_fds.pop(0)
                 os.fsync(fd)
                 os.close(fd)
-        return self._create_block(self._blocks[-1].number + 1, first_seq)
+        except OSError as err:
+            raise StoreError(f"starting a new block in {self._msgs_dir} failed: {err}") from err
+        return blk
 
     def _append(self, data: bytes, last_len: int) -> tuple[_Block, int]:
         """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
@@ -457,7 +462,11 @@ class FileStore(IndexedStore):
         self._append(recs, codec.RECORD_FIXED)
         if erase:
             for seq in seqs:
-                self._erase(seq)
+                try:
+                    self._erase(seq)
+                except OSError:
+                    # the tombstone is written: the message is gone either way
+                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
 
     def _erase(self, seq: int) -> None:
         index = self._index
