@@ -112,11 +112,19 @@ class StreamStore(ABC):
         (then `first_seq = last_seq + 1`). `subject` restricts to a filter.
         `up_to_seq` removes sequences strictly below it. `keep` keeps the newest
         `keep` messages (per the filter when `subject` is given). `up_to_seq`
-        and `keep` are exclusive."""
+        and `keep` are exclusive (ValueError).
+
+        As in nats-server 2.15: without a subject (or with ">"), `up_to_seq`
+        is `compact(up_to_seq)`, so a value beyond `last_seq + 1` moves
+        `last_seq` to `up_to_seq - 1`; with a subject, `last_seq` never moves."""
 
     @abstractmethod
     def compact(self, seq: int) -> int:
-        """Remove every message with a sequence below `seq`; return how many."""
+        """Remove every message with a sequence below `seq`; return how many.
+
+        `first_seq` becomes the first present sequence >= `seq`. A `seq` beyond
+        `last_seq` empties the store and makes `seq` the next sequence stored
+        (`first_seq = seq`, `last_seq = seq - 1`); `seq <= 0` purges all."""
 
     # -- reading -------------------------------------------------------------
     @abstractmethod
