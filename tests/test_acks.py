@@ -210,3 +210,15 @@ async def test_interest_keeps_until_every_consumer_acked(nc: NATS, js: JetStream
     two = await pull(nc, "I2", 1)
     await two[0].ack_sync()
     assert (await js.stream_info("S")).state.messages == 0
+
+
+async def test_acks_for_unknown_streams_and_consumers(nc: NATS, js: JetStreamContext) -> None:
+    import nats.errors
+
+    await seed(js, 1)
+    for subject in ("$JS.ACK.NOPE.C.1.1.1.1.0", "$JS.ACK.S.NOPE.1.1.1.1.0"):
+        with pytest.raises(nats.errors.NoRespondersError):
+            await nc.request(subject, b"+ACK", timeout=2)
+    # a malformed ack subject is ignored and the server keeps serving
+    await nc.publish("$JS.ACK.S.C.x.y", b"+ACK")
+    assert (await js.stream_info("S")).state.messages == 1

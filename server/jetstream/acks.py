@@ -13,8 +13,8 @@ ack's own reply subject as the inbox). An ack sent as a request (a reply
 subject other than for `+NXT`) gets an empty reply once processed.
 
 Invariants: a malformed subject or payload is logged and dropped, never
-raised into the broker; acks for unknown streams/consumers are ignored (as
-nats-server does), but still answered when sent as requests.
+raised into the broker; an ack for an unknown stream or consumer sent as a
+request gets the no-responders status (nats-server has no subscriber there).
 """
 
 from __future__ import annotations
@@ -24,12 +24,15 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from server.headers import status_headers
+
 if TYPE_CHECKING:
     from server.jetstream.consumer import Consumer
 
 logger = logging.getLogger(__name__)
 
 ACK_SUBJECT = "$JS.ACK.>"
+NO_RESPONDERS = status_headers(503)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +71,7 @@ def parse_ack_subject(subject: str) -> AckSubject | None:
 
 
 def _find_consumer(engine: Any, stream_name: str, consumer_name: str) -> Consumer | None:
-    lookup = getattr(engine, "lookup_stream", None)
-    stream = lookup(stream_name) if lookup is not None else engine.streams.get(stream_name)
+    stream = engine.streams.get(stream_name)
     if stream is None:
         return None
     consumer = stream.consumers.get(consumer_name)
@@ -99,24 +101,27 @@ def handle_ack(engine: Any, subject: str, reply: str | None, payload: bytes) -> 
         logger.debug("ignoring malformed ack subject %r", subject)
         return
     consumer = _find_consumer(engine, ack.stream, ack.consumer)
+    if consumer is None:
+        # nats-server: nobody listens on the ack subject of a missing consumer.
+        if reply:
+            engine.publish(reply, None, NO_RESPONDERS, b"")
+        return
     body = payload.strip()
     kind = body[:4]
     if kind == b"+NXT":
-        if consumer is not None:
-            consumer.ack(ack.stream_seq)
-            if reply:
-                consumer.process_pull(reply, body[4:])
+        consumer.ack(ack.stream_seq)
+        if reply:
+            consumer.process_pull(reply, body[4:])
         return
-    if consumer is not None:
-        if not body or body == b"+ACK" or kind == b"+ACK":
-            consumer.ack(ack.stream_seq)
-        elif kind == b"-NAK":
-            consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
-        elif kind == b"+WPI":
-            consumer.progress(ack.stream_seq)
-        elif body.startswith(b"+TERM"):
-            consumer.term(ack.stream_seq)
-        else:
-            logger.debug("unknown ack payload %r on %s", body[:32], subject)
+    if not body or kind == b"+ACK":
+        consumer.ack(ack.stream_seq)
+    elif kind == b"-NAK":
+        consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
+    elif kind == b"+WPI":
+        consumer.progress(ack.stream_seq)
+    elif body.startswith(b"+TERM"):
+        consumer.term(ack.stream_seq)
+    else:
+        logger.debug("unknown ack payload %r on %s", body[:32], subject)
     if reply:
         engine.publish(reply, None, None, b"")
