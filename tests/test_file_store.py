@@ -21,6 +21,7 @@ from test_store import OP, PROBES, Model, apply_op, check_against_model
 
 from server.clock import FakeClock
 from server.store import StoreError, StreamStore
+from server.store.cache import SHARED, ChunkCache
 from server.store.file import MSGS_DIR, SNAPSHOT_FILE, FileStore
 
 T0 = 1_700_000_000_000_000_000
@@ -570,3 +571,26 @@ def test_block_rewrites_match_reference_model(
         check_against_model(store, model, probes)
     finally:
         store.destroy()
+
+
+def test_chunk_cache_is_bounded_and_forgets_per_store() -> None:
+    cache = ChunkCache(max_chunks=3)
+    a, b = cache.new_token(), cache.new_token()
+    for i in range(3):
+        cache.put((a, 1, i), b"a%d" % i)
+    assert cache.get((a, 1, 0)) == b"a0"  # now the most recent
+    cache.put((b, 1, 0), b"b0")
+    assert len(cache) == 3 and cache.get((a, 1, 1)) is None  # the least recent went
+    cache.forget(a, 1)
+    assert len(cache) == 1 and cache.get((b, 1, 0)) == b"b0"
+    cache.forget(b)
+    assert len(cache) == 0
+
+
+def test_closed_stores_leave_nothing_in_the_shared_cache(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    populate(store, 20)
+    assert store.load(3) is not None
+    token = store._token
+    store.close()
+    assert not any(key[0] == token for key in SHARED._chunks)

@@ -27,7 +27,7 @@ even when old messages pin `first_seq` (KV buckets).
 
 Reads: the `MessageIndex` (in memory, ~20 bytes per message: timestamp,
 subject id, size, block offset) answers every query; payloads are read on
-demand through a small LRU of 64 KiB block chunks.
+demand through a process-wide bounded LRU of 64 KiB block chunks (`cache`).
 
 Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
 directory is loaded without reading the blocks, after verifying the last
@@ -50,13 +50,13 @@ import struct
 import time
 import zlib
 from array import array
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 from server.clock import Clock, TimerHandle
 from server.store import codec
 from server.store.base import RecoveryReport, StoredMessage, StoreError
+from server.store.cache import CHUNK_SIZE, SHARED
 from server.store.index import DELETED, MessageIndex
 from server.store.indexed import IndexedStore
 from server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
@@ -70,8 +70,6 @@ MSGS_DIR = "msgs"
 SNAPSHOT_FILE = "index.snap"
 LOCK_FILE = "LOCK"
 SNAPSHOT_VERSION = 1
-CHUNK_SIZE = 64 * 1024
-CACHE_CHUNKS = 32
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
@@ -123,7 +121,8 @@ class FileStore(IndexedStore):
         self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
         self._unsynced = False
         self._dir_dirty = False
-        self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._cache = SHARED
+        self._token = SHARED.new_token()
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
         self._touched: set[_Block] = set()
@@ -484,7 +483,7 @@ class FileStore(IndexedStore):
         finally:
             os.close(fd)
         for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
-            self._cache.pop((blk.number, chunk), None)
+            self._cache.discard((self._token, blk.number, chunk))
 
     def _floor(self, seq: int) -> int:
         index = self._index
@@ -622,8 +621,7 @@ class FileStore(IndexedStore):
             os.close(blk.rfd)
             blk.rfd = -1
             self._open_fds -= 1
-        for key in [k for k in self._cache if k[0] == blk.number]:
-            del self._cache[key]
+        self._cache.forget(self._token, blk.number)
 
     def _drop_dead_blocks(self) -> None:
         """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
@@ -647,16 +645,11 @@ class FileStore(IndexedStore):
             self._open_reader(blk)
         if end > start + CHUNK_SIZE:
             return os.pread(blk.rfd, length, offset)
-        key = (blk.number, chunk)
-        cache = self._cache
-        buf = cache.get(key)
+        key = (self._token, blk.number, chunk)
+        buf = self._cache.get(key)
         if buf is None or len(buf) < end - start:
             buf = os.pread(blk.rfd, CHUNK_SIZE, start)
-            cache[key] = buf
-            if len(cache) > CACHE_CHUNKS:
-                cache.popitem(last=False)
-        else:
-            cache.move_to_end(key)
+            self._cache.put(key, buf)
         return buf[offset - start : end - start]
 
     def _open_reader(self, blk: _Block) -> None:
@@ -786,7 +779,7 @@ class FileStore(IndexedStore):
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
-        self._cache.clear()
+        self._cache.forget(self._token)
 
     def close(self) -> None:
         if self._closed:
