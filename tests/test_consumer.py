@@ -415,3 +415,18 @@ def test_large_pull_is_spread_over_loop_turns() -> None:
     out += w.host.take()
     assert seqs(out) == list(range(1, total + 1))
     assert statuses(out)[-1] == 404
+
+
+def test_push_rate_limit_paces_delivery() -> None:
+    w = World()
+    for _ in range(5):
+        w.publish("s.a", b"r" * 1000)
+    c = w.consumer("RL", deliver_subject="d", ack_policy="none", rate_limit_bps=8 * 2000)
+    c.kick()
+    assert len(w.host.take()) == 2  # a one-second burst of 2000 bytes
+    w.clock.advance(0.4)
+    assert w.host.take() == []
+    w.clock.advance(0.15)
+    assert len(w.host.take()) == 1
+    w.clock.advance(1.0)
+    assert len(w.host.take()) == 2

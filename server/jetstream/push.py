@@ -7,7 +7,8 @@ Delivers while someone is interested in the deliver subject (a queue group
 delivery stalls while `FC_MAX_PENDING_BYTES` are not covered by an answered
 request. With `idle_heartbeat`, a `100 Idle Heartbeat` carrying
 `Nats-Last-Consumer` / `Nats-Last-Stream` (and `Nats-Consumer-Stalled: <fc
-reply>` while stalled) goes out when nothing was sent for that long. Ordered
+reply>` while stalled) goes out when nothing was sent for that long.
+`rate_limit_bps` paces delivery with a token bucket (bits per second). Ordered
 consumers (nats-py, ADR-17) are ordinary push consumers with ack none, flow
 control and heartbeats; their gap detection relies on consumer sequences
 being dense, which `Consumer.commit` guarantees.
@@ -58,6 +59,9 @@ class PushDelivery:
         self._since_fc_bytes = 0
         self._since_fc_msgs = 0
         self.last_sent_ns = self.clock.now_ns()
+        self._rl_tokens = 0.0
+        self._rl_last_ns = 0
+        self._rl_timer: TimerHandle | None = None
         self.reconfigure()
 
     # -- configuration ---------------------------------------------------------
@@ -83,10 +87,10 @@ class PushDelivery:
             self._hb_timer = self.clock.call_later(cfg.idle_heartbeat_ns / NS, self._heartbeat)
 
     def close(self) -> None:
-        for timer in (self._hb_timer, self._poll_timer):
+        for timer in (self._hb_timer, self._poll_timer, self._rl_timer):
             if timer is not None:
                 timer.cancel()
-        self._hb_timer = self._poll_timer = None
+        self._hb_timer = self._poll_timer = self._rl_timer = None
         if self._fc_sid is not None:
             self.engine.unsubscribe(self._fc_sid)
             self._fc_sid = None
@@ -170,6 +174,30 @@ class PushDelivery:
         if not self.consumer.closed:
             self.consumer.kick()
 
+    # -- rate limit ------------------------------------------------------------
+    def _take_tokens(self, size: int, rate: float) -> bool:
+        """Token bucket for `rate_limit_bps` (burst: one second of the rate, and
+        always at least one message). False: wait; a wake-up is scheduled."""
+        now = self.clock.now_ns()
+        burst = max(rate, float(size))
+        if self._rl_last_ns:
+            self._rl_tokens = min(burst, self._rl_tokens + (now - self._rl_last_ns) / NS * rate)
+        else:
+            self._rl_tokens = burst
+        self._rl_last_ns = now
+        if self._rl_tokens >= size:
+            self._rl_tokens -= size
+            return True
+        if self._rl_timer is None:
+            delay = (size - self._rl_tokens) / rate
+            self._rl_timer = self.clock.call_later(delay, self._rl_wake)
+        return False
+
+    def _rl_wake(self) -> None:
+        self._rl_timer = None
+        if not self.consumer.closed:
+            self.consumer.kick()
+
     # -- delivery --------------------------------------------------------------
     def run(self, hint: StoredMessage | None) -> None:
         consumer = self.consumer
@@ -182,6 +210,7 @@ class PushDelivery:
         self._poll_delay = INTEREST_POLL_MIN_S
         deliver = self.engine.deliver
         flow = self._fc_sid is not None
+        rate = consumer.config.rate_limit_bps / 8  # bytes per second
         sent_any = False
         while not (flow and self.stalled):
             if not consumer.spend():
@@ -192,6 +221,9 @@ class PushDelivery:
                 break
             msg, dc = nxt
             headers, payload = consumer.frame(msg)
+            if rate and not self._take_tokens(len(headers or b"") + len(payload), rate):
+                consumer.unget(msg, dc)
+                break
             reply = consumer.commit(msg, dc)
             deliver(target, msg.subject, reply, headers, payload)
             sent_any = True
