@@ -431,8 +431,7 @@ class ConsumerConfig:
             ("idle_heartbeat_ns", "heart beats can not be updated"),
             ("flow_control", "flow control can not be updated"),
             ("max_waiting", "max waiting can not be updated"),
-            ("deliver_group", "deliver group can not be updated"),
-            ("mem_storage", "can not update memory storage"),
+            ("mem_storage", "storage type can not be updated"),
         )
         for attr, message in checks:
             if getattr(self, attr) != getattr(new, attr):
