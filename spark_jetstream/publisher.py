@@ -101,6 +101,8 @@ class Publisher:
         conn = self._connect_fn(self._options)
         self._conn = conn
         self._sid = conn.subscribe(self._prefix.decode() + "*")
+        if conn.sock is not None:
+            conn.sock.settimeout(self._ack_timeout_s)
         if conn.info is not None:
             self._max_payload = conn.info.max_payload
 
@@ -226,7 +228,11 @@ class Publisher:
             assert conn is not None and conn.sock is not None
             try:
                 conn.sock.settimeout(wait)
-                frames = conn.read_frames()
+                try:
+                    frames = conn.read_frames()
+                finally:
+                    if conn.sock is not None:  # sends block up to the ack timeout, not `wait`
+                        conn.sock.settimeout(self._ack_timeout_s)
             except NatsTimeoutError:
                 continue
             except NatsError as exc:
@@ -241,9 +247,24 @@ class Publisher:
                 continue
             before = len(pending)
             sid = self._sid
+            skip = len(self._prefix)
+            stored = duplicates = 0
             for f in frames:
-                if f[0] == b"MSG" and f[2] == sid:
-                    self._on_ack(f[1], f[4], f[5])
+                if f[2] != sid or f[0] != b"MSG":
+                    continue
+                payload = f[5]
+                if f[4] or b'"error"' in payload:
+                    self._on_ack(f[1], f[4], payload)  # status or error: the slow path
+                    continue
+                # fast path: a positive pub ack for `<prefix><token>`
+                if pending.pop(int(f[1][skip:]), None) is None:
+                    continue  # an ack for a frame re-sent after a reconnect, already counted
+                if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
+                    duplicates += 1
+                else:
+                    stored += 1
+            self.stats.published += stored
+            self.stats.duplicates += duplicates
             if len(pending) < before:
                 deadline = time.monotonic() + self._ack_timeout_s
 

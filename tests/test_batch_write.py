@@ -21,7 +21,7 @@ def assert_nothing_published(url: str, stream: str) -> None:
     assert stream_info(url, stream)["state"]["messages"] == 0
 
 
-# data kind, subject from (column|option), headers kind, with msg_id
+# data kind, subject from (column|option), headers kind, with msg_id: every pair of values
 COMBOS = [
     ("binary", "column", None, False),
     ("string", "option", None, True),
@@ -29,6 +29,8 @@ COMBOS = [
     ("string", "column", "multi", False),
     ("binary", "column", "multi", True),
     ("string", "option", "single", True),
+    ("string", "column", "single", False),
+    ("binary", "option", "multi", True),
 ]
 
 

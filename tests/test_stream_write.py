@@ -143,3 +143,36 @@ def test_writer_built_for_a_commit_is_recognised() -> None:
     scope = {"__name__": COMMIT_RUNNER_MODULE, "built_for_commit": built_for_commit}
     exec("def commit_path():\n    return built_for_commit()\n", scope)
     assert scope["commit_path"]() is True  # type: ignore[operator]
+
+
+def test_source_rows_written_as_they_are_keep_subject_data_and_headers(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    from sink_helpers import connect
+
+    create_stream(server.url, "A", ["a.>"])
+    create_stream(server.url, "B", ["b.>"])
+    with connect(server.url) as conn:
+        for i in range(10):
+            hdrs = f"NATS/1.0\r\nNats-Msg-Id: src-{i}\r\nX-Trace: t{i}\r\nX-Multi: 1\r\nX-Multi: 2\r\n\r\n".encode()
+            conn.request(f"a.{i}", f"p{i}".encode(), headers=hdrs)
+    source = spark.readStream.format("jetstream").option("servers", server.url).option("stream", "A").load()
+    query = (
+        source.writeStream.format("jetstream")
+        .option("servers", server.url)
+        .option("subject", "b.copy")
+        .option("stream", "B")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None, query.exception()
+    msgs = read_stream(server.url, "B")
+    assert sorted(m.data for m in msgs) == sorted(f"p{i}".encode() for i in range(10))
+    for m in msgs:
+        i = int(m.data[1:])
+        assert m.subject == "b.copy"
+        # the sink's id replaces the source's Nats-Msg-Id (one header, not two)
+        assert m.headers["Nats-Msg-Id"] == [f"A:{i + 1}:0"]
+        assert m.headers["X-Trace"] == [f"t{i}"] and m.headers["X-Multi"] == ["1", "2"]
