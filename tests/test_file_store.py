@@ -38,6 +38,14 @@ def crash(store: FileStore) -> None:
     store._release_fds()
 
 
+def check_block_accounting(store: FileStore) -> None:
+    """Each block's running live-bytes figure equals a recount from the index."""
+    for blk in store._blocks:
+        running = blk.live_bytes
+        store._recount_live(blk)
+        assert blk.live_bytes == running, blk.path.name
+
+
 def snapshot_of(store: StreamStore) -> tuple:
     """Everything observable about a store, for before/after comparisons."""
     st = store.state()
@@ -473,7 +481,7 @@ BIG_STORE_OP = st.tuples(
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     ops=st.lists(st.one_of(OP, BIG_STORE_OP, BIG_STORE_OP, REOPEN_OP), max_size=50), probes=PROBES
@@ -495,6 +503,7 @@ def test_restarts_match_reference_model(
                 continue
             clock += 10
             apply_op(store, model, op, clock)
+            check_block_accounting(store)
         check_against_model(store, model, probes)
     finally:
         store.destroy()
@@ -565,6 +574,7 @@ def test_block_rewrites_match_reference_model(
                     apply_op(store, model, ("remove", present[op[1] % len(present)], op[2]), clock)
             else:
                 apply_op(store, model, ("purge", op[1], None, 1), clock)
+            check_block_accounting(store)
         check_against_model(store, model, probes)
         crash(store)
         store = FileStore(directory, block_size=4096)

@@ -490,10 +490,25 @@ class FileStore(IndexedStore):
         if seq > index.last_seq:
             self._roll(seq)
         self._append(codec.encode_floor(seq, index.last_ts), codec.RECORD_FIXED)
+        if seq <= index.last_seq:
+            self._discount_below(seq)
         removed = index.floor(seq)
         self._drop_dead_blocks()
-        self._recount_live(self._blocks[0])
         return removed
+
+    def _discount_below(self, seq: int) -> None:
+        """Take the messages below `seq` off their blocks' live bytes (O(removed))."""
+        index = self._index
+        sizes, base = index.sizes, index.base
+        i = bisect.bisect_right(self._firsts, index.first_seq) - 1
+        while i < len(self._blocks) and self._firsts[i] < seq:
+            blk = self._blocks[i]
+            lo = max(blk.first_seq, index.first_seq) - base
+            nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
+            hi = min(nxt, seq) - base
+            if hi > lo:
+                blk.live_bytes -= sum(sizes[lo:hi])
+            i += 1
 
     def _removed(self) -> None:
         if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:

@@ -295,7 +295,13 @@ class MessageIndex:
         removed = sum(counts.values())
         self.msgs -= removed
         self.bytes -= sum(self.sizes[lo:hi])
-        self.trim(hi)
+        # mark instead of cutting: trimming the arrays on every compact would
+        # memmove the whole index each time (a max_msgs stream compacts per publish)
+        self.sids[lo:hi] = array("I", [DELETED]) * (hi - lo)
+        self.sizes[lo:hi] = array("I", [0]) * (hi - lo)
+        for col, pad in zip(self.columns, self.pads, strict=True):
+            if not isinstance(col, array):
+                col[lo:hi] = [pad] * (hi - lo)  # release payloads now
         for sid, n in counts.items():
             left = self.s_msgs[sid] - n
             self.s_msgs[sid] = left
@@ -304,6 +310,7 @@ class MessageIndex:
             elif self.s_first[sid] < seq:
                 self.s_first[sid] = self._find(sid, seq, self.s_last[sid])
         self.first_seq = self._next_present(seq)
+        self._maybe_trim()
         return removed
 
     def _clear_positions(self, base: int) -> None:
