@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+import nats.errors
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -262,3 +263,18 @@ async def test_request_limits_and_bad_requests(nc: NATS, js: JetStreamContext) -
         got = await p.pull("L", body, timeout=1)
         assert status(got[0]) == "400"
         assert (got[0].headers or {}).get("Description", "").startswith("Bad Request - ")
+
+
+async def test_no_wait_held_by_max_ack_pending_waits(nc: NATS, js: JetStreamContext) -> None:
+    await seed(js, 5)
+    await create(nc, "MAP", max_ack_pending=2)
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.MAP", b'{"batch": 5, "no_wait": true}', reply=inbox)
+    got = [await sub.next_msg(timeout=2), await sub.next_msg(timeout=2)]
+    assert [status(m) for m in got] == [None, None]
+    with pytest.raises(nats.errors.TimeoutError):
+        await sub.next_msg(timeout=0.3)  # messages remain: no 404, the request waits
+    await nc.request(got[0].reply, b"+ACK", timeout=2)
+    third = await sub.next_msg(timeout=2)
+    assert third.metadata.sequence.stream == 3

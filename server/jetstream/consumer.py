@@ -821,7 +821,10 @@ class Consumer:
             waiting.last_sent_ns = self.delivered_last_ns
             if waiting.remaining <= 0:
                 self.waiting.remove(waiting)
-        # no_wait requests end when nothing more is available now.
+        # no_wait requests end when the consumer has nothing more for them; held
+        # back by max_ack_pending (messages remain) they wait, as on nats-server.
+        if self.npc > 0 or self.rdq or self.lps:
+            return
         for waiting in self.waiting:
             req = waiting.request
             if req.no_wait and (not req.expires_ns or waiting.delivered > 0):
