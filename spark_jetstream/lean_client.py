@@ -47,6 +47,11 @@ CRLF = b"\r\n"
 RECV_SIZE = 4 * 1024 * 1024
 REQUEST_BYTES = 8 * 1024 * 1024
 JS_API_PREFIX = "$JS.API."
+NO_MESSAGE_FOUND = 10037
+# consumer create refusals on work-queue streams: pull mode / stream requires explicit
+# ack (10084, 10098), multiple non-filtered (10099), filtered consumer not unique
+# (10100), must be deliver all (10101)
+WORKQUEUE_CONSUMER_ERRORS = frozenset({10084, 10098, 10099, 10100, 10101})
 VERSION = "0.1.0"
 
 # A frame: (op, subject, sid, reply, header_bytes, payload)
@@ -517,10 +522,19 @@ def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
     if spec.end <= spec.start:
         return
     name = "sjr_" + secrets.token_hex(8)
-    created = conn.js_api(
-        f"CONSUMER.CREATE.{spec.stream}.{name}",
-        {"stream_name": spec.stream, "config": consumer_config(spec, name), "action": "create"},
-    )
+    try:
+        created = conn.js_api(
+            f"CONSUMER.CREATE.{spec.stream}.{name}",
+            {"stream_name": spec.stream, "config": consumer_config(spec, name), "action": "create"},
+        )
+    except JetStreamApiError as exc:
+        if exc.err_code not in WORKQUEUE_CONSUMER_ERRORS:
+            raise
+        # A work-queue stream allows no ack-none consumer and no overlapping
+        # consumers (the durable owns the subjects): read by message get instead.
+        log.info("stream %s refuses a read consumer (%s): reading by message get", spec.stream, exc.description)
+        yield from fetch_range_by_get(conn, spec)
+        return
     if int(created.get("num_pending", 1)) == 0:
         _delete_consumer(conn, spec.stream, name)
         return
@@ -528,6 +542,74 @@ def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
         yield from _pull_range(conn, spec, name)
     finally:
         _delete_consumer(conn, spec.stream, name)
+
+
+def subject_matches(filter_subject: str, subject: str) -> bool:
+    """NATS wildcard match: `*` one token, `>` one or more trailing tokens."""
+    ft, st = filter_subject.split("."), subject.split(".")
+    for i, token in enumerate(ft):
+        if token == ">":
+            return len(st) > i
+        if i >= len(st) or (token != "*" and token != st[i]):
+            return False
+    return len(ft) == len(st)
+
+
+def fetch_range_by_get(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
+    """The slow path: one `STREAM.MSG.GET` (next_by_subj) per message.
+
+    Used where no read consumer may be created (work-queue streams). With
+    several filters it walks all subjects and filters here.
+    """
+    import base64
+    from datetime import datetime
+
+    next_subj = spec.filters[0] if len(spec.filters) == 1 else ">"
+    seq = spec.start + 1
+    subjects: list[bytes] = []
+    data: list[bytes] = []
+    hdrs: list[bytes] = []
+    seqs: list[int] = []
+    tss: list[int] = []
+    while seq <= spec.end:
+        try:
+            reply = conn.js_api(f"STREAM.MSG.GET.{spec.stream}", {"seq": seq, "next_by_subj": next_subj})
+        except JetStreamApiError as exc:
+            if exc.err_code == NO_MESSAGE_FOUND:
+                break
+            raise
+        msg = reply["message"]
+        found = int(msg["seq"])
+        if found > spec.end:
+            break
+        subject = str(msg["subject"])
+        if len(spec.filters) <= 1 or any(subject_matches(f, subject) for f in spec.filters):
+            subjects.append(subject.encode())
+            data.append(base64.b64decode(msg.get("data") or ""))
+            hdrs.append(base64.b64decode(msg.get("hdrs") or ""))
+            seqs.append(found)
+            tss.append(_rfc3339_ns(str(msg["time"]), datetime))
+        seq = found + 1
+        if len(seqs) >= spec.chunk_rows:
+            yield Chunk(subjects, data, hdrs if spec.with_headers else None, seqs, tss)
+            subjects, data, hdrs, seqs, tss = [], [], [], [], []
+    if seqs:
+        yield Chunk(subjects, data, hdrs if spec.with_headers else None, seqs, tss)
+
+
+def _rfc3339_ns(text: str, datetime_cls: Any) -> int:
+    """RFC 3339 with up to nanoseconds -> ns since the epoch."""
+    main, _, frac = text.rstrip("Z").partition(".")
+    zone = ""
+    for sign in ("+", "-"):
+        if sign in frac:
+            frac, _, tz = frac.partition(sign)
+            zone = sign + tz
+    if not frac and ("+" in main[10:] or "-" in main[10:]):
+        idx = max(main.rfind("+"), main.rfind("-"))
+        main, zone = main[:idx], main[idx:]
+    base = datetime_cls.fromisoformat(main + (zone or "+00:00"))
+    return int(base.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
 
 
 def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:

@@ -15,7 +15,10 @@ it is pickled to executors only for `read`, without its connection):
 - data loss (start below the stream's first sequence, or stream deleted):
   `failOnDataLoss=true` fails naming the stream, the range and the option;
   false logs what is lost and skips ahead.
-- `commit(end)` mirrors `end` into the durable consumer (durable.py).
+- `commit(end)` mirrors `end` into the durable consumer (durable.py); so does
+  `latestOffset(start, ...)` for `start`, which Spark only passes once the
+  batch ending there is in the commit log (Spark calls `commit` for a batch
+  only when it plans the next one, so AvailableNow's last batch needs this).
 Executor side: `read(partition)` = `partitions.read_partition`.
 """
 
@@ -57,6 +60,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._latest: int | None = None
         self._last_trigger = clock()
         self._lost_reported: set[tuple[int, int]] = set()
+        self._mirrored: int | None = None
 
     # -- pickling: executors get options only ------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -162,6 +166,11 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         state = self._state()
         if state is None:
             return Offset(opts.stream, begin).to_dict()
+        # Spark plans batch N+1 only after batch N is in the commit log, so `start`
+        # is committed: mirror it now. (Spark calls commit() for a batch only when
+        # it constructs the next one; with AvailableNow the last batch would never
+        # be mirrored otherwise.)
+        self._mirror(begin, state)
         self._latest = state.last_seq
         target = state.last_seq if self._target is None else min(self._target, state.last_seq)
         if target <= begin:
@@ -226,16 +235,23 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         yield from read_partition(self.options.connection, partition, self.options.include_headers)
 
     def commit(self, end: dict) -> None:
+        if not self.options.durable:
+            return
+        seq = Offset.from_dict(end, self.options.stream).seq
+        if seq == self._mirrored:
+            return
+        state = self._state()
+        if state is not None:
+            self._mirror(seq, state)
+
+    def _mirror(self, seq: int, state: StreamState) -> None:
+        """Move the durable's ack floor to the committed `seq` (once per offset)."""
         opts = self.options
         durable = opts.durable
-        if not durable:
+        if not durable or seq == self._mirrored:
             return
-        seq = Offset.from_dict(end, opts.stream).seq
-        state = self._state()
-        retention = state.retention if state is not None else "limits"
-        if state is None:
-            return
-        self._call(lambda c: mirror_commit(c, opts.stream, durable, opts.subjects, seq, retention))
+        self._call(lambda c: mirror_commit(c, opts.stream, durable, opts.subjects, seq, state.retention))
+        self._mirrored = seq
 
     def stop(self) -> None:
         self._close()
