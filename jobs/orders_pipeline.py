@@ -1,67 +1,318 @@
-"""The demo job (temporary version): an embedded server and a core NATS round trip.
+"""The main job (`make demo`): orders from JetStream through an exactly-once Spark pipeline.
 
-Starts `EmbeddedServer`, subscribes to ``orders.>``, publishes a few orders
-with nats-py, checks they all arrived, answers a request, and reports what
-happened. Exits 0 on success, 1 when something did not arrive. The full
-Spark pipeline replaces this module later.
+    python -m jobs.orders_pipeline [--orders N] [--servers nats://...] [--continuous]
+
+Wiring only (the logic is in `jobs.orders`):
+1. the server: the bundled one embedded in this process (store under
+   `--data-dir`, default ./jetstream-data) unless `--servers` names one;
+2. the streams (`jobs.orders.streams`), then a deterministic sample of `--orders`
+   orders published with message ids (a re-run is rejected as duplicates);
+3. two checkpointed streaming queries on local Spark (`jobs.orders.pipeline`):
+   clean copy + dead letters, and windowed revenue per region;
+4. with `--continuous`, a publisher keeps sending new orders and the queries run
+   on a processing-time trigger until Ctrl-C (or `--duration` seconds); the
+   job then stops the publisher and the queries and drains what is left;
+5. a summary table and self-checks (`jobs.orders.report`); exit 1 when the
+   counts do not add up, 0 otherwise.
+
+Checkpoints live under `<data-dir>/checkpoints/<server>` so that a second run
+resumes where the first stopped and adds nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 import logging
+import re
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
-import nats
-
-from server import EmbeddedServer
+from jobs.orders import pipeline, streams
+from jobs.orders.expected import Expected, counted
+from jobs.orders.generator import generate
+from jobs.orders.report import Check, ProgressListener, render_summary, totals_from
 
 log = logging.getLogger(__name__)
 
+EXIT_OK, EXIT_CHECK_FAILED = 0, 1
 
-async def run(url: str, count: int) -> int:
-    nc = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=0)
-    try:
-        received: list[dict[str, object]] = []
-        done = asyncio.Event()
 
-        async def on_order(msg) -> None:  # type: ignore[no-untyped-def]
-            received.append(json.loads(msg.data))
-            if len(received) == count:
-                done.set()
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m jobs.orders_pipeline",
+        description="Publish a sample of orders to JetStream and run an exactly-once Spark pipeline on it.",
+    )
+    p.add_argument("--servers", help="NATS server URL(s); default: start the bundled server embedded")
+    p.add_argument("--orders", type=int, default=100_000, help="orders in the sample (default 100000)")
+    p.add_argument("--data-dir", default="jetstream-data", help="server store and checkpoints (default ./jetstream-data)")
+    p.add_argument("--batch-size", type=int, default=50_000, help="max messages per micro-batch")
+    p.add_argument("--seed", type=int, default=7, help="seed of the order generator")
+    p.add_argument("--continuous", action="store_true", help="keep running with a live publisher until Ctrl-C")
+    p.add_argument("--rate", type=float, default=200.0, help="orders/s of the live publisher (--continuous)")
+    p.add_argument("--duration", type=float, help="with --continuous: stop after this many seconds")
+    p.add_argument("--trigger", default="2 seconds", help="processing-time trigger of --continuous")
+    args = p.parse_args(argv)
+    if args.orders < 0:
+        p.error("--orders must be >= 0")
+    if args.batch_size < 1:
+        p.error("--batch-size must be >= 1")
+    if args.rate <= 0:
+        p.error("--rate must be > 0")
+    return args
 
-        async def on_total(msg) -> None:  # type: ignore[no-untyped-def]
-            total = sum(float(o["amount"]) for o in received)  # type: ignore[arg-type]
-            await msg.respond(json.dumps({"orders": len(received), "total": total}).encode())
 
-        await nc.subscribe("orders.>", cb=on_order)
-        await nc.subscribe("orders-summary", cb=on_total)
-        for i in range(count):
-            order = {"id": i + 1, "region": ("eu", "us")[i % 2], "amount": 10.0 * (i + 1)}
-            await nc.publish(f"orders.{order['region']}", json.dumps(order).encode())
-        await asyncio.wait_for(done.wait(), 10)
-        reply = await nc.request("orders-summary", b"", timeout=5)
-        summary = json.loads(reply.data)
-        sys.stdout.write(
-            f"published {count} orders, received {len(received)}; "
-            f"summary: {summary['orders']} orders, total {summary['total']:.2f}\n"
+@contextlib.contextmanager
+def server_url(args: argparse.Namespace, out: Any) -> Iterator[tuple[str, str]]:
+    """(url, checkpoint key) of the server to use; the embedded one lives as long as the block."""
+    if args.servers:
+        yield args.servers, re.sub(r"[^A-Za-z0-9]+", "_", args.servers).strip("_")
+        return
+    from server import EmbeddedServer
+
+    store = Path(args.data_dir) / "server"
+    store.mkdir(parents=True, exist_ok=True)
+    with EmbeddedServer(store_dir=str(store), port=0) as srv:
+        out.write(f"bundled JetStream server at {srv.url} (store {store})\n")
+        yield srv.url, "embedded"
+
+
+def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> streams.PublishStats:
+    events = counted(generate(args.orders, seed=args.seed), expected)
+    started = time.monotonic()
+
+    def progress(s: streams.PublishStats) -> None:
+        rate = (s.stored + s.duplicates) / max(time.monotonic() - started, 1e-9)
+        out.write(f"publishing: {s.stored:,} stored, {s.duplicates:,} duplicates ({rate:,.0f} msg/s)\n")
+        out.flush()
+
+    stats = streams.run(streams.publish(url, events, on_progress=progress))
+    elapsed = time.monotonic() - started
+    out.write(
+        f"published {expected.total:,} events of {args.orders:,} orders in {elapsed:.1f}s: "
+        f"{stats.stored:,} stored, {stats.duplicates:,} rejected as duplicates\n"
+    )
+    return stats
+
+
+class LivePublisher:
+    """--continuous: new orders (continuing ids and event times) at a steady rate, in a thread."""
+
+    def __init__(self, url: str, args: argparse.Namespace, expected: Expected) -> None:
+        self.stop_event = threading.Event()
+        self.stats = streams.PublishStats()
+        self.error: BaseException | None = None
+        events = counted(
+            generate(
+                10**9,
+                seed=args.seed,
+                first_order=args.orders + 1,
+                start_ms=expected.max_event_time_ms + 1,
+            ),
+            expected,
         )
-        return 0 if summary["orders"] == count else 1
+        self._thread = threading.Thread(target=self._run, args=(url, events, args.rate), daemon=True)
+
+    def _run(self, url: str, events: Iterator[Any], rate: float) -> None:
+        try:
+            self.stats = asyncio.run(streams.publish(url, events, stop=self.stop_event, rate=rate * 2.6))
+        except Exception as exc:  # reported by stop()
+            self.error = exc
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._thread.join(60)
+        if self.error is not None:
+            raise RuntimeError(f"live publisher failed: {self.error}") from self.error
+
+
+def run_queries(spark: Any, cfg: pipeline.PipelineConfig) -> list[Any]:
+    queries = [pipeline.start_routed(spark, cfg), pipeline.start_revenue(spark, cfg)]
+    for q in queries:
+        q.awaitTermination()
+    return queries
+
+
+def run_continuous(
+    spark: Any, cfg: pipeline.PipelineConfig, live: LivePublisher, duration: float | None, out: Any
+) -> list[Any]:
+    queries = [pipeline.start_routed(spark, cfg), pipeline.start_revenue(spark, cfg)]
+    live.start()
+    out.write("running continuously: Ctrl-C stops publisher and pipeline cleanly\n")
+    deadline = None if duration is None else time.monotonic() + duration
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            for q in queries:
+                if not q.isActive:
+                    raise RuntimeError(f"query {q.name} stopped: {q.exception()}")
+            queries[0].awaitTermination(1)
+    except KeyboardInterrupt:
+        out.write("\nCtrl-C: stopping the publisher, then the queries\n")
     finally:
-        await nc.close()
+        live.stop()
+        for q in queries:
+            q.stop()
+    out.write("draining what was published before the stop\n")
+    return queries
+
+
+def check_counts(
+    spark: Any,
+    url: str,
+    cfg: pipeline.PipelineConfig,
+    ran: list[Any],
+    before: dict[str, streams.StreamCounts],
+    after: dict[str, streams.StreamCounts],
+    expected: Expected,
+    input_dupes: int,
+) -> tuple[list[tuple[str, str]], list[Check]]:
+    routed = totals_from(p for q in ran if q.name == "routed" for p in q.recentProgress)
+    revenue = totals_from(p for q in ran if q.name == "revenue" for p in q.recentProgress)
+    grown = {name: after[name].messages - before[name].messages for name in after}
+    read = routed.observed.get("input", 0)
+    valid, dead = routed.observed.get("valid", 0), routed.observed.get("dead_letter", 0)
+    windows_sent = revenue.observed.get("windows", 0)
+    sink_dupes = (valid + dead - grown[streams.CLEAN] - grown[streams.DLQ]) + (windows_sent - grown[streams.REVENUE])
+    stored_windows, windows = pipeline.read_windows(spark, url)
+    routed_cp = pipeline.checkpoint_state(cfg.checkpoint_dir / "routed")
+    revenue_cp = pipeline.checkpoint_state(cfg.checkpoint_dir / "revenue")
+
+    figures = [
+        ("input published (stored)", f"{grown[streams.INPUT]:,}"),
+        ("input read by the pipeline", f"{read:,}"),
+        ("valid (clean copy)", f"{valid:,}"),
+        ("dead-letter", f"{dead:,}"),
+        ("windows written", f"{grown[streams.REVENUE]:,}"),
+        ("duplicates rejected by the server", f"{input_dupes + sink_dupes:,}"),
+        ("  of which input republished", f"{input_dupes:,}"),
+        ("  of which sink replays", f"{sink_dupes:,}"),
+        ("micro-batches (routed / revenue)", f"{routed.batches} / {revenue.batches}"),
+    ] + [(f"stream {name} messages", f"{after[name].messages:,}") for name in streams.STREAMS]
+
+    last_seq = after[streams.INPUT].last_seq
+    checks = [
+        Check("this run adds up", valid + dead == read, f"valid {valid:,} + dead-letter {dead:,} = read {read:,}"),
+        Check(
+            "sink stored no extra message",
+            sink_dupes >= 0,
+            f"{grown[streams.CLEAN] + grown[streams.DLQ]:,} stored for {valid + dead:,} routed rows, "
+            f"{grown[streams.REVENUE]:,} for {windows_sent:,} windows",
+        ),
+        Check(
+            "both queries caught up with the stream",
+            all(cp is not None and cp.end_seq == last_seq for cp in (routed_cp, revenue_cp)) or last_seq == 0,
+            f"checkpoints at seq {routed_cp.end_seq if routed_cp else 0:,} / "
+            f"{revenue_cp.end_seq if revenue_cp else 0:,}, stream at {last_seq:,}",
+        ),
+        Check(
+            "every input message routed exactly once",
+            after[streams.CLEAN].messages + after[streams.DLQ].messages == after[streams.INPUT].messages,
+            f"clean {after[streams.CLEAN].messages:,} + dead-letter {after[streams.DLQ].messages:,} "
+            f"= input {after[streams.INPUT].messages:,}",
+        ),
+        Check(
+            "each window written once",
+            stored_windows == len(windows),
+            f"{stored_windows:,} messages for {len(windows):,} distinct (window, region)",
+        ),
+    ]
+    if after[streams.INPUT].messages == expected.total:
+        closed = expected.closed_windows(revenue_cp.watermark_ms if revenue_cp else 0)
+        checks += [
+            Check(
+                "clean and dead-letter counts match the generator",
+                after[streams.CLEAN].messages == expected.valid
+                and after[streams.DLQ].messages == expected.dead_letters,
+                f"expected {expected.valid:,} valid and {expected.dead_letters:,} bad "
+                f"({', '.join(f'{r}: {n}' for r, n in sorted(expected.reasons.items()))})",
+            ),
+            Check(
+                "windows match the generator",
+                windows == closed,
+                f"{len(windows):,} windows written, {len(closed):,} closed by the watermark"
+                + ("" if windows == closed else f"; differing: {sorted(set(windows.items()) ^ set(closed.items()))[:3]}"),
+            ),
+        ]
+    else:
+        checks.append(
+            Check(
+                "generator comparison",
+                True,
+                f"skipped: stream {streams.INPUT} holds {after[streams.INPUT].messages:,} messages, "
+                f"not only this run's {expected.total:,} (other data or earlier runs with other options)",
+            )
+        )
+    return figures, checks
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="orders_pipeline")
-    parser.add_argument("--orders", type=int, default=10)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    with EmbeddedServer(store_dir=None, port=0) as srv:
-        sys.stdout.write(f"embedded JetStream server at {srv.url}\n")
-        return asyncio.run(run(srv.url, args.orders))
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    out = sys.stdout
+    started = time.monotonic()
+    cfg_base = pipeline.PipelineConfig(servers="", checkpoint_dir=Path())
+    expected = Expected(window_ms=cfg_base.window_ms)
+    with server_url(args, out) as (url, key):
+        streams.run(streams.ensure_streams(url))
+        before = streams.run(streams.stream_counts(url))
+        input_stats = publish_sample(url, args, expected, out)
+
+        from pyspark.sql import SparkSession
+
+        from spark_jetstream import register
+        from spark_jetstream.local import local_spark_session
+
+        # A session that already exists (a notebook, the tests) is used and left running.
+        owns_session = SparkSession.getActiveSession() is None
+
+        spark = local_spark_session(
+            "orders-pipeline",
+            cores=2,
+            conf={
+                "spark.ui.showConsoleProgress": "false",
+                "spark.sql.streaming.numRecentProgressUpdates": "100000",
+            },
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        listener = ProgressListener(out)
+        spark.streams.addListener(listener)
+        ran: list[Any] = []
+        try:
+            checkpoints = Path(args.data_dir).resolve() / "checkpoints" / key
+            cfg = pipeline.PipelineConfig(servers=url, checkpoint_dir=checkpoints, max_per_batch=args.batch_size)
+            if args.continuous:
+                live = LivePublisher(url, args, expected)
+                live_cfg = pipeline.PipelineConfig(
+                    servers=url,
+                    checkpoint_dir=checkpoints,
+                    max_per_batch=args.batch_size,
+                    processing_time=args.trigger,
+                )
+                ran += run_continuous(spark, live_cfg, live, args.duration, out)
+                input_stats.duplicates += live.stats.duplicates
+            ran += run_queries(spark, cfg)
+            after = streams.run(streams.stream_counts(url))
+            figures, checks = check_counts(
+                spark, url, cfg, ran, before, after, expected, input_stats.duplicates
+            )
+        finally:
+            spark.streams.removeListener(listener)
+            if owns_session:
+                spark.stop()
+    figures.append(("elapsed", f"{time.monotonic() - started:.1f}s"))
+    out.write(render_summary(figures, checks))
+    ok = all(c.ok for c in checks)
+    out.write("all checks passed\n" if ok else "SOME CHECKS FAILED\n")
+    return EXIT_OK if ok else EXIT_CHECK_FAILED
 
 
 if __name__ == "__main__":

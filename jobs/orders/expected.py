@@ -10,7 +10,7 @@ paid amounts in EUR).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -37,6 +37,7 @@ class WindowFigures:
 
 @dataclass(slots=True)
 class Expected:
+    window_ms: int
     total: int = 0
     valid: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -47,9 +48,21 @@ class Expected:
     def dead_letters(self) -> int:
         return sum(self.reasons.values())
 
-    def closed_windows(self, watermark_ms: int, window_ms: int) -> dict[tuple[int, str], WindowFigures]:
+    def add(self, e: OrderEvent) -> None:
+        self.total += 1
+        if not e.valid:
+            self.reasons[e.reason or ""] += 1
+            return
+        self.valid += 1
+        self.max_event_time_ms = max(self.max_event_time_ms, e.event_time_ms)
+        key = (e.event_time_ms - e.event_time_ms % self.window_ms, e.region)
+        self.windows[key] = self.windows.get(key, WindowFigures()).add(
+            e.event, amount_eur(e.amount_cents, e.currency)
+        )
+
+    def closed_windows(self, watermark_ms: int) -> dict[tuple[int, str], WindowFigures]:
         """The windows an append-mode aggregate has emitted once the watermark is `watermark_ms`."""
-        return {k: v for k, v in self.windows.items() if k[0] + window_ms <= watermark_ms}
+        return {k: v for k, v in self.windows.items() if k[0] + self.window_ms <= watermark_ms}
 
 
 def amount_eur(amount_cents: int, currency: str) -> Decimal:
@@ -58,14 +71,14 @@ def amount_eur(amount_cents: int, currency: str) -> Decimal:
 
 
 def expected_from(events: Iterable[OrderEvent], window_ms: int) -> Expected:
-    out = Expected()
+    out = Expected(window_ms=window_ms)
     for e in events:
-        out.total += 1
-        if not e.valid:
-            out.reasons[e.reason or ""] += 1
-            continue
-        out.valid += 1
-        out.max_event_time_ms = max(out.max_event_time_ms, e.event_time_ms)
-        key = (e.event_time_ms - e.event_time_ms % window_ms, e.region)
-        out.windows[key] = out.windows.get(key, WindowFigures()).add(e.event, amount_eur(e.amount_cents, e.currency))
+        out.add(e)
     return out
+
+
+def counted(events: Iterable[OrderEvent], expected: Expected) -> Iterator[OrderEvent]:
+    """`events`, each added to `expected` as it is handed out."""
+    for e in events:
+        expected.add(e)
+        yield e

@@ -1,0 +1,142 @@
+"""The two streaming queries of the orders pipeline, and reading back what they wrote.
+
+- `routed` reads ORDERS, parses and validates, and writes every row once:
+  valid rows as the cleaned copy to ORDERS_CLEAN, bad rows to ORDERS_DLQ
+  (`transforms.routed_output`, one pass, deterministic message ids);
+- `revenue` reads ORDERS, keeps valid enriched rows, aggregates per event-time
+  window and region behind a watermark (append mode: a window is written once,
+  when the watermark passes its end) and writes to ORDERS_REVENUE.
+
+Each query has its own checkpoint (the source of truth for its progress) and
+its own durable consumer that mirrors it on the server, and observes its
+counts (`input`, `valid`, `dead_letter`; `windows`) for the progress lines.
+Exactly-once: the checkpoint replays a failed batch over the same sequence
+range and the sink republishes the same message ids, which the streams'
+dedup window drops.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from jobs.orders import streams, transforms
+from jobs.orders.expected import WindowFigures
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    servers: str
+    checkpoint_dir: Path
+    max_per_batch: int = 50_000
+    window_minutes: int = 5
+    watermark_minutes: int = 2
+    processing_time: str | None = None  # None: Trigger.AvailableNow
+
+    @property
+    def window_ms(self) -> int:
+        return self.window_minutes * 60_000
+
+
+def _source(spark: SparkSession, cfg: PipelineConfig, durable: str) -> DataFrame:
+    return (
+        spark.readStream.format("jetstream")
+        .option("servers", cfg.servers)
+        .option("stream", streams.INPUT)
+        .option("durable", durable)
+        .option("startingOffsets", "earliest")
+        .option("maxMessagesPerTrigger", str(cfg.max_per_batch))
+        .load()
+    )
+
+
+def _start(df: DataFrame, cfg: PipelineConfig, name: str) -> StreamingQuery:
+    writer = (
+        df.writeStream.format("jetstream")
+        .queryName(name)
+        .option("servers", cfg.servers)
+        .option("checkpointLocation", str(cfg.checkpoint_dir / name))
+        .outputMode("append")
+    )
+    if cfg.processing_time is None:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=cfg.processing_time)
+    return writer.start()
+
+
+def start_routed(spark: SparkSession, cfg: PipelineConfig) -> StreamingQuery:
+    validated = transforms.validate(transforms.parse_orders(_source(spark, cfg, "orders-pipeline-routed")))
+    observed = validated.observe(
+        "routed",
+        F.count(F.lit(1)).alias("input"),
+        F.count(F.when(F.col("error").isNull(), 1)).alias("valid"),
+        F.count(F.when(F.col("error").isNotNull(), 1)).alias("dead_letter"),
+    )
+    return _start(transforms.routed_output(observed), cfg, "routed")
+
+
+def start_revenue(spark: SparkSession, cfg: PipelineConfig) -> StreamingQuery:
+    enriched = transforms.enrich(
+        transforms.validate(transforms.parse_orders(_source(spark, cfg, "orders-pipeline-revenue")))
+    )
+    windows = transforms.windowed_revenue(
+        enriched, window=f"{cfg.window_minutes} minutes", watermark=f"{cfg.watermark_minutes} minutes"
+    )
+    out = transforms.revenue_output(windows).observe("revenue", F.count(F.lit(1)).alias("windows"))
+    return _start(out, cfg, "revenue")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointState:
+    batch_id: int
+    end_seq: int  # the source offset of the last committed batch
+    watermark_ms: int  # the event-time watermark that batch ran with
+
+
+def checkpoint_state(checkpoint: Path) -> CheckpointState | None:
+    """What the query's checkpoint says about its last committed batch (None before the first).
+
+    Spark's offset log `offsets/<batch>` holds a version line, the batch
+    metadata (with `batchWatermarkMs`) and one line per source offset;
+    `commits/<batch>` exists once that batch completed.
+    """
+    commits = checkpoint / "commits"
+    done = sorted((int(p.name) for p in commits.glob("[0-9]*") if p.name.isdigit()), reverse=True)
+    for batch in done:
+        path = checkpoint / "offsets" / str(batch)
+        if not path.exists():
+            continue
+        lines = path.read_text().splitlines()
+        if len(lines) < 3:
+            continue
+        meta: dict[str, Any] = json.loads(lines[1])
+        offset: dict[str, Any] = json.loads(lines[2])
+        return CheckpointState(batch, int(offset["seq"]), int(meta.get("batchWatermarkMs", 0)))
+    return None
+
+
+def read_windows(spark: SparkSession, servers: str) -> tuple[int, dict[tuple[int, str], WindowFigures]]:
+    """(messages, figures per (window start ms, region)) stored in ORDERS_REVENUE (batch read)."""
+    from datetime import datetime
+
+    rows = (
+        spark.read.format("jetstream")
+        .option("servers", servers)
+        .option("stream", streams.REVENUE)
+        .load()
+        .select(F.from_json(F.col("data").cast("string"), transforms.REVENUE_SCHEMA).alias("w"))
+        .select("w.*")
+        .collect()
+    )
+    out: dict[tuple[int, str], WindowFigures] = {}
+    for r in rows:
+        start = int(datetime.fromisoformat(r.window_start.replace("Z", "+00:00")).timestamp() * 1000)
+        out[(start, r.region)] = WindowFigures(r.created, r.paid, r.shipped, r.revenue_eur)
+    return len(rows), out

@@ -1,0 +1,126 @@
+"""Progress while the pipeline runs, and the summary table with its checks.
+
+`ProgressListener` is a Spark `StreamingQueryListener`: for every micro-batch
+of a named query it adds up the rows read and the observed metrics (valid /
+dead-letter counts, see `jobs.orders.pipeline`), remembers the source's end
+and latest offsets (the lag behind the stream is their difference), and writes
+one progress line to `out`. Everything it holds is guarded by a lock (Spark
+calls it from its own thread).
+
+`totals_from(query.recentProgress)` gives the same totals synchronously once
+a query has ended (the listener may still be behind), for the summary.
+
+`Check` is one self-check of the job; `render_summary` prints the figures and
+the checks; the job exits non-zero when any check fails.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+
+@dataclass(slots=True)
+class QueryTotals:
+    batches: int = 0
+    input_rows: int = 0
+    observed: dict[str, int] = field(default_factory=dict)
+    end_seq: int | None = None
+    latest_seq: int | None = None
+    rate: float = 0.0
+
+    def add(self, p: Any) -> None:
+        """Add one `StreamingQueryProgress`."""
+        self.batches += 1
+        self.input_rows += int(p.numInputRows or 0)
+        for metrics in (p.observedMetrics or {}).values():
+            for key, value in metrics.asDict().items():
+                self.observed[key] = self.observed.get(key, 0) + int(value or 0)
+        if p.sources:
+            src = p.sources[0]
+            self.end_seq = _seq(src.endOffset) or self.end_seq
+            self.latest_seq = _seq(src.latestOffset) or self.latest_seq
+        self.rate = float(p.processedRowsPerSecond or 0.0)
+
+    def line(self, name: str, batch_id: int, rows: int) -> str:
+        lag = max((self.latest_seq or 0) - (self.end_seq or 0), 0)
+        observed = "  ".join(f"{k} {v:,}" for k, v in sorted(self.observed.items()))
+        return (
+            f"[{name}] batch {batch_id}: {rows:,} msgs at {self.rate:,.0f} msg/s, "
+            f"stream seq {self.end_seq or 0:,}, lag {lag:,}"
+            + (f" | total {observed}" if observed else "")
+        )
+
+
+def _seq(offset: Any) -> int | None:
+    if not offset:
+        return None
+    try:
+        value = json.loads(offset) if isinstance(offset, str) else offset
+        return int(value["seq"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class ProgressListener(StreamingQueryListener):
+    """Totals per query name, one progress line per micro-batch."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._lock = threading.Lock()
+        self._totals: dict[str, QueryTotals] = {}
+
+    def totals(self, name: str) -> QueryTotals:
+        with self._lock:
+            t = self._totals.get(name, QueryTotals())
+            return QueryTotals(t.batches, t.input_rows, dict(t.observed), t.end_seq, t.latest_seq, t.rate)
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        name = p.name or str(p.id)
+        with self._lock:
+            t = self._totals.setdefault(name, QueryTotals())
+            t.add(p)
+            line = t.line(name, p.batchId, int(p.numInputRows or 0))
+        self.out.write(line + "\n")
+        self.out.flush()
+
+
+def totals_from(progresses: Iterable[Any]) -> QueryTotals:
+    """Totals over the progress reports of one or more runs of a query (`query.recentProgress`)."""
+    t = QueryTotals()
+    for p in progresses:
+        t.add(p)
+    return t
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def render_summary(figures: Sequence[tuple[str, str]], checks: Sequence[Check]) -> str:
+    width = max(len(k) for k, _ in figures)
+    vwidth = max(len(v) for _, v in figures)
+    lines = ["", "Summary", "-" * (width + vwidth + 3)]
+    lines += [f"{k.ljust(width)}   {v.rjust(vwidth)}" for k, v in figures]
+    lines.append("-" * (width + vwidth + 3))
+    for c in checks:
+        lines.append(f"[{'ok' if c.ok else 'FAILED'}] {c.name}: {c.detail}")
+    return "\n".join(lines) + "\n"

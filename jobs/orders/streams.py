@@ -1,0 +1,168 @@
+"""The pipeline's JetStream streams, publishing the sample, and reading stream state (nats-py).
+
+Streams (all file storage, `duplicate_window` = `DEDUP_WINDOW_S`, long enough
+that re-running the job republishes the same sample without adding a message):
+
+| stream          | subjects             | holds                                   |
+|-----------------|----------------------|-----------------------------------------|
+| ORDERS          | `orders.*`           | the input events                         |
+| ORDERS_CLEAN    | `clean.orders.*`     | a cleaned copy of every valid event      |
+| ORDERS_DLQ      | `dlq.orders.*`       | bad records with a `Dlq-Reason` header   |
+| ORDERS_REVENUE  | `revenue.orders.*`   | revenue and counts per window and region |
+
+`ensure_streams` creates what is missing and leaves existing streams as they
+are (a stream with other subjects is an error that names it). `publish`
+sends events with `publish_async` (message ids in the headers) and counts
+what the server stored and what it rejected as a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.js.api import StorageType, StreamConfig
+
+from jobs.orders.generator import OrderEvent
+
+log = logging.getLogger(__name__)
+
+DEDUP_WINDOW_S: Final = 24 * 3600.0
+INPUT: Final = "ORDERS"
+CLEAN: Final = "ORDERS_CLEAN"
+DLQ: Final = "ORDERS_DLQ"
+REVENUE: Final = "ORDERS_REVENUE"
+STREAMS: Final[dict[str, str]] = {
+    INPUT: "orders.*",
+    CLEAN: "clean.orders.*",
+    DLQ: "dlq.orders.*",
+    REVENUE: "revenue.orders.*",
+}
+
+
+class StreamSetupError(RuntimeError):
+    """An existing stream does not fit the pipeline (named in the message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCounts:
+    messages: int
+    last_seq: int
+
+
+@dataclass(slots=True)
+class PublishStats:
+    stored: int = 0
+    duplicates: int = 0
+
+
+async def connect(url: str) -> NATS:
+    return await nats.connect(url, connect_timeout=10, max_reconnect_attempts=3, reconnect_time_wait=0.5)
+
+
+async def ensure_streams(url: str) -> None:
+    nc = await connect(url)
+    try:
+        js = nc.jetstream()
+        for name, subject in STREAMS.items():
+            try:
+                info = await js.stream_info(name)
+            except nats.js.errors.NotFoundError:
+                await js.add_stream(
+                    StreamConfig(
+                        name=name,
+                        subjects=[subject],
+                        storage=StorageType.FILE,
+                        duplicate_window=DEDUP_WINDOW_S,
+                    )
+                )
+                log.info("created stream %s (%s)", name, subject)
+                continue
+            if subject not in (info.config.subjects or []):
+                raise StreamSetupError(
+                    f"stream {name} exists with subjects {info.config.subjects}, "
+                    f"the pipeline needs {subject!r}: delete it or use another server"
+                )
+    finally:
+        await nc.close()
+
+
+async def stream_counts(url: str) -> dict[str, StreamCounts]:
+    nc = await connect(url)
+    try:
+        js = nc.jetstream()
+        out = {}
+        for name in STREAMS:
+            info = await js.stream_info(name)
+            out[name] = StreamCounts(messages=info.state.messages, last_seq=info.state.last_seq)
+        return out
+    finally:
+        await nc.close()
+
+
+async def publish(
+    url: str,
+    events: Iterable[OrderEvent],
+    *,
+    on_progress: Callable[[PublishStats], None] | None = None,
+    stop: threading.Event | None = None,
+    rate: float | None = None,
+) -> PublishStats:
+    """Publish `events` in order; every one acknowledged (stored or duplicate) before returning.
+
+    `rate` (events/s) paces the publisher (continuous mode); `stop` ends it early.
+    """
+    stats = PublishStats()
+    nc = await connect(url)
+    try:
+        js = nc.jetstream(publish_async_max_pending=2000)
+
+        def on_ack(fut: asyncio.Future) -> None:  # type: ignore[type-arg]
+            if fut.cancelled() or fut.exception() is not None:
+                return
+            if fut.result().duplicate:
+                stats.duplicates += 1
+            else:
+                stats.stored += 1
+
+        futures = []
+        started = time.monotonic()
+        last_report = started
+        it = iter(events)
+        n = 0
+        # The stop flag is checked before the next event is taken, so every event
+        # taken from `events` is published (callers count what they hand out).
+        while stop is None or not stop.is_set():
+            ev = next(it, None)
+            if ev is None:
+                break
+            n += 1
+            fut = await js.publish_async(ev.subject, ev.data, headers=dict(ev.headers))
+            fut.add_done_callback(on_ack)
+            futures.append(fut)
+            if len(futures) >= 10_000:
+                await asyncio.gather(*futures)
+                futures.clear()
+            if rate is not None:
+                ahead = n / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+            if on_progress is not None and time.monotonic() - last_report >= 1.0:
+                last_report = time.monotonic()
+                on_progress(stats)
+        await asyncio.gather(*futures)  # raises the first publish error
+        return stats
+    finally:
+        await nc.close()
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    """Run a coroutine of this module from synchronous job code."""
+    return asyncio.run(coro)
