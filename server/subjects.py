@@ -154,6 +154,9 @@ class MatchResult(Generic[T]):
         return len(self.plain) + sum(len(m) for m in self.queues.values())
 
 
+_EMPTY: MatchResult[Hashable] = MatchResult([], {})
+
+
 class SubjectIndex(Generic[T]):
     """Filters mapped to subscription values, matched by literal subjects."""
 
@@ -254,7 +257,11 @@ class SubjectIndex(Generic[T]):
         plain: list[T] = []
         queues: dict[str, list[T]] = {}
         self._walk(self._root, subject.split(TSEP), 0, plain, queues)
-        result: MatchResult[T] = MatchResult(plain, queues)
+        # one shared empty result: unique subjects nobody listens to (reply
+        # inboxes, probes) then cost no allocation beyond the cache slot
+        result: MatchResult[T] = (
+            MatchResult(plain, queues) if plain or queues else _EMPTY  # type: ignore[assignment]
+        )
         if len(self._cache) >= self._cache_max:
             # drop the oldest half; dicts keep insertion order
             for key in list(self._cache)[: self._cache_max // 2]:

@@ -31,7 +31,7 @@ import hmac
 import logging
 import ssl
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from server import protocol as P
 from server.app.broker import Broker, Subscription
@@ -89,14 +89,14 @@ class ClientConnection(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        peer = transport.get_extra_info("peername")
+        # uvloop's transports quack like asyncio.Transport without subclassing it
+        self.transport = cast(asyncio.Transport, transport)
+        peer = self.transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.ip, self.port = str(peer[0]), int(peer[1])
         self.server.connection_opened(self)
         info = self.server.info_for(self)
-        transport.write(P.encode_info(info))
+        self.transport.write(P.encode_info(info))
         if self.config.auth.required or self.server.tls_context is not None:
             self._auth_timer = self.loop.call_later(
                 self.config.auth_timeout_s + (1.0 if self.server.tls_context else 0.0),
@@ -104,7 +104,7 @@ class ClientConnection(asyncio.Protocol):
             )
         if self.server.tls_context is not None:
             self.tls_pending = True
-            self.loop.create_task(self._upgrade_tls(transport))
+            self.loop.create_task(self._upgrade_tls(self.transport))
         self._schedule_ping()
 
     async def _upgrade_tls(self, transport: asyncio.Transport) -> None:
