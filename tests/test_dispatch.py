@@ -129,7 +129,7 @@ def test_fuzzed_requests_always_answer_json_or_status() -> None:
     )
     payloads = st.binary(max_size=40) | json_values.map(lambda v: json.dumps(v).encode())
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(suffixes), payloads)
     def check(suffix: str, payload: bytes) -> None:
         box = router.inbox("fuzz")
