@@ -350,3 +350,26 @@ def test_subject_delete_markers(env: Env) -> None:
 def test_marker_ttl_validation(env: Env) -> None:
     resp = env.api("STREAM.CREATE.B", {"name": "B", "subject_delete_marker_ttl": 500_000_000})
     assert resp["error"]["description"] == "subject delete marker TTL must be at least 1 second"
+
+
+def test_removals_counter_moves_on_every_stream_side_removal(env: Env) -> None:
+    env.create(max_msgs=2, allow_rollup_hdrs=True)
+    stream = env.engine.lookup_stream("S")
+    seen = stream.removals
+    env.pub("s.a")
+    env.pub("s.a")
+    assert stream.removals == seen  # nothing removed yet
+    env.pub("s.a")  # max_msgs drops the oldest
+    assert stream.removals > seen
+    env.create(name="R", subjects=["r.>"], allow_rollup_hdrs=True)
+    other = env.engine.lookup_stream("R")
+    for subject in ("r.a", "r.b", "r.c"):
+        env.pub(subject)
+    seen = other.removals
+    env.pub("r.d", Nats_Rollup="sub")  # nothing else on r.d: nothing removed
+    assert other.removals == seen
+    env.pub("r.e", Nats_Rollup="all")
+    assert other.removals > seen
+    seen = other.removals
+    env.api("STREAM.MSG.DELETE.R", {"seq": 5})
+    assert other.removals > seen

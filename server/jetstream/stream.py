@@ -24,6 +24,10 @@ Invariants:
   workqueue removes a message once acknowledged (`acknowledged(seq)`).
 - The dedup table only holds ids younger than `duplicate_window`; it is
   rebuilt from the stored headers when a stream is reopened.
+- `removals` grows whenever the stream removes messages on its own (limits,
+  max_age, TTL, rollup, purge, message delete), so that a consumer keeping
+  `num_pending` incrementally can tell it must recount (a message removed
+  before it was delivered no longer counts, as in nats-server).
 """
 
 from __future__ import annotations
@@ -146,6 +150,10 @@ class Stream:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.closed = False
+        # Bumped whenever the stream itself removes messages (limits, max_age,
+        # TTL, rollup, purge, message delete). Consumers keep num_pending
+        # incrementally; a changed value tells them to recount it.
+        self.removals = 0
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
             store.skip_to(config.first_seq)
@@ -281,9 +289,9 @@ class Stream:
         if plan.msg_id:
             self._dedup_record(plan.msg_id, seq, now)
         if plan.rollup == "sub":
-            self.store.purge(subject=subject, keep=1)
+            self.removals += bool(self.store.purge(subject=subject, keep=1))
         elif plan.rollup == "all":
-            self.store.purge(keep=1)
+            self.removals += bool(self.store.purge(keep=1))
         if plan.ttl_ns > 0:
             self._schedule_ttl(now + plan.ttl_ns, seq)
         elif plan.ttl_ns < 0:
@@ -346,6 +354,7 @@ class Stream:
             info = store.subject_info(subject)
             if info is not None and info.msgs > cfg.max_msgs_per_subject:
                 store.purge(subject=subject, keep=cfg.max_msgs_per_subject)
+                self.removals += 1
         if cfg.discard == "new":
             return
         if cfg.max_msgs > 0:
@@ -359,9 +368,11 @@ class Stream:
                 if first is None:
                     break
                 store.remove(first.seq)
+                self.removals += 1
                 state = store.state()
 
     def _remove_oldest(self, count: int) -> None:
+        self.removals += 1
         state = self.store.state()
         if state.num_deleted == 0:
             self.store.compact(state.first_seq + count)
@@ -458,6 +469,7 @@ class Stream:
         if self._ttl_never:
             self._ttl_never = {n for n in self._ttl_never if n >= first}
         if seq > first:
+            self.removals += 1
             markers = self.config.subject_delete_marker_ttl > 0
             never = [n for n in self._ttl_never if n < seq]
             if not markers and not never:
@@ -495,8 +507,10 @@ class Stream:
         while heap and heap[0][0] <= now:
             _, seq = heapq.heappop(heap)
             msg = self.store.load(seq) if markers else None
-            if self.store.remove(seq) and msg is not None:
-                emptied[msg.subject] = _is_marker(msg.headers)
+            if self.store.remove(seq):
+                self.removals += 1
+                if msg is not None:
+                    emptied[msg.subject] = _is_marker(msg.headers)
         self._place_markers(emptied)
         if heap:
             self._ttl_due_ns = heap[0][0]
@@ -535,6 +549,7 @@ class Stream:
             self._arm_age_timer()
 
     def _enforce_all_limits(self) -> None:
+        self.removals += 1
         cfg = self.config
         if cfg.max_msgs_per_subject > 0:
             for subject, info in self.store.subjects().items():
@@ -561,6 +576,7 @@ class Stream:
             raise ApiError("BAD_REQUEST")
         filt = None if subject in (None, "", ">") else subject
         purged = self.store.purge(subject=filt, up_to_seq=seq, keep=keep)
+        self.removals += 1
         self._notify_purged(self.store.state().first_seq)
         return purged
 
@@ -577,6 +593,7 @@ class Stream:
         if not self.store.remove(seq, erase=erase):
             # an interior sequence that is already gone
             raise ApiError("SEQUENCE_NOT_FOUND", seq=seq)
+        self.removals += 1
 
     def _notify_purged(self, first_seq: int) -> None:
         for consumer in list(self.consumers.values()):
