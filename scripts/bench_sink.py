@@ -3,7 +3,8 @@
 usage: .venv/bin/python scripts/bench_sink.py [--server nats-server|bundled] [--rows N] [--size B]
 
 Starts a server (file store in a temp dir), then
-1. nats-py: `js.publish_async` of N messages (no headers) and `publish_async_completed()`;
+1. nats-py: `js.publish_async` of N messages (no headers) and `publish_async_completed()`,
+   then the same with a `Nats-Msg-Id` header per message (the sink always sends one);
 2. the sink: `df.write.format("jetstream")` of N rows (`data` binary of B bytes, one
    subject, derived Nats-Msg-Id per row), timed from `save()` to its return (the
    SparkSession is started and warmed up before);
@@ -31,12 +32,15 @@ from server.process import start_server  # noqa: E402
 from spark_jetstream.local import local_spark_session  # noqa: E402
 
 
-async def natspy_publish_async(url: str, subject: str, rows: int, payload: bytes) -> float:
+async def natspy_publish_async(
+    url: str, subject: str, rows: int, payload: bytes, with_ids: bool = False
+) -> float:
     nc = await nats.connect(url)
     js = nc.jetstream()
     start = time.perf_counter()
-    for _ in range(rows):
-        await js.publish_async(subject, payload)
+    for i in range(rows):
+        headers = {"Nats-Msg-Id": f"bench-{i}"} if with_ids else None
+        await js.publish_async(subject, payload, headers=headers)
     await js.publish_async_completed()
     elapsed = time.perf_counter() - start
     await nc.close()
@@ -55,10 +59,14 @@ def main(argv: list[str] | None = None) -> int:
         srv = start_server(args.server, store)
         try:
             create_stream(srv.url, "NATSPY", ["natspy"])
+            create_stream(srv.url, "NATSPYID", ["natspyid"])
             create_stream(srv.url, "SINK", ["sink"])
             create_stream(srv.url, "WARM", ["warm"])
             natspy_s = asyncio.run(natspy_publish_async(srv.url, "natspy", args.rows, payload))
             assert stream_info(srv.url, "NATSPY")["state"]["messages"] == args.rows
+            natspy_id_s = asyncio.run(
+                natspy_publish_async(srv.url, "natspyid", args.rows, payload, with_ids=True)
+            )
 
             spark = local_spark_session("bench-sink", cores=2)
             spark.sparkContext.setLogLevel("ERROR")
@@ -87,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     sink_rate = args.rows / sink_s
     print(f"server={args.server} rows={args.rows} size={args.size}B")
     print(f"nats-py publish_async: {natspy_rate:10.0f} msg/s ({natspy_s:.2f} s)")
+    print(f"nats-py + Nats-Msg-Id: {args.rows / natspy_id_s:10.0f} msg/s ({natspy_id_s:.2f} s)")
     print(f"jetstream sink:        {sink_rate:10.0f} msg/s ({sink_s:.2f} s)")
     print(f"ratio sink / nats-py:  {sink_rate / natspy_rate:10.2f}x")
     return 0
