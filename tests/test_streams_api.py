@@ -165,6 +165,14 @@ async def test_update(nc: NATS) -> None:
     assert err(resp) == (400, 10065, "subjects overlap with an existing stream")
     resp = await api(nc, "STREAM.UPDATE.Q", {"name": "Q"})
     assert err(resp) == (404, 10059, "stream not found")
+    await create(nc, name="T", subjects=["tt"], allow_msg_ttl=True)
+    resp = await api(nc, "STREAM.UPDATE.T", {"name": "T", "subjects": ["tt"]})
+    assert err(resp) == (500, 10052, "message TTL status can not be disabled")
+    resp = await api(nc, "STREAM.UPDATE.T", {"name": "T", "subjects": ["tt"], "allow_msg_ttl": True, "first_seq": 5})
+    assert resp["config"]["first_seq"] == 5
+    await pub(nc, "o")
+    resp = await api(nc, "STREAM.UPDATE.O", {"name": "O", "subjects": ["o"], "retention": "interest"})
+    assert resp["config"]["retention"] == "interest" and resp["state"]["messages"] == 0
 
 
 async def test_delete(nc: NATS) -> None:

@@ -539,9 +539,12 @@ class Stream:
 
     # -- administrative operations --------------------------------------------
     def update_config(self, config: StreamConfig) -> None:
+        was_interest = self.config.retention == "interest"
         self.config = config
         self._plan_limits()
         self._enforce_all_limits()
+        if config.retention == "interest" and not was_interest:
+            self._drop_unwanted_all()  # nothing is kept that no consumer wants
         if self._age_timer is not None:
             self._age_timer.cancel()
             self._age_timer = None

@@ -362,5 +362,5 @@ class StreamConfig:
             raise invalid("stream configuration update can not cancel deny purge")
         if new.num_replicas != self.num_replicas and new.num_replicas > 1:
             raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
-        if new.first_seq and new.first_seq != self.first_seq:
-            raise invalid("stream configuration update can not change first sequence")
+        if self.allow_msg_ttl and not new.allow_msg_ttl:
+            raise invalid("message TTL status can not be disabled")
