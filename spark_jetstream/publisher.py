@@ -94,7 +94,7 @@ class Publisher:
         self._conn: LeanConnection | None = None
         self._sid = b""
         self._max_payload = 1024 * 1024
-        self._open()
+        self._open_retrying("connecting")
 
     # -- connection ---------------------------------------------------------------
     def _open(self) -> None:
@@ -105,6 +105,25 @@ class Publisher:
             conn.sock.settimeout(self._ack_timeout_s)
         if conn.info is not None:
             self._max_payload = conn.info.max_payload
+
+    def _open_retrying(self, what: str) -> None:
+        """Connect, retrying with back-off for up to the ack timeout (a server restart)."""
+        deadline = time.monotonic() + self._ack_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                self._open()
+                return
+            except (NatsError, OSError) as exc:
+                refused = "server error" in str(exc)  # -ERR, e.g. authorization: not transient
+                if refused or time.monotonic() + delay > deadline:
+                    raise PublishError(
+                        f"{what}: could not connect to {', '.join(self._options.servers)} "
+                        f"within ackTimeout={self._ack_timeout_s:g}s: {exc}"
+                    ) from exc
+                log.info("jetstream sink: %s: %s; retrying in %.2fs", what, exc, delay)
+                time.sleep(delay)  # reconnect back-off, bounded by the deadline
+                delay = min(delay * 2, 1.0)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -127,20 +146,7 @@ class Publisher:
         )
         self.close()
         self._out, self._out_bytes = [], 0
-        deadline = time.monotonic() + self._ack_timeout_s
-        delay = 0.05
-        while True:
-            try:
-                self._open()
-                break
-            except (NatsError, OSError) as exc:
-                if time.monotonic() + delay > deadline:
-                    raise PublishError(
-                        f"lost the connection to the server ({cause}) and could not reconnect "
-                        f"within ackTimeout={self._ack_timeout_s:g}s: {exc}"
-                    ) from exc
-                time.sleep(delay)  # reconnect back-off, bounded by the deadline
-                delay = min(delay * 2, 1.0)
+        self._open_retrying(f"lost the connection to the server ({cause})")
         self._reconnected_at = time.monotonic()
         self._retry = []
         for token in sorted(self._pending):

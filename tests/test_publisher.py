@@ -101,3 +101,8 @@ def test_server_restart_mid_publish_reconnects_and_stores_each_once(server: Serv
     assert stats.published + stats.duplicates == n
     msgs = read_stream(server.url, "R")
     assert sorted(m.msg_id or "" for m in msgs) == sorted(f"r{i}" for i in range(n))
+
+
+def test_no_server_fails_after_the_ack_timeout_naming_the_servers() -> None:
+    with pytest.raises(PublishError, match=r"could not connect to nats://127.0.0.1:1 within ackTimeout=0.3s"):
+        Publisher(ConnectionOptions(servers=("nats://127.0.0.1:1",), connect_timeout_s=0.2), ack_timeout_s=0.3)
