@@ -115,3 +115,31 @@ async def test_nats_py_direct_get(js: JetStreamContext, nc: NATS) -> None:
     assert msg.data == b"b1" and msg.subject == "d.b" and msg.seq == 2
     msg = await js.get_last_msg("D", "d.a", direct=True)
     assert msg.data == b"a2" and msg.seq == 3
+
+
+async def test_batch_max_bytes_and_up_to_seq_rules(nc: NATS) -> None:
+    """max_bytes counts subject + headers + payload and stops once reached;
+    up_to_seq bounds multi_last only (recorded from nats-server 2.15.1)."""
+    await create(nc, name="B", subjects=["b.>"], allow_direct=True)
+    for i in range(6):
+        await pub(nc, f"b.{i % 3}", b"ab")  # 3 + 2 = 5 bytes each
+
+    async def seqs(body: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+        msgs = await batch(nc, "B", body)
+        return [(m.headers or {})["Nats-Sequence"] for m in msgs[:-1]], dict(msgs[-1].headers or {})
+
+    for max_bytes, expected in ((4, 1), (5, 1), (6, 2), (10, 2), (11, 3), (16, 4)):
+        got, eob = await seqs({"seq": 1, "batch": 10, "max_bytes": max_bytes})
+        assert len(got) == expected, max_bytes
+        assert eob["Nats-Num-Pending"] == str(6 - expected)
+    got, eob = await seqs({"seq": 1, "batch": 3, "up_to_seq": 2})
+    assert got == ["1", "2", "3"] and eob["Nats-Num-Pending"] == "3"
+    got, eob = await seqs({"multi_last": ["b.*"], "up_to_seq": 3})
+    assert got == ["1", "2", "3"] and eob["Nats-UpTo-Sequence"] == "3"
+    got, eob = await seqs({"multi_last": ["b.*"], "batch": 2})
+    assert got == ["4", "5"] and eob["Nats-Num-Pending"] == "1" and eob["Nats-UpTo-Sequence"] == "6"
+    for body in ({"seq": 99, "batch": 2}, {"next_by_subj": "nope", "batch": 2}):
+        msgs = await batch(nc, "B", body)
+        assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "Message Not Found"}
+    msgs = await batch(nc, "B", {"multi_last": ["zz"]})
+    assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "No Results"}

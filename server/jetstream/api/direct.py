@@ -10,8 +10,11 @@ Each answer is the stored message (its payload, its own headers first) with
 Batches add `Nats-Num-Pending` (matching messages still after this one) and
 `Nats-Last-Sequence` (the previous answered sequence, 0 first) to each
 message and end with the status `204 EOB` carrying the same two headers (and
-`Nats-UpTo-Sequence` for `multi_last`). Statuses as nats-server sends them:
-`404 Message Not Found`, `408 Empty Request`, `408 Bad Request`. A stream
+`Nats-UpTo-Sequence` for `multi_last`). A batch stops at `batch` messages or
+once the messages sent reach `max_bytes` (subject + headers + payload);
+`up_to_seq`/`up_to_time` bound `multi_last` only, as in nats-server. Statuses as nats-server sends them:
+`404 Message Not Found` (`404 No Results` for an empty `multi_last`),
+`408 Empty Request`, `408 Bad Request`. A stream
 without `allow_direct` (or no stream) has no direct-get responder: the
 requester gets `503`, which nats-py reports as no responders.
 """
@@ -205,22 +208,16 @@ def _batch(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
         start = store.seq_for_time(p.start_time_ns)
     else:
         start = max(p.seq, 1)
-    state = store.state()
-    end = state.last_seq
-    if p.up_to_seq:
-        end = min(end, p.up_to_seq)
-    if p.up_to_time_ns:
-        end = min(end, store.seq_for_time(p.up_to_time_ns + 1) - 1)
+    # nats-server applies up_to_seq/up_to_time to multi_last only
+    end = store.state().last_seq
     total = _count(store, start, end, filters)
     sent = 0
     last_seq = 0
     size = 0
     for msg in store.iter_range(start, end, filters):
-        if sent >= p.batch:
+        if sent >= p.batch or (p.max_bytes and size >= p.max_bytes):
             break
-        if p.max_bytes and sent and size + len(msg.data) > p.max_bytes:
-            break
-        size += len(msg.data)
+        size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(total - sent)), ("Nats-Last-Sequence", str(last_seq))]
         engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
@@ -232,7 +229,14 @@ def _batch(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
             Nats_Last_Sequence=str(last_seq))
 
 
+def _wire_size(msg: StoredMessage) -> int:
+    """What a message counts against a batch's max_bytes (nats-server: subject,
+    headers and payload); the batch stops once the total reaches max_bytes."""
+    return len(msg.subject) + len(msg.headers or b"") + len(msg.data)
+
+
 def _count(store: Any, start: int, end: int, filters: list[str] | None) -> int:
+    """Matching messages with start <= seq <= end."""
     last = store.state().last_seq
     pending = int(store.num_pending(start, filters))
     if end < last:
@@ -266,17 +270,15 @@ def _multi_last(engine: JetStream, stream: Stream, reply: str, p: _Params) -> No
     last_seq = 0
     size = 0
     for msg in msgs:
-        if sent >= limit:
+        if sent >= limit or (p.max_bytes and size >= p.max_bytes):
             break
-        if p.max_bytes and sent and size + len(msg.data) > p.max_bytes:
-            break
-        size += len(msg.data)
+        size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(len(msgs) - sent)), ("Nats-Last-Sequence", str(last_seq))]
         engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
         last_seq = msg.seq
     if sent == 0:
-        _status(engine, reply, 404, "Message Not Found")
+        _status(engine, reply, 404, "No Results")
         return
     _status(engine, reply, 204, "EOB", Nats_Num_Pending=str(len(msgs) - sent),
             Nats_Last_Sequence=str(last_seq), Nats_UpTo_Sequence=str(up_to))
