@@ -119,6 +119,8 @@ class JetStream:
         )
         if restore_consumers not in self.on_stream_opened:
             self.on_stream_opened.append(restore_consumers)
+        if self.store_dir is None:
+            logger.warning("JetStream has no store directory: file streams are kept in memory")
         self._open_existing()
         if not self.sync_always:
             self._arm_sync_timer()
