@@ -1,0 +1,52 @@
+"""Splitting (start, end] into sequence-range partitions (pure; no Spark session needed)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spark_jetstream.partitions import SeqRangePartition, plan_partitions, split_range
+
+
+def test_examples() -> None:
+    assert split_range(0, 0) == []
+    assert split_range(5, 3) == []
+    assert split_range(0, 10) == [(0, 10)]
+    assert split_range(0, 10, min_partitions=3) == [(0, 4), (4, 7), (7, 10)]
+    assert split_range(100, 110, max_per_partition=4) == [(100, 104), (104, 107), (107, 110)]
+    assert split_range(0, 2, min_partitions=5) == [(0, 1), (1, 2)]  # never an empty partition
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    start=st.integers(0, 10**12),
+    size=st.integers(0, 5000),
+    min_partitions=st.integers(1, 64),
+    max_per=st.integers(1, 10**4),
+)
+def test_ranges_cover_exactly(start: int, size: int, min_partitions: int, max_per: int) -> None:
+    ranges = split_range(start, start + size, min_partitions=min_partitions, max_per_partition=max_per)
+    if size == 0:
+        assert ranges == []
+        return
+    assert ranges[0][0] == start and ranges[-1][1] == start + size
+    for (_, hi), (lo, _) in zip(ranges, ranges[1:], strict=False):
+        assert hi == lo  # contiguous, no overlap, no gap
+    lengths = [hi - lo for lo, hi in ranges]
+    assert min(lengths) >= 1 and max(lengths) <= max_per
+    assert max(lengths) - min(lengths) <= 1
+    assert len(ranges) >= min(min_partitions, size)
+
+
+def test_plan_partitions_are_picklable_data() -> None:
+    parts = plan_partitions("S", 10, 20, subjects=("a.>",), min_partitions=2, avg_msg_bytes=99)
+    assert parts == [
+        SeqRangePartition(0, "S", 10, 15, ("a.>",), 99),
+        SeqRangePartition(1, "S", 15, 20, ("a.>",), 99),
+    ]
+    assert pickle.loads(pickle.dumps(parts)) == parts
+    with pytest.raises(ValueError, match="before its start"):
+        SeqRangePartition(0, "S", 5, 4)

@@ -1,0 +1,119 @@
+"""Read options: parsing, defaults, and errors that name the option (no Spark, no server)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from spark_jetstream.connection import OptionError
+from spark_jetstream.options import READ_OPTIONS, ReadOptions, options_markdown
+
+
+def parse(streaming: bool = True, **opts: str) -> ReadOptions:
+    return ReadOptions.from_options({"stream": "S", **opts}, streaming=streaming)
+
+
+def test_defaults() -> None:
+    o = parse()
+    assert o.stream == "S"
+    assert o.connection.servers == ("nats://127.0.0.1:4222",)
+    assert o.subjects == ()
+    assert o.starting_offsets == "earliest" and o.ending_offsets == "latest"
+    assert o.fail_on_data_loss is True and o.include_headers is True
+    assert o.min_partitions == 1 and o.max_messages_per_partition == 500_000
+    assert o.max_trigger_delay_s == 900.0
+    assert pickle.loads(pickle.dumps(o)) == o
+
+
+def test_keys_are_case_insensitive_and_values_parsed() -> None:
+    o = ReadOptions.from_options(
+        {
+            "STREAM": "ORDERS",
+            "Subjects": "a.*, b.>",
+            "startingoffsets": "42",
+            "MAXMESSAGESPERTRIGGER": "100",
+            "maxRecordsPerBatch": "50",
+            "maxBytesPerTrigger": "4096",
+            "minMessagesPerTrigger": "10",
+            "maxTriggerDelay": "500ms",
+            "failOnDataLoss": "False",
+            "includeHeaders": "false",
+            "servers": "nats://a:1, nats://b:2",
+            "durable": "app",
+        },
+        streaming=True,
+    )
+    assert o.stream == "ORDERS"
+    assert o.subjects == ("a.*", "b.>")
+    assert o.starting_offsets == 42
+    assert o.max_messages_per_trigger == 50  # the smaller of the two names wins
+    assert o.max_bytes_per_trigger == 4096
+    assert o.min_messages_per_trigger == 10
+    assert o.max_trigger_delay_s == pytest.approx(0.5)
+    assert o.fail_on_data_loss is False and o.include_headers is False
+    assert o.connection.servers == ("nats://a:1", "nats://b:2")
+    assert o.durable == "app"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected_ms"),
+    [("1700000000000", 1700000000000), ("2023-11-14T22:13:20Z", 1700000000000), ("2023-11-14T22:13:20", 1700000000000)],
+)
+def test_timestamps(raw: str, expected_ms: int) -> None:
+    assert parse(startingTimestamp=raw).starting_timestamp_ms == expected_ms
+    assert parse(False, endingTimestamp=raw).ending_timestamp_ms == expected_ms
+
+
+@pytest.mark.parametrize(
+    ("opts", "streaming", "message"),
+    [
+        ({"stream": ""}, True, "option stream is required"),
+        ({"stream": "a.b"}, True, "option stream: invalid stream name"),
+        ({"bogus": "1"}, True, "unknown option 'bogus'"),
+        ({"startingOffsets": "first"}, True, "option startingOffsets: expected earliest or latest"),
+        ({"startingOffsets": "0"}, True, "option startingOffsets: a stream sequence starts at 1"),
+        ({"endingOffsets": "5"}, True, "option endingOffsets applies only to batch reads"),
+        ({"maxMessagesPerTrigger": "5"}, False, "option maxMessagesPerTrigger applies only to streaming reads"),
+        ({"durable": "d"}, False, "option durable applies only to streaming reads"),
+        ({"maxMessagesPerTrigger": "0"}, True, "option maxMessagesPerTrigger: must be >= 1"),
+        ({"maxBytesPerTrigger": "lots"}, True, "option maxBytesPerTrigger: expected an integer"),
+        ({"minPartitions": "-1"}, True, "option minPartitions: must be >= 1"),
+        ({"maxTriggerDelay": "5s"}, True, "option maxTriggerDelay needs minMessagesPerTrigger"),
+        ({"minMessagesPerTrigger": "1", "maxTriggerDelay": "soon"}, True, "option maxTriggerDelay: expected a duration"),
+        ({"minMessagesPerTrigger": "9", "maxMessagesPerTrigger": "3"}, True, "minMessagesPerTrigger \\(9\\) is larger"),
+        ({"failOnDataLoss": "perhaps"}, True, "option failOnDataLoss: expected true or false"),
+        ({"subjects": "a..b"}, True, "option subjects: invalid subject 'a..b'"),
+        ({"subjects": "a.>.b"}, True, "option subjects: invalid subject"),
+        ({"subjects": "a,a"}, True, "option subjects: duplicate subject"),
+        ({"durable": "x.y"}, True, "option durable: invalid consumer name"),
+        ({"startingOffsets": "3", "startingTimestamp": "5"}, True, "startingOffsets and startingTimestamp exclude"),
+        ({"startingTimestamp": "yesterday"}, True, "option startingTimestamp: expected milliseconds"),
+        ({"startingOffsets": "9", "endingOffsets": "3"}, False, "option endingOffsets \\(3\\) is before"),
+        ({"servers": "localhost:4222"}, True, "option servers: 'localhost:4222' is not a URL"),
+        ({"user": "u"}, True, "options user and password must be given together"),
+        ({"tlsCaFile": "/nonexistent/ca.pem"}, True, "option tlscafile: file not found"),
+        ({"connectTimeout": "x"}, True, "option connectTimeout: expected a number"),
+    ],
+)
+def test_bad_options_name_the_option(opts: dict[str, str], streaming: bool, message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        ReadOptions.from_options({"stream": "S", **opts}, streaming=streaming)
+
+
+def test_one_table_documents_every_option() -> None:
+    names = [spec.name for spec in READ_OPTIONS]
+    assert len(names) == len(set(n.lower() for n in names))
+    table = options_markdown()
+    for name in names:
+        assert f"`{name}`" in table
+    # every documented option is accepted by the parser in the mode it applies to
+    for spec in READ_OPTIONS:
+        if spec.name in ("stream", "user", "password", "maxTriggerDelay", "credsFile") or spec.name.startswith("tls"):
+            continue
+        value = {
+            "servers": "nats://h:1", "subjects": "a", "durable": "d", "startingOffsets": "1",
+            "startingTimestamp": "1", "endingOffsets": "2", "endingTimestamp": "2", "failOnDataLoss": "true",
+            "includeHeaders": "true", "token": "t", "connectTimeout": "1",
+        }.get(spec.name, "1")
+        ReadOptions.from_options({"stream": "S", spec.name: value}, streaming=spec.applies != "batch")
