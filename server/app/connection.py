@@ -84,6 +84,8 @@ class ClientConnection(asyncio.Protocol):
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
+        self._tls_task: asyncio.Task[None] | None = None
+        self._early: list[bytes] = []
         self._trace = self.config.trace
         self._max_pending = self.config.max_pending
 
@@ -104,7 +106,7 @@ class ClientConnection(asyncio.Protocol):
             )
         if self.server.tls_context is not None:
             self.tls_pending = True
-            self.loop.create_task(self._upgrade_tls(self.transport))
+            self._tls_task = self.loop.create_task(self._upgrade_tls(self.transport))
         self._schedule_ping()
 
     async def _upgrade_tls(self, transport: asyncio.Transport) -> None:
@@ -119,15 +121,24 @@ class ClientConnection(asyncio.Protocol):
             self._abort()
             return
         if new_transport is None or self.closed:
+            log.debug("cid=%d closed during the TLS handshake", self.cid)
             self._abort()
             return
         self.transport = new_transport
         self.tls_pending = False
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
         if self._out:
             self._schedule_flush()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
+            return
+        if self.tls_pending:
+            # decrypted bytes that came in with the end of the handshake, before
+            # start_tls() handed us the TLS transport: keep them for _upgrade_tls
+            self._early.append(data)
             return
         server = self.server
         server.reading = True
