@@ -15,8 +15,11 @@ order of preference, a row's id is:
 Rows without source coordinates (null stream or seq) fall back to 3.
 
 Determinism of 2 and 3 assumes the input of the task is deterministic (the
-jetstream source replays exactly the same range); 2 also survives
-repartitioning that keeps the per-message row order.
+jetstream source replays exactly the same range). 2 assumes every row derived
+from one source message lands in the same task, in a stable order: true for
+narrow transformations (select, filter, explode, mapInArrow); a repartition
+that spreads one message's rows over several tasks would give two rows the
+same id (the second dropped as a duplicate) — give such rows a `msg_id`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ server error raises, which fails the task.
 
 Header rules: the sink sets `Nats-Msg-Id` itself (a `Nats-Msg-Id` in the
 `headers` column is replaced; use the `msg_id` column to choose ids) and
-`Nats-Expected-Stream` when the `stream` option is set; every other header is
-published as given, in map order, one line per value.
+`Nats-Expected-Stream` when the `stream` option is set. `Nats-Expected-*`
+headers in the `headers` column are dropped: they are instructions to the
+server at publish time, and rows read from a stream carry the ones their
+original publisher sent, which would fail (or wrongly constrain) the copy.
+Every other header is published as given, in map order, one line per value.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ def _header_lines(
         return b""
     lines: list[str] = []
     for name, value in entries:
-        if name.lower() in skip:
+        lowered = name.lower()
+        if lowered in skip or lowered.startswith("nats-expected-"):
             continue
         if not name or any(c in _BAD_NAME_CHARS for c in name):
             raise RowValueError(
@@ -125,7 +129,6 @@ def publish_batches(
     skip = _SKIPPED_HEADERS
     if options.stream is not None:
         expected = f"Nats-Expected-Stream: {options.stream}\r\n".encode()
-        skip = skip | {"nats-expected-stream"}
     option_subject = options.subject.encode() if options.subject is not None else None
     encode_subject = _subject_encoder(columns.subject or "subject", partition_id)
     rows = 0

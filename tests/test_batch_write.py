@@ -197,3 +197,18 @@ def test_unreachable_server_fails_naming_the_servers() -> None:
 
     with pytest.raises(TargetError, match="cannot connect to nats://127.0.0.1:1"):
         check_target(WriteOptions.from_options({"servers": "nats://127.0.0.1:1", "subject": "a", "connectTimeout": "1"}))
+
+
+def test_publish_instructions_in_the_headers_column_are_dropped(spark: SparkSession, server: ServerProcess) -> None:
+    # rows read from a stream carry their original publisher's Nats-Expected-* and Nats-Msg-Id
+    create_stream(server.url, "COPY", ["copy"])
+    headers = {
+        "Nats-Expected-Stream": ["ORIGINAL"],
+        "Nats-Expected-Last-Sequence": ["999"],
+        "Nats-Msg-Id": ["original-id"],
+        "X-Keep": ["yes"],
+    }
+    df = spark.createDataFrame([("a", headers, "id-1")], "data string, headers map<string,array<string>>, msg_id string")
+    write(df, server.url, subject="copy")
+    (msg,) = read_stream(server.url, "COPY")
+    assert msg.headers == {"Nats-Msg-Id": ["id-1"], "X-Keep": ["yes"]}
