@@ -10,7 +10,9 @@ Payloads: empty or `+ACK`; `-NAK` optionally followed by `{"delay": ns}`;
 `+WPI` (in progress: restart the ack wait); `+TERM` optionally followed by a
 reason; `+NXT` optionally followed by a pull request (ack, then pull with the
 ack's own reply subject as the inbox). An ack sent as a request (a reply
-subject other than for `+NXT`) gets an empty reply once processed.
+subject other than for `+NXT`) gets an empty reply once processed and, for a
+durable consumer on file storage, written (a process kill after the reply
+keeps the ack).
 
 Invariants: a malformed subject or payload is logged and dropped, never
 raised into the broker; an ack for an unknown stream or consumer sent as a
@@ -109,19 +111,21 @@ def handle_ack(engine: Any, subject: str, reply: str | None, payload: bytes) -> 
     body = payload.strip()
     kind = body[:4]
     if kind == b"+NXT":
-        consumer.ack(ack.stream_seq)
+        consumer.ack(ack.stream_seq, ack.consumer_seq)
         if reply:
             consumer.process_pull(reply, body[4:])
         return
     if not body or kind == b"+ACK":
-        consumer.ack(ack.stream_seq)
+        consumer.ack(ack.stream_seq, ack.consumer_seq)
     elif kind == b"-NAK":
         consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
     elif kind == b"+WPI":
         consumer.progress(ack.stream_seq)
     elif body.startswith(b"+TERM"):
-        consumer.term(ack.stream_seq)
+        consumer.term(ack.stream_seq, ack.consumer_seq)
     else:
         logger.debug("unknown ack payload %r on %s", body[:32], subject)
     if reply:
+        # A double ack (ack as request) is answered once the ack is on disk.
+        consumer.flush()
         engine.publish(reply, None, None, b"")

@@ -12,9 +12,9 @@ State, named as in nats-server:
   `(dseq, sseq - 1)`.
 - `ack floor` `(adflr, asflr)`: everything at or below is acknowledged.
 - `pending`: stream_seq -> `Pending` for delivered, unacknowledged messages
-  (ack explicit / all). Insertion order is ascending stream sequence (first
-  deliveries happen in order; redeliveries update entries in place), so the
-  first key is the lowest pending sequence.
+  (ack explicit / all), keeping the first delivery's consumer sequence.
+  Insertion order is ascending stream sequence (first deliveries happen in
+  order; redeliveries update entries in place).
 - `rdc`: stream_seq -> delivery count, only for messages delivered twice or
   more (`num_redelivered` = its size); `rdq`: sequences due for redelivery.
 - `dropped`: sequences that reached `max_deliver`; they leave `pending` but
@@ -463,6 +463,7 @@ class Consumer:
         )
 
     def flush(self) -> None:
+        """Write the delivery state now (scheduled after changes, at most once per turn)."""
         self._flush_scheduled = False
         if self.store is None or self._closed:
             return
@@ -677,7 +678,7 @@ class Consumer:
             if entry is None:
                 self.pending[seq] = Pending(dseq, now, due)
             else:
-                entry.consumer_seq = dseq
+                # nats-server keeps the first delivery's consumer sequence (ack floors use it)
                 entry.timestamp_ns = now
                 entry.due_ns = due
             self._arm_pending_timer(due)
@@ -832,15 +833,16 @@ class Consumer:
                 publish(waiting.reply, None, NO_MESSAGES, b"")
 
     # -- acks ------------------------------------------------------------------
-    def ack(self, seq: int) -> bool:
-        """+ACK (or empty) for stream sequence `seq`; False if it was not pending."""
+    def ack(self, seq: int, dseq: int = 0) -> bool:
+        """+ACK (or empty) for stream sequence `seq` (`dseq`: the consumer sequence
+        of the delivery acked, from the ack subject); False if it was not pending."""
         now = self.clock.now_ns()
         self.ack_last_ns = now
         self._last_active_ns = now
         if self._ack_none:
             return False
         if self._ack_all:
-            return self._ack_up_to(seq)
+            return self._ack_up_to(seq, dseq)
         entry = self.pending.pop(seq, None)
         if entry is None:
             return False
@@ -852,19 +854,21 @@ class Consumer:
         self.kick()
         return True
 
-    def _ack_up_to(self, seq: int) -> bool:
-        acked = [s for s in self.pending if s <= seq]
-        if not acked and seq not in self.pending:
+    def _ack_up_to(self, seq: int, dseq: int = 0) -> bool:
+        """Ack policy all: everything pending at or below `seq` (nats-server: the
+        floor becomes that delivery; an ack at or below the floor is a no-op)."""
+        entry = self.pending.get(seq)
+        if entry is None:
             return False
-        dseq = self.pending[acked[-1]].consumer_seq if acked else 0
+        dseq = dseq or entry.consumer_seq
+        if dseq <= self.adflr:
+            return False
+        acked = [s for s in self.pending if s <= seq]
         for s in acked:
             del self.pending[s]
             self.rdc.pop(s, None)
         self.dropped = {s for s in self.dropped if s > seq}
-        if seq > self.asflr:
-            self.asflr = seq
-            self.adflr = max(self.adflr, dseq)
-        self._update_floor_after_removal()
+        self.adflr, self.asflr = dseq, max(self.asflr, seq)
         if self.stream.config.retention != "limits":
             for s in acked:
                 self.stream.acknowledged(s)
@@ -873,31 +877,28 @@ class Consumer:
         return True
 
     def _update_floor_after_ack(self, dseq: int, sseq: int) -> None:
+        """nats-server's rule: with nothing pending the floor is what was delivered;
+        otherwise it moves only when the ack is for the delivery right above the
+        floor, up to just below the next pending message after it."""
         if not self.pending:
-            if not self.dropped:
-                self.adflr = self.dseq
-                self.asflr = self.sseq - 1
-            else:
-                low = min(self.dropped)
-                if low - 1 > self.asflr:
-                    self.asflr = low - 1
+            self.adflr = self.dseq
+            self.asflr = self.sseq - 1
             return
-        self._update_floor_after_removal()
+        if dseq != self.adflr + 1:
+            return
+        self.adflr, self.asflr = dseq, sseq
+        above = [s for s in self.pending if s > sseq]
+        if above:
+            nxt = min(above)
+            self.adflr = self.pending[nxt].consumer_seq - 1
+            self.asflr = nxt - 1
 
     def _update_floor_after_removal(self) -> None:
-        if not self.pending:
-            if not self.dropped:
-                self.adflr = max(self.adflr, self.dseq) if self.sseq - 1 > self.asflr else self.adflr
-                self.asflr = max(self.asflr, self.sseq - 1)
-            return
-        low_seq = next(iter(self.pending))
-        limit = low_seq - 1
-        if self.dropped:
-            limit = min(limit, min(self.dropped) - 1)
-        if limit > self.asflr:
-            self.asflr = limit
-            if limit == low_seq - 1:
-                self.adflr = max(self.adflr, self.pending[low_seq].consumer_seq - 1)
+        """Pending entries vanished (purge, message gone): with none left the
+        floor catches up with what was delivered."""
+        if not self.pending and self.sseq - 1 > self.asflr:
+            self.adflr = max(self.adflr, self.dseq)
+            self.asflr = self.sseq - 1
 
     def nak(self, seq: int, delay_ns: int = 0) -> None:
         entry = self.pending.get(seq)
@@ -923,11 +924,11 @@ class Consumer:
         entry.due_ns = now + self._ack_wait_ns(self.rdc.get(seq, 1))
         self._arm_pending_timer(entry.due_ns)
 
-    def term(self, seq: int) -> None:
+    def term(self, seq: int, dseq: int = 0) -> None:
         if self._ack_none:
             return
         if self._ack_all:
-            self._ack_up_to(seq)
+            self._ack_up_to(seq, dseq)
             return
         entry = self.pending.pop(seq, None)
         self._touch()
@@ -941,15 +942,11 @@ class Consumer:
         self.kick()
 
     def _queue_redelivery(self, seq: int) -> None:
+        # First in, first out, as nats-server's redelivery queue (expired
+        # messages are queued in stream order by `_check_pending`).
         if seq not in self._rdq_set:
             self._rdq_set.add(seq)
-            # keep the redelivery queue ordered by stream sequence
-            if self.rdq and self.rdq[-1] > seq:
-                items = sorted([*self.rdq, seq])
-                self.rdq.clear()
-                self.rdq.extend(items)
-            else:
-                self.rdq.append(seq)
+            self.rdq.append(seq)
 
     # -- redelivery timer --------------------------------------------------------
     def _arm_pending_timer(self, due_ns: int) -> None:

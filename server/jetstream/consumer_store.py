@@ -11,7 +11,10 @@ Two files, each replaced atomically (temp file, fsync, rename, fsync dir):
 Invariants: after a crash each file is the old or the new version, never a
 torn one (rename is atomic); a consumer directory without a readable
 `meta.json` is reported and skipped, never deleted. State writes happen on
-the loop thread, coalesced by the consumer to at most one per loop turn.
+the loop thread, coalesced by the consumer to at most one per loop turn, so
+a process kill loses at most the changes of the last turn (nats-server writes
+its consumer state behind the acks too); an ack sent as a request is written
+before it is answered.
 """
 
 from __future__ import annotations
