@@ -98,7 +98,7 @@ def parse_frames(buf: bytes, pos: int = 0) -> tuple[list[Frame], int]:
         if nl < 0:
             break
         c = buf[pos]
-        if c == 77 or c == 109:  # "M": MSG subject sid [reply] size
+        if c == 77 and buf.startswith(b"MSG ", pos):  # MSG subject sid [reply] size
             parts = buf[pos + 4 : nl].split()
             start = nl + 2
             end = start + int(parts[-1])
@@ -107,7 +107,7 @@ def parse_frames(buf: bytes, pos: int = 0) -> tuple[list[Frame], int]:
             reply = parts[2] if len(parts) == 4 else empty
             append((b"MSG", parts[0], parts[1], reply, empty, buf[start:end]))
             pos = end + 2
-        elif c == 72 or c == 104:  # "H": HMSG subject sid [reply] hdr_size total_size
+        elif c == 72 and buf.startswith(b"HMSG ", pos):  # HMSG subject sid [reply] hdr_size total_size
             parts = buf[pos + 5 : nl].split()
             start = nl + 2
             hend = start + int(parts[-2])
@@ -677,10 +677,14 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                 last_seq = int(seqs[-1])
                 if last_seq >= end:
                     done = True
-            if done or len(seqs) >= chunk_rows:
-                if seqs:
-                    yield _make_chunk(subjects, data, hdrs if want_headers else None, seqs, tss, end)
-                    subjects, data, hdrs, seqs, tss = [], [], [], [], []
+            while len(seqs) >= chunk_rows or (done and seqs):
+                k = chunk_rows
+                chunk = _make_chunk(subjects[:k], data[:k], hdrs[:k] if want_headers else None, seqs[:k], tss[:k], end)
+                if len(chunk):
+                    yield chunk
+                if len(chunk) < len(seqs[:k]):  # cut at the end of the range: nothing more is ours
+                    return
+                subjects, data, hdrs, seqs, tss = subjects[k:], data[k:], hdrs[k:], seqs[k:], tss[k:]
             if not done and outstanding <= 0:
                 conn.publish(next_subject, body, reply=inbox)
                 outstanding = batch

@@ -1,0 +1,178 @@
+"""The lean executor-side client: pure frame parsing, then real sockets on both servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from read_helpers import fill
+
+from server.process import ServerProcess, start_server
+from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.lean_client import (
+    FetchSpec,
+    JetStreamApiError,
+    LeanConnection,
+    NatsError,
+    NoRespondersError,
+    encode_headers,
+    fetch_range,
+    fetch_range_by_get,
+    parse_frames,
+    parse_headers,
+    subject_matches,
+)
+
+WIRE = (
+    b"INFO {\"server_id\":\"x\",\"headers\":true}\r\n"
+    b"PING\r\n"
+    b"MSG a.b 1 5\r\nhello\r\n"
+    b"MSG a.c 2 _INBOX.r 0\r\n\r\n"
+    b"HMSG a.d 3 $JS.ACK.S.c.1.7.7.1700000000000000000.0 24 27\r\nNATS/1.0\r\nK: v\r\nK: w\r\n\r\nabc\r\n"
+    b"+OK\r\n"
+    b"PONG\r\n"
+    b"-ERR 'Unknown Protocol Operation'\r\n"
+)
+EXPECTED = [
+    (b"INFO", b"", b"", b"", b"", b"{\"server_id\":\"x\",\"headers\":true}"),
+    (b"PING", b"", b"", b"", b"", b""),
+    (b"MSG", b"a.b", b"1", b"", b"", b"hello"),
+    (b"MSG", b"a.c", b"2", b"_INBOX.r", b"", b""),
+    (b"MSG", b"a.d", b"3", b"$JS.ACK.S.c.1.7.7.1700000000000000000.0", b"NATS/1.0\r\nK: v\r\nK: w\r\n\r\n", b"abc"),
+    (b"+OK", b"", b"", b"", b"", b""),
+    (b"PONG", b"", b"", b"", b"", b""),
+    (b"-ERR", b"", b"", b"", b"", b"'Unknown Protocol Operation'"),
+]
+
+
+def test_parse_frames_whole() -> None:
+    frames, pos = parse_frames(WIRE)
+    assert frames == EXPECTED
+    assert pos == len(WIRE)
+
+
+def test_parse_frames_one_byte_at_a_time() -> None:
+    buf, pos, frames = b"", 0, []
+    for i in range(len(WIRE)):
+        buf = buf[pos:] + WIRE[i : i + 1]
+        got, pos = parse_frames(buf)
+        frames += got
+    assert frames == EXPECTED
+
+
+def test_parse_frames_rejects_garbage() -> None:
+    with pytest.raises(NatsError, match="unexpected protocol line"):
+        parse_frames(b"HELLO there\r\n")
+
+
+def test_headers() -> None:
+    assert parse_headers(b"NATS/1.0 404 No Messages\r\n\r\n") == (404, "No Messages", [])
+    assert parse_headers(b"NATS/1.0 100 FlowControl Request\r\n\r\n")[:2] == (100, "FlowControl Request")
+    block = encode_headers([("A", "1"), ("A", "2"), ("B", "x: y")])
+    assert parse_headers(block) == (None, "", [("A", "1"), ("A", "2"), ("B", "x: y")])
+    with pytest.raises(NatsError, match="bad header block"):
+        parse_headers(b"HTTP/1.1 200\r\n\r\n")
+
+
+def test_subject_matches() -> None:
+    assert subject_matches("a.*", "a.b") and not subject_matches("a.*", "a.b.c")
+    assert subject_matches("a.>", "a.b.c") and not subject_matches("a.>", "a")
+    assert subject_matches("a.b", "a.b") and not subject_matches("a.b", "a.c")
+
+
+def _conn(server: ServerProcess) -> LeanConnection:
+    return LeanConnection.connect(ConnectionOptions.from_options({"servers": server.url}))
+
+
+async def test_requests_and_api_errors(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    with _conn(server) as conn:
+        assert conn.info is not None and conn.info.headers
+        conn.flush()
+        with pytest.raises(NoRespondersError, match="no responders for nobody.home"):
+            conn.request("nobody.home", b"", timeout=5)
+        with pytest.raises(JetStreamApiError, match="stream not found") as err:
+            conn.js_api("STREAM.INFO.MISSING")
+        assert err.value.err_code == 10059 and err.value.code == 404
+        account = conn.js_api("INFO")
+        assert "api" in account or "limits" in account
+
+
+async def test_fetch_range_exact_filtered_with_headers(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(
+        js,
+        "S",
+        [(f"s.{'a' if i % 2 else 'b'}", f"{i}".encode(), {"H": str(i)} if i == 3 else None) for i in range(1, 21)],
+        subjects=["s.>"],
+    )
+    with _conn(server) as conn:
+        chunks = list(fetch_range(conn, FetchSpec("S", 2, 11, ("s.a",), chunk_rows=2)))
+        assert [len(c) for c in chunks] == [2, 2, 1]
+        seqs = [s for c in chunks for s in c.seqs]
+        assert seqs == [3, 5, 7, 9, 11]
+        assert [d for c in chunks for d in c.data] == [b"3", b"5", b"7", b"9", b"11"]
+        hdrs = [h for c in chunks for h in (c.headers or [])]
+        assert parse_headers(hdrs[0])[2] == [("H", "3")] and hdrs[1:] == [b""] * 4
+        ts = [t for c in chunks for t in c.ts_ns]
+        assert ts == sorted(ts) and ts[0] > 1_600_000_000 * 10**9
+        # the same spec twice reads the same rows (a retried task)
+        again = [s for c in fetch_range(conn, FetchSpec("S", 2, 11, ("s.a",))) for s in c.seqs]
+        assert again == seqs
+        # several filters, no headers kept, range past the end of the stream
+        multi = list(fetch_range(conn, FetchSpec("S", 15, 100, ("s.a", "s.b"), with_headers=False)))
+        assert [s for c in multi for s in c.seqs] == [16, 17, 18, 19, 20]
+        assert all(c.headers is None for c in multi)
+        assert list(fetch_range(conn, FetchSpec("S", 20, 30))) == []
+        assert list(fetch_range(conn, FetchSpec("S", 5, 5))) == []
+        # ephemeral read consumers are deleted afterwards
+        assert conn.js_api("CONSUMER.NAMES.S").get("consumers") in ([], None)
+
+
+async def test_fetch_large_range_in_chunks(server: ServerProcess, nc, js) -> None:  # type: ignore[no-untyped-def]
+    await js.add_stream(name="BIG", subjects=["big"])
+    payload = b"z" * 100
+    for _ in range(20_000):
+        await nc.publish("big", payload)
+    await nc.flush()
+    info = await js.stream_info("BIG")
+    total = info.state.last_seq
+    with _conn(server) as conn:
+        spec = FetchSpec("BIG", 0, total, avg_msg_bytes=100)
+        # force several pull requests of a few thousand messages each
+        assert spec.request_batch >= 16
+        seqs = [s for c in fetch_range(conn, spec) for s in c.seqs]
+    assert seqs == list(range(1, total + 1))
+
+
+async def test_work_queue_fallback_reads_by_get(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "WQ", [("wq.a", b"1"), ("wq.b", b"2"), ("wq.a", b"3", {"K": "v"})], subjects=["wq.>"], retention="workqueue")
+    await js.add_consumer("WQ", durable_name="owner", ack_policy="explicit", filter_subject="wq.a")
+    with _conn(server) as conn:
+        chunks = list(fetch_range(conn, FetchSpec("WQ", 0, 3, ("wq.a",))))
+        assert [s for c in chunks for s in c.seqs] == [1, 3]
+        assert parse_headers(chunks[0].headers[1])[2] == [("K", "v")]  # type: ignore[index]
+        multi = list(fetch_range_by_get(conn, FetchSpec("WQ", 0, 3, ("wq.b", "wq.a"))))
+        assert [s for c in multi for s in c.seqs] == [1, 2, 3]
+        assert [d for c in multi for d in c.data] == [b"1", b"2", b"3"]
+
+
+@pytest.mark.parametrize("kind", ["bundled", "nats-server"])
+def test_auth(kind: str, tmp_path: Path) -> None:
+    srv = start_server(kind, tmp_path, args=["--user", "alice", "--pass", "s3cret"])
+    try:
+        ok = ConnectionOptions.from_options({"servers": srv.url, "user": "alice", "password": "s3cret"})
+        with LeanConnection.connect(ok) as conn:
+            conn.flush()
+        in_url = ConnectionOptions.from_options({"servers": srv.url.replace("nats://", "nats://alice:s3cret@")})
+        with LeanConnection.connect(in_url) as conn:
+            conn.flush()
+        bad = ConnectionOptions.from_options({"servers": srv.url, "user": "alice", "password": "nope"})
+        with pytest.raises(NatsError, match="(?i)authorization"):
+            LeanConnection.connect(bad)
+    finally:
+        srv.stop()
+
+
+def test_connect_failure_names_the_servers() -> None:
+    opts = ConnectionOptions.from_options({"servers": "nats://127.0.0.1:1", "connectTimeout": "1"})
+    with pytest.raises(NatsError, match="could not connect to any server: nats://127.0.0.1:1"):
+        LeanConnection.connect(opts)
