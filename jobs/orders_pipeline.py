@@ -91,7 +91,7 @@ def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: 
         out.write(f"publishing: {s.stored:,} stored, {s.duplicates:,} duplicates ({rate:,.0f} msg/s)\n")
         out.flush()
 
-    stats = streams.run(streams.publish(url, events, on_progress=progress))
+    stats = streams.run(streams.publish(url, events, on_progress=progress, progress_every_s=5.0))
     elapsed = time.monotonic() - started
     out.write(
         f"published {expected.total:,} events of {args.orders:,} orders in {elapsed:.1f}s: "

@@ -36,6 +36,7 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
     store = root / f"{kind}-{name or 'store'}"
     store.mkdir(parents=True, exist_ok=True)
     args: list[str] = []
+    store_flag: Path | None = store
     if sync_always:
         conf = root / f"{kind}-{name or 'store'}.conf"
         conf.write_text(
@@ -45,7 +46,8 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
             "}\n"
         )
         args = ["-c", str(conf)]
-    proc = ServerProcess(server_command(kind), args, store_dir=store, startup_timeout=60.0)
+        store_flag = None  # nats-server refuses store_dir in both the file and -sd
+    proc = ServerProcess(server_command(kind), args, store_dir=store_flag, startup_timeout=60.0)
     proc.start()
     try:
         yield proc

@@ -114,6 +114,7 @@ async def publish(
     on_progress: Callable[[PublishStats], None] | None = None,
     stop: threading.Event | None = None,
     rate: float | None = None,
+    progress_every_s: float = 1.0,
 ) -> PublishStats:
     """Publish `events` in order; every one acknowledged (stored or duplicate) before returning.
 
@@ -154,7 +155,7 @@ async def publish(
                 ahead = n / rate - (time.monotonic() - started)
                 if ahead > 0:
                     await asyncio.sleep(ahead)
-            if on_progress is not None and time.monotonic() - last_report >= 1.0:
+            if on_progress is not None and time.monotonic() - last_report >= progress_every_s:
                 last_report = time.monotonic()
                 on_progress(stats)
         await asyncio.gather(*futures)  # raises the first publish error
