@@ -250,3 +250,10 @@ async def test_inactive_threshold_removes_idle_consumers(nc: NATS, js: JetStream
             break
         await asyncio.sleep(0.1)
     assert names == ["KEEP"]
+
+
+async def test_start_time_at_the_epoch_is_a_time(nc: NATS, js: JetStreamContext) -> None:
+    await seed(js, 3)
+    r = await api(nc, "CONSUMER.CREATE.S.T", {"stream_name": "S", "config": {"name": "T", "deliver_policy": "by_start_time", "opt_start_time": "1970-01-01T00:00:00Z"}})
+    assert err_code(r) is None and r["num_pending"] == 3
+    assert r["config"]["opt_start_time"] == "1970-01-01T00:00:00Z"

@@ -320,7 +320,7 @@ class Consumer:
             if self.sseq < first:
                 self.sseq = first
         elif policy == "by_start_time":
-            self.sseq = max(int(self.stream.store.seq_for_time(cfg.opt_start_time_ns)), 1)
+            self.sseq = max(int(self.stream.store.seq_for_time(cfg.opt_start_time_ns or 0)), 1)
         elif policy == "last_per_subject":
             lasts: set[int] = set()
             for f in self.filters or (">",):
@@ -342,7 +342,7 @@ class Consumer:
         if cfg.deliver_policy == "by_start_sequence":
             return max(cfg.opt_start_seq, 1)
         if cfg.deliver_policy == "by_start_time":
-            return max(int(self.stream.store.seq_for_time(cfg.opt_start_time_ns)), 1)
+            return max(int(self.stream.store.seq_for_time(cfg.opt_start_time_ns or 0)), 1)
         return 1
 
     def _restore(self, state: ConsumerState) -> None:

@@ -46,8 +46,9 @@ REPLAY_POLICIES: Final = ("instant", "original")
 
 
 def format_time(ns: int) -> str:
-    """RFC 3339 UTC with nanoseconds, as nats-server prints times."""
-    return rfc3339_ns(ns)
+    """RFC 3339 UTC with nanoseconds, as nats-server prints times (0 is the epoch,
+    not Go's zero time: a configured time is always a real one)."""
+    return "1970-01-01T00:00:00Z" if ns == 0 else rfc3339_ns(ns)
 
 
 def parse_time(text: str) -> int:
@@ -144,7 +145,7 @@ class ConsumerConfig:
     description: str = ""
     deliver_policy: str = "all"
     opt_start_seq: int = 0
-    opt_start_time_ns: int = 0
+    opt_start_time_ns: int | None = None  # None: not set (the epoch itself is a valid time)
     ack_policy: str = "none"
     ack_wait_ns: int = 0
     max_deliver: int = 0
@@ -209,7 +210,11 @@ class ConsumerConfig:
         start_time = _want_str(raw, "opt_start_time")
         pause_until = _want_str(raw, "pause_until")
         try:
-            start_time_ns = parse_time(start_time) if start_time else 0
+            start_time_ns = (
+                parse_time(start_time)
+                if start_time and not start_time.startswith("0001-01-01T00:00:00")
+                else None
+            )
             pause_until_ns = parse_time(pause_until) if pause_until else 0
         except ValueError as exc:
             raise _invalid(str(exc)) from None
@@ -259,7 +264,7 @@ class ConsumerConfig:
         put("description", self.description)
         out["deliver_policy"] = self.deliver_policy
         put("opt_start_seq", self.opt_start_seq)
-        if self.opt_start_time_ns:
+        if self.opt_start_time_ns is not None:
             out["opt_start_time"] = format_time(self.opt_start_time_ns)
         out["ack_policy"] = self.ack_policy
         put("ack_wait", self.ack_wait_ns)
@@ -323,14 +328,14 @@ class ConsumerConfig:
                     err="consumer delivery policy is deliver by start sequence, "
                     "but optional start sequence is not set",
                 )
-            if self.opt_start_time_ns:
+            if self.opt_start_time_ns is not None:
                 raise ApiError(
                     "CONSUMER_INVALID_POLICY",
                     err="consumer delivery policy is deliver by start sequence, "
                     "but optional start time is also set",
                 )
         elif policy == "by_start_time":
-            if self.opt_start_time_ns == 0:
+            if self.opt_start_time_ns is None:
                 raise ApiError(
                     "CONSUMER_INVALID_POLICY",
                     err="consumer delivery policy is deliver by start time, "
@@ -361,7 +366,7 @@ class ConsumerConfig:
                     err=f"consumer delivery policy is {label}, "
                     "but optional start sequence is also set",
                 )
-            if self.opt_start_time_ns:
+            if self.opt_start_time_ns is not None:
                 raise ApiError(
                     "CONSUMER_INVALID_POLICY",
                     err=f"consumer delivery policy is {label}, but optional start time is also set",
