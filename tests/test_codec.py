@@ -39,7 +39,8 @@ def test_round_trips() -> None:
         b"",
         b"data",
     )
-    assert codec.decode_record(codec.encode_delete(9)).seq == 9
+    tomb = codec.decode_record(codec.encode_delete(9, 77))
+    assert (tomb.kind, tomb.seq, tomb.ts) == (codec.KIND_DELETE, 9, 77)
     floor = codec.decode_record(codec.encode_floor(100, 55))
     assert (floor.kind, floor.seq, floor.ts) == (codec.KIND_FLOOR, 100, 55)
 
@@ -54,13 +55,21 @@ def test_erased_record_has_same_length_and_no_payload() -> None:
 
 
 def test_block_header() -> None:
-    raw = codec.encode_block_header(42)
-    assert len(raw) == codec.BLOCK_HEADER_SIZE == 16
-    assert codec.decode_block_header(raw) == 42
+    raw = codec.encode_block_header(42, 7)
+    assert len(raw) == codec.BLOCK_HEADER_SIZE == 32
+    assert raw[:8] == codec.BLOCK_MAGIC
+    assert struct.unpack_from("<QQI", raw, 8) == (42, 7, zlib.crc32(raw[:24]))
+    assert raw[28:] == bytes(4)
+    assert codec.decode_block_header(raw) == (42, 7)
     with pytest.raises(codec.CorruptRecord, match="magic"):
-        codec.decode_block_header(b"X" * 16)
-    with pytest.raises(codec.CorruptRecord, match="16"):
+        codec.decode_block_header(b"X" * 32)
+    with pytest.raises(codec.CorruptRecord, match="32"):
         codec.decode_block_header(raw[:10])
+    for i in range(8, 28):  # a damaged first_seq/stamp never passes
+        bad = bytearray(raw)
+        bad[i] ^= 0x10
+        with pytest.raises(codec.CorruptRecord, match="checksum"):
+            codec.decode_block_header(bytes(bad))
 
 
 @pytest.mark.parametrize(

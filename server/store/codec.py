@@ -3,13 +3,18 @@
 Block file (`msgs/<index:010d>.blk`) = header + records, appended only
 (except erasure, which rewrites one record in place with the same length).
 
-Block header, 16 bytes:
+Block header, 32 bytes:
 
     offset size field
     0      8    magic      b"NJSBLK\\x00\\x01" (format version 1)
     8      8    first_seq  u64 LE: the next sequence when the block was opened;
                            every message in this block has seq >= first_seq and
                            every message in earlier blocks has seq < first_seq
+    16     8    stamp      u64 LE: the store's operation stamp when this file was
+                           last (re)written; every tombstone with a lower stamp
+                           hides a record this file no longer holds
+    24     4    crc        u32 LE: zlib.crc32 of bytes [0, 24)
+    28     4    reserved   zero
 
 Record, little-endian, `35 + S + H + D` bytes:
 
@@ -20,7 +25,8 @@ Record, little-endian, `35 + S + H + D` bytes:
                                  DELETE: the removed sequence;
                                  FLOOR: every sequence below it is gone and the
                                  next stored sequence is at least it
-    13       8    ts        i64  MSG/ERASED: timestamp ns; FLOOR: last_ts then; DELETE: 0
+    13       8    ts        i64  MSG/ERASED: timestamp ns; FLOOR: last_ts then;
+                                 DELETE: the store's operation stamp (see header)
     21       2    S         u16  subject length
     23       4    H         u32  header block length (0 = no headers)
     27       4    D         u32  data length
@@ -46,8 +52,8 @@ from typing import Final
 from server.store.base import RECORD_OVERHEAD
 
 BLOCK_MAGIC: Final = b"NJSBLK\x00\x01"
-BLOCK_HEADER: Final = struct.Struct("<8sQ")
-BLOCK_HEADER_SIZE: Final = BLOCK_HEADER.size  # 16
+BLOCK_HEADER: Final = struct.Struct("<8sQQI4x")
+BLOCK_HEADER_SIZE: Final = BLOCK_HEADER.size  # 32
 
 KIND_MSG: Final = 1
 KIND_DELETE: Final = 2
@@ -73,18 +79,22 @@ class CorruptRecord(Exception):
     """A record failed its checksum or framing."""
 
 
-def encode_block_header(first_seq: int) -> bytes:
-    return BLOCK_HEADER.pack(BLOCK_MAGIC, first_seq)
+def encode_block_header(first_seq: int, stamp: int) -> bytes:
+    head = struct.pack("<8sQQ", BLOCK_MAGIC, first_seq, stamp)
+    return BLOCK_HEADER.pack(BLOCK_MAGIC, first_seq, stamp, _crc32(head))
 
 
-def decode_block_header(buf: bytes | memoryview) -> int:
-    """The block's first_seq; raises CorruptRecord on a short or foreign header."""
+def decode_block_header(buf: bytes | memoryview) -> tuple[int, int]:
+    """The block's (first_seq, stamp); raises CorruptRecord on a short, foreign
+    or damaged header."""
     if len(buf) < BLOCK_HEADER_SIZE:
         raise CorruptRecord(f"block header is {len(buf)} bytes, expected {BLOCK_HEADER_SIZE}")
-    magic, first_seq = BLOCK_HEADER.unpack_from(buf, 0)
+    magic, first_seq, stamp, crc = BLOCK_HEADER.unpack_from(buf, 0)
     if magic != BLOCK_MAGIC:
         raise CorruptRecord(f"bad block magic {bytes(magic)!r}")
-    return int(first_seq)
+    if crc != _crc32(bytes(buf[:24])):
+        raise CorruptRecord("block header checksum mismatch")
+    return int(first_seq), int(stamp)
 
 
 def encode_record(
@@ -109,8 +119,8 @@ def encode_msg(seq: int, ts: int, subject: bytes, headers: bytes | None, data: b
     return encode_record(KIND_MSG, seq, ts, subject, headers or b"", data)
 
 
-def encode_delete(seq: int) -> bytes:
-    return encode_record(KIND_DELETE, seq, 0, b"", b"", b"")
+def encode_delete(seq: int, stamp: int) -> bytes:
+    return encode_record(KIND_DELETE, seq, stamp, b"", b"", b"")
 
 
 def encode_floor(seq: int, last_ts: int) -> bytes:

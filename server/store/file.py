@@ -23,7 +23,10 @@ outlives the record it hides. A block other than the current one whose live
 messages fill less than half of it is rewritten (temp file, fsync, rename)
 with only its present messages, the tombstones that may still hide records in
 earlier blocks, and FLOOR records: disk use stays proportional to live data
-even when old messages pin `first_seq` (KV buckets).
+even when old messages pin `first_seq` (KV buckets). A tombstone is obsolete
+once the block that held its message was rewritten after it (every tombstone
+carries an operation stamp, every block header the stamp of its last write)
+or retired (the index marks such sequences `NO_RECORD`).
 
 Reads: the `MessageIndex` (in memory, ~20 bytes per message: timestamp,
 subject id, size, block offset) answers every query; payloads are read on
@@ -73,19 +76,20 @@ SNAPSHOT_VERSION = 1
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
-NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is no longer on disk
+NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
 _BLOCK_NAME = re.compile(r"^(\d{10})\.blk$")
 _HEAD = codec.RECORD_HEAD_SIZE
 _CRC = struct.Struct("<I")
 
 
 class _Block:
-    __slots__ = ("number", "path", "first_seq", "size", "rfd", "live_bytes")
+    __slots__ = ("number", "path", "first_seq", "stamp", "size", "rfd", "live_bytes")
 
-    def __init__(self, number: int, path: Path, first_seq: int, size: int) -> None:
+    def __init__(self, number: int, path: Path, first_seq: int, stamp: int, size: int) -> None:
         self.number = number
         self.path = path
         self.first_seq = first_seq
+        self.stamp = stamp  # header stamp: tombstones stamped below it are obsolete here
         self.size = size
         self.rfd = -1
         self.live_bytes = 0  # sum of message_size() of present messages in this block
@@ -119,6 +123,7 @@ class FileStore(IndexedStore):
         self._firsts: list[int] = []
         self._wfd = -1
         self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
+        self._stamp = 1  # operation stamp: the next tombstone or block (re)write gets it
         self._unsynced = False
         self._dir_dirty = False
         self._cache = SHARED
@@ -203,7 +208,9 @@ class FileStore(IndexedStore):
         described = meta["blocks"]
         if [b[0] for b in described] != [number for number, _ in files]:
             raise SnapshotError("block files differ from the snapshot")
-        for (number, size, mtime_ns, _first), (_n, path) in zip(described, files, strict=True):
+        for (number, size, mtime_ns, _first, _stamp), (_n, path) in zip(
+            described, files, strict=True
+        ):
             st = path.stat()
             if st.st_size != size or st.st_mtime_ns != mtime_ns:
                 raise SnapshotError(f"block {number} changed since the snapshot")
@@ -212,8 +219,10 @@ class FileStore(IndexedStore):
         if len(offsets) != len(self._index.sids):
             raise SnapshotError("snapshot offsets disagree with the index")
         self._offsets.extend(offsets)
-        for number, size, _mtime, first in described:
-            self._add_block(_Block(number, self._msgs_dir / f"{number:010d}.blk", first, size))
+        for number, size, _mtime, first, stamp in described:
+            path = self._msgs_dir / f"{number:010d}.blk"
+            self._add_block(_Block(number, path, first, stamp, size))
+        self._stamp = int(meta["stamp"])
         tail = meta.get("tail")
         self._tail = (int(tail[0]), int(tail[1])) if tail else None
         self._verify_tail()
@@ -247,7 +256,7 @@ class FileStore(IndexedStore):
         for number, path in files:
             raw = path.read_bytes()
             try:
-                first_seq = codec.decode_block_header(raw)
+                first_seq, stamp = codec.decode_block_header(raw)
             except codec.CorruptRecord as err:
                 # typically a crash while a new block was being created
                 self._lost(path, 0, len(raw), 1 if raw else 0, index.last_seq, str(err))
@@ -271,7 +280,8 @@ class FileStore(IndexedStore):
                 os.truncate(path, pos)
             else:
                 mv.release()
-            self._add_block(_Block(number, path, first_seq, pos))
+            self._add_block(_Block(number, path, first_seq, stamp, pos))
+            self._stamp = max(self._stamp, stamp + 1)
             self._tail = tail
         if report.lost_bytes:
             self._dir_dirty = True
@@ -345,6 +355,8 @@ class FileStore(IndexedStore):
                 flush()
                 if kind == codec.KIND_DELETE:
                     index.remove(seq)
+                    if ts >= self._stamp:
+                        self._stamp = ts + 1
                 elif kind == codec.KIND_ERASED:
                     index.advance_last(seq)
                 elif kind == codec.KIND_FLOOR:
@@ -380,7 +392,8 @@ class FileStore(IndexedStore):
         path = self._msgs_dir / f"{number:010d}.blk"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         try:
-            self._write_all(fd, codec.encode_block_header(first_seq))
+            stamp = self._next_stamp()
+            self._write_all(fd, codec.encode_block_header(first_seq, stamp))
         except BaseException:
             os.close(fd)
             path.unlink(missing_ok=True)
@@ -392,7 +405,7 @@ class FileStore(IndexedStore):
             else:
                 os.close(self._wfd)
         self._wfd = fd
-        blk = _Block(number, path, first_seq, codec.BLOCK_HEADER_SIZE)
+        blk = _Block(number, path, first_seq, stamp, codec.BLOCK_HEADER_SIZE)
         self._add_block(blk)
         self._tail = None
         self._dir_dirty = True
@@ -454,10 +467,11 @@ class FileStore(IndexedStore):
             blk = self._block_for(seq)
             blk.live_bytes -= sizes[seq - base]
             self._touched.add(blk)
+        stamp = self._next_stamp()
         if len(seqs) == 1:
-            recs = codec.encode_delete(seqs[0])
+            recs = codec.encode_delete(seqs[0], stamp)
         else:
-            recs = b"".join([codec.encode_delete(seq) for seq in seqs])
+            recs = b"".join([codec.encode_delete(seq, stamp) for seq in seqs])
         self._append(recs, codec.RECORD_FIXED)
         if erase:
             for seq in seqs:
@@ -523,14 +537,34 @@ class FileStore(IndexedStore):
             elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
                 self._rewrite(blk)
 
-    def _needed_delete(self, seq: int, blk: _Block) -> bool:
-        """Must a tombstone for `seq`, found in `blk`, be kept? Only while the
-        message record it hides may still be on disk in an earlier block."""
+    def _next_stamp(self) -> int:
+        stamp = self._stamp
+        self._stamp += 1
+        return stamp
+
+    def _needed_delete(self, seq: int, stamp: int, blk: _Block) -> bool:
+        """Must a tombstone for `seq` (stamped `stamp`), found in `blk`, be kept?
+        Only while the record it hides may still be on disk in an earlier block:
+        a block (re)written after the tombstone no longer holds that record."""
         if seq < self._firsts[0] or seq >= blk.first_seq:
             return False
-        index = self._index
-        pos = seq - index.base
-        return pos < 0 or self._offsets[pos] != NO_RECORD
+        pos = seq - self._index.base
+        if pos >= 0 and self._offsets[pos] == NO_RECORD:
+            return False  # its block was rewritten or retired since
+        return stamp >= self._block_for(seq).stamp
+
+    def _forget_records(self, blk: _Block) -> None:
+        """Every deleted sequence in `blk`'s range has no record on disk any more."""
+        lo, hi = self._block_range(blk)
+        sids, offsets = self._index.sids, self._offsets
+        pos = lo
+        while True:
+            try:
+                pos = sids.index(DELETED, pos, hi)
+            except ValueError:
+                return
+            offsets[pos] = NO_RECORD
+            pos += 1
 
     def _kept_records(
         self, blk: _Block, raw: bytes
@@ -553,7 +587,7 @@ class FileStore(IndexedStore):
             if kind == codec.KIND_MSG and index.present(seq):
                 moves.append((seq, size))
             elif not (
-                (kind == codec.KIND_DELETE and self._needed_delete(seq, blk))
+                (kind == codec.KIND_DELETE and self._needed_delete(seq, scan[2], blk))
                 or (kind == codec.KIND_FLOOR and seq > self._firsts[0])
             ):
                 pos += rec_len
@@ -562,14 +596,6 @@ class FileStore(IndexedStore):
             size += rec_len
             pos += rec_len
         return parts, moves
-
-    def _forget_records(self, blk: _Block) -> None:
-        """Every message in `blk`'s range without a live record is now gone from disk."""
-        lo, hi = self._block_range(blk)
-        sids, offsets = self._index.sids, self._offsets
-        for pos in range(lo, hi):
-            if sids[pos] == DELETED:
-                offsets[pos] = NO_RECORD
 
     def _retire(self, blk: _Block) -> None:
         """Remove a block with no present message: the records in it that still
@@ -612,7 +638,8 @@ class FileStore(IndexedStore):
         if kept is None:
             return
         parts, moves = kept
-        parts.insert(0, raw[: codec.BLOCK_HEADER_SIZE])
+        stamp = self._next_stamp()
+        parts.insert(0, codec.encode_block_header(blk.first_seq, stamp))
         size = sum(len(p) for p in parts)
         tmp = blk.path.with_name(blk.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -625,6 +652,7 @@ class FileStore(IndexedStore):
         self._dir_dirty = True
         self._close_block(blk)  # its reader still sees the replaced file
         self._forget_records(blk)
+        blk.stamp = stamp
         offsets, base = self._offsets, self._index.base
         for seq, offset in moves:
             offsets[seq - base] = offset + codec.BLOCK_HEADER_SIZE
@@ -764,10 +792,16 @@ class FileStore(IndexedStore):
         blocks = []
         for blk in self._blocks:
             st = blk.path.stat()
-            blocks.append([blk.number, st.st_size, st.st_mtime_ns, blk.first_seq])
+            blocks.append([blk.number, st.st_size, st.st_mtime_ns, blk.first_seq, blk.stamp])
         write_snapshot(
             self._dir / SNAPSHOT_FILE,
-            {"version": SNAPSHOT_VERSION, "blocks": blocks, "tail": self._tail, "index": meta},
+            {
+                "version": SNAPSHOT_VERSION,
+                "blocks": blocks,
+                "tail": self._tail,
+                "stamp": self._stamp,
+                "index": meta,
+            },
             arrays,
         )
         dfd = os.open(self._dir, os.O_RDONLY)
