@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import socket
 import ssl
@@ -81,8 +82,9 @@ class JetStreamApiError(NatsError):
         self.description = description
 
 
-def parse_frames(buf: bytes, pos: int = 0) -> tuple[list[Frame], int]:
-    """Parse every complete frame in `buf[pos:]`; return them and where parsing stopped.
+def parse_frames(buf: bytes, pos: int = 0, max_frames: int = 0) -> tuple[list[Frame], int]:
+    """Parse every complete frame in `buf[pos:]` (at most `max_frames` if > 0);
+    return them and where parsing stopped.
 
     Pure and incremental: an incomplete frame at the end is left for the next
     call (the returned position points at its start). Raises `NatsError` on a
@@ -93,7 +95,7 @@ def parse_frames(buf: bytes, pos: int = 0) -> tuple[list[Frame], int]:
     find = buf.find
     n = len(buf)
     empty = b""
-    while True:
+    while not max_frames or len(frames) < max_frames:
         nl = find(CRLF, pos)
         if nl < 0:
             break
@@ -325,6 +327,12 @@ class LeanConnection:
         if not chunk:
             raise NatsError(f"connection closed by {self.server_url or 'server'}")
         return chunk
+
+    def fill(self) -> None:
+        """Block for more bytes from the socket and append them to the read buffer."""
+        chunk = self._recv()
+        self._buf = self._buf[self._pos :] + chunk if self._pos < len(self._buf) else chunk
+        self._pos = 0
 
     def read_frames(self) -> list[Frame]:
         """Block until at least one frame is available; return all parsed frames.
@@ -620,8 +628,19 @@ def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:
         log.warning("could not delete ephemeral consumer %s on stream %s: %s", name, stream, exc)
 
 
+# The fast path of a range read: one regex match per delivered MSG or HMSG, on
+# the raw buffer. Groups: subject, sid, stream_seq, timestamp_ns, num_pending,
+# header size (None for MSG), total size. Only used once the first message
+# showed the 9- or 11-token ack reply layout (the 12-token one ends with a
+# non-numeric token).
+_MSG_ACK = re.compile(
+    rb"H?MSG (\S+) (\S+) \$JS\.ACK\.\S+\.(\d+)\.\d+\.(\d+)\.(\d+) (?:(\d+) )?(\d+)\r\n"
+)
+
+
 def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Chunk]:
-    inbox = conn.new_reply()
+    # not under the connection's request wildcard: every message would arrive twice
+    inbox = "_INBOX." + secrets.token_hex(11)
     sid = conn.subscribe(inbox)
     next_subject = f"{JS_API_PREFIX}CONSUMER.MSG.NEXT.{spec.stream}.{name}"
     end = spec.end
@@ -632,9 +651,9 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
     hdrs: list[bytes] = []
     seqs: list[bytes] = []
     tss: list[bytes] = []
-    last_seq = spec.start
-    # token layout of the ack reply, learned from the first message (9, 11 or 12 tokens)
-    split_n = 0
+    msg_match = _MSG_ACK.match
+    fast = False
+    split_n = 4
     done = False
 
     batch = spec.request_batch
@@ -644,39 +663,69 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
     conn.publish(next_subject, body, reply=inbox)
     outstanding = batch
     try:
-        while not done:
-            frames = conn.read_frames()
-            for f in frames:
-                if f[0] != b"MSG" or f[2] != sid:
-                    continue
-                reply = f[3]
-                if not reply.startswith(b"$JS.ACK."):
-                    status, desc, _ = parse_headers(f[4]) if f[4] else (None, "", [])
-                    if status == 404 or (status == 408 and desc.lower().startswith("request timeout")):
-                        # no_wait: nothing (more) pending for this consumer
-                        done = True
-                        break
-                    if status == 100:
+        while True:
+            buf, pos = conn._buf, conn._pos
+            n = len(buf)
+            while not done:
+                if fast:
+                    m = msg_match(buf, pos)
+                    if m is not None:
+                        subject, msid, sseq, ts, pending, hsize, size = m.groups()
+                        start = m.end()
+                        stop = start + int(size)
+                        if stop + 2 > n:
+                            break
+                        if msid == sid:
+                            subjects.append(subject)
+                            if hsize is None:
+                                data.append(buf[start:stop])
+                                if want_headers:
+                                    hdrs.append(b"")
+                            else:
+                                hend = start + int(hsize)
+                                data.append(buf[hend:stop])
+                                if want_headers:
+                                    hdrs.append(buf[start:hend])
+                            seqs.append(sseq)
+                            tss.append(ts)
+                            outstanding -= 1
+                            done = pending == b"0"
+                        pos = stop + 2
                         continue
-                    raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
-                if split_n == 0:
-                    ntok = reply.count(b".") + 1
-                    split_n = 5 if ntok == 12 else 4
-                tok = reply.rsplit(b".", split_n)
-                subjects.append(f[1])
-                data.append(f[5])
-                if want_headers:
-                    hdrs.append(f[4])
-                seqs.append(tok[1])
-                tss.append(tok[3])
-                outstanding -= 1
-                if tok[4] == b"0":
-                    done = True
+                # anything else, one frame at a time: statuses, PING, errors, other layouts
+                frames, new_pos = parse_frames(buf, pos, max_frames=1)
+                if not frames:
                     break
-            if seqs:
-                last_seq = int(seqs[-1])
-                if last_seq >= end:
-                    done = True
+                pos = new_pos
+                op, subject, msid, reply, hdr, payload = frames[0]
+                if op == b"PING":
+                    conn.send(b"PONG\r\n")
+                elif op == b"-ERR":
+                    raise NatsError("server error: " + payload.decode("utf-8", "replace").strip("' "))
+                elif op != b"MSG" or msid != sid:
+                    continue
+                elif not reply.startswith(b"$JS.ACK."):
+                    status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
+                    if status == 404 or (status == 408 and desc.lower().startswith("request timeout")):
+                        done = True  # no_wait: nothing (more) pending for this consumer
+                    elif status != 100:
+                        raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
+                else:
+                    ntok = reply.count(b".") + 1
+                    fast = ntok in (9, 11)
+                    split_n = 5 if ntok == 12 else 4
+                    tok = reply.rsplit(b".", split_n)
+                    subjects.append(subject)
+                    data.append(payload)
+                    if want_headers:
+                        hdrs.append(hdr)
+                    seqs.append(tok[1])
+                    tss.append(tok[3])
+                    outstanding -= 1
+                    done = tok[4] == b"0"
+            conn._buf, conn._pos = buf, pos
+            if seqs and int(seqs[-1]) >= end:
+                done = True
             while len(seqs) >= chunk_rows or (done and seqs):
                 k = chunk_rows
                 chunk = _make_chunk(subjects[:k], data[:k], hdrs[:k] if want_headers else None, seqs[:k], tss[:k], end)
@@ -685,9 +734,12 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                 if len(chunk) < len(seqs[:k]):  # cut at the end of the range: nothing more is ours
                     return
                 subjects, data, hdrs, seqs, tss = subjects[k:], data[k:], hdrs[k:], seqs[k:], tss[k:]
-            if not done and outstanding <= 0:
+            if done:
+                return
+            if outstanding <= 0:
                 conn.publish(next_subject, body, reply=inbox)
                 outstanding = batch
+            conn.fill()
     finally:
         conn.unsubscribe(sid)
 
