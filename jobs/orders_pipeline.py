@@ -22,20 +22,18 @@ resumes where the first stopped and adds nothing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import re
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from jobs.orders import pipeline, streams
-from jobs.orders.expected import Expected, counted
-from jobs.orders.generator import generate
+from jobs.orders.expected import Expected
+from jobs.orders.publisher import Outcome, PublisherProcess, SampleSpec
 from jobs.orders.report import Check, ProgressListener, render_summary, totals_from
 
 log = logging.getLogger(__name__)
@@ -82,56 +80,36 @@ def server_url(args: argparse.Namespace, out: Any) -> Iterator[tuple[str, str]]:
         yield srv.url, "embedded"
 
 
-def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> streams.PublishStats:
-    events = counted(generate(args.orders, seed=args.seed), expected)
+def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> Outcome:
+    """Publish the sample from a child process; add what was sent to `expected`."""
     started = time.monotonic()
+    proc = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed)).start()
 
-    def progress(s: streams.PublishStats) -> None:
-        rate = (s.stored + s.duplicates) / max(time.monotonic() - started, 1e-9)
-        out.write(f"publishing: {s.stored:,} stored, {s.duplicates:,} duplicates ({rate:,.0f} msg/s)\n")
+    def progress(stored: int, duplicates: int) -> None:
+        rate = (stored + duplicates) / max(time.monotonic() - started, 1e-9)
+        out.write(f"publishing: {stored:,} stored, {duplicates:,} duplicates ({rate:,.0f} msg/s)\n")
         out.flush()
 
-    stats = streams.run(streams.publish(url, events, on_progress=progress, progress_every_s=5.0))
-    elapsed = time.monotonic() - started
+    outcome = proc.join(progress)
+    for ev in proc.events_sent():
+        expected.add(ev)
     out.write(
-        f"published {expected.total:,} events of {args.orders:,} orders in {elapsed:.1f}s: "
-        f"{stats.stored:,} stored, {stats.duplicates:,} rejected as duplicates\n"
+        f"published {outcome.published:,} events of {args.orders:,} orders in {time.monotonic() - started:.1f}s: "
+        f"{outcome.stored:,} stored, {outcome.duplicates:,} rejected as duplicates\n"
     )
-    return stats
+    return outcome
 
 
-class LivePublisher:
-    """--continuous: new orders (continuing ids and event times) at a steady rate, in a thread."""
-
-    def __init__(self, url: str, args: argparse.Namespace, expected: Expected) -> None:
-        self.stop_event = threading.Event()
-        self.stats = streams.PublishStats()
-        self.error: BaseException | None = None
-        events = counted(
-            generate(
-                10**9,
-                seed=args.seed,
-                first_order=args.orders + 1,
-                start_ms=expected.max_event_time_ms + 1,
-            ),
-            expected,
-        )
-        self._thread = threading.Thread(target=self._run, args=(url, events, args.rate), daemon=True)
-
-    def _run(self, url: str, events: Iterator[Any], rate: float) -> None:
-        try:
-            self.stats = asyncio.run(streams.publish(url, events, stop=self.stop_event, rate=rate * 2.6))
-        except Exception as exc:  # reported by stop()
-            self.error = exc
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self._thread.join(60)
-        if self.error is not None:
-            raise RuntimeError(f"live publisher failed: {self.error}") from self.error
+def live_publisher(url: str, args: argparse.Namespace, expected: Expected) -> PublisherProcess:
+    """--continuous: new orders (continuing ids and event times) at a steady rate."""
+    spec = SampleSpec(
+        orders=10**9,
+        seed=args.seed,
+        first_order=args.orders + 1,
+        start_ms=expected.max_event_time_ms + 1,
+        rate=args.rate * 2.6,  # about 2.6 events per order
+    )
+    return PublisherProcess(url, spec)
 
 
 def run_queries(spark: Any, cfg: pipeline.PipelineConfig) -> list[Any]:
@@ -142,8 +120,13 @@ def run_queries(spark: Any, cfg: pipeline.PipelineConfig) -> list[Any]:
 
 
 def run_continuous(
-    spark: Any, cfg: pipeline.PipelineConfig, live: LivePublisher, duration: float | None, out: Any
-) -> list[Any]:
+    spark: Any,
+    cfg: pipeline.PipelineConfig,
+    live: PublisherProcess,
+    expected: Expected,
+    duration: float | None,
+    out: Any,
+) -> tuple[list[Any], int]:
     queries = [pipeline.start_routed(spark, cfg), pipeline.start_revenue(spark, cfg)]
     live.start()
     out.write("running continuously: Ctrl-C stops publisher and pipeline cleanly\n")
@@ -160,8 +143,14 @@ def run_continuous(
         live.stop()
         for q in queries:
             q.stop()
-    out.write("draining what was published before the stop\n")
-    return queries
+    outcome = live.join()
+    for ev in live.events_sent():
+        expected.add(ev)
+    out.write(
+        f"live publisher sent {outcome.published:,} events ({outcome.duplicates:,} duplicates); "
+        "draining what was published before the stop\n"
+    )
+    return queries, outcome.duplicates
 
 
 def check_counts(
@@ -263,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with server_url(args, out) as (url, key):
         streams.run(streams.ensure_streams(url))
         before = streams.run(streams.stream_counts(url))
-        input_stats = publish_sample(url, args, expected, out)
+        input_dupes = publish_sample(url, args, expected, out).duplicates
 
         from pyspark.sql import SparkSession
 
@@ -290,19 +279,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             checkpoints = Path(args.data_dir).resolve() / "checkpoints" / key
             cfg = pipeline.PipelineConfig(servers=url, checkpoint_dir=checkpoints, max_per_batch=args.batch_size)
             if args.continuous:
-                live = LivePublisher(url, args, expected)
+                live = live_publisher(url, args, expected)
                 live_cfg = pipeline.PipelineConfig(
                     servers=url,
                     checkpoint_dir=checkpoints,
                     max_per_batch=args.batch_size,
                     processing_time=args.trigger,
                 )
-                ran += run_continuous(spark, live_cfg, live, args.duration, out)
-                input_stats.duplicates += live.stats.duplicates
+                live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
+                ran += live_ran
+                input_dupes += live_dupes
             ran += run_queries(spark, cfg)
             after = streams.run(streams.stream_counts(url))
             figures, checks = check_counts(
-                spark, url, cfg, ran, before, after, expected, input_stats.duplicates
+                spark, url, cfg, ran, before, after, expected, input_dupes
             )
         finally:
             spark.streams.removeListener(listener)

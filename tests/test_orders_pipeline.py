@@ -62,10 +62,18 @@ def test_pipeline_runs_checks_itself_and_a_second_run_adds_nothing(spark, tmp_pa
         srv.stop()
 
 
-def test_default_is_the_embedded_server_with_the_store_under_data_dir(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["--orders", "120", "--data-dir", str(tmp_path)]) == 0
+def test_continuous_on_the_default_embedded_server_stops_cleanly_and_adds_up(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["--orders", "100", "--data-dir", str(tmp_path), "--continuous", "--duration", "4", "--rate", "50",
+            "--trigger", "1 second"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "bundled JetStream server at nats://127.0.0.1:" in out
+    assert "running continuously" in out
+    sent = int(figure(out, "live publisher sent").split()[0].replace(",", ""))
+    assert sent > 0  # the live publisher added orders beyond the sample
+    stored = int(figure(out, "stream ORDERS messages").replace(",", ""))
+    assert stored > 260  # sample (~260 events) + live events
+    assert "[ok] windows match the generator" in out  # live events included in the expectation
     assert "all checks passed" in out
     assert any((tmp_path / "server").iterdir())
     assert (tmp_path / "checkpoints" / "embedded" / "routed" / "commits").is_dir()
