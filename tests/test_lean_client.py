@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,50 @@ def test_connect_failure_names_the_servers() -> None:
     opts = ConnectionOptions.from_options({"servers": "nats://127.0.0.1:1", "connectTimeout": "1"})
     with pytest.raises(NatsError, match="could not connect to any server: nats://127.0.0.1:1"):
         LeanConnection.connect(opts)
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate (made now, never committed)."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl command is needed to make test certificates")
+    d = tmp_path_factory.mktemp("lean-certs")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+             "-days", "2", "-subj", "/CN=lean-ca", cwd=d)
+    for name in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", f"/CN={name}", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=d)
+    return d
+
+
+@pytest.mark.parametrize("kind", ["bundled", "nats-server"])
+def test_mutual_tls_and_range_read(kind: str, tmp_path: Path, certs: Path) -> None:
+    srv = start_server(
+        kind, tmp_path, args=["--tls", "--tlscert", str(certs / "server.pem"), "--tlskey", str(certs / "server.key"),
+                              "--tlscacert", str(certs / "ca.pem"), "--tlsverify"],
+    )
+    try:
+        opts = ConnectionOptions.from_options(
+            {"servers": srv.url, "tlsCaFile": str(certs / "ca.pem"), "tlsCertFile": str(certs / "client.pem"),
+             "tlsKeyFile": str(certs / "client.key")}
+        )
+        assert opts.tls
+        with LeanConnection.connect(opts) as conn:
+            conn.js_api("STREAM.CREATE.T", {"name": "T", "subjects": ["t.>"]})
+            for i in range(300):
+                _, ack = conn.request("t.x", b"p" * 1000 + str(i).encode())
+                assert b'"seq"' in ack
+            seqs = [s for c in fetch_range(conn, FetchSpec("T", 0, 300, avg_msg_bytes=1000)) for s in c.seqs]
+            assert seqs == list(range(1, 301))
+        no_cert = ConnectionOptions.from_options({"servers": srv.url, "tlsCaFile": str(certs / "ca.pem")})
+        with pytest.raises(NatsError, match="could not connect"):
+            LeanConnection.connect(no_cert).flush(5)
+    finally:
+        srv.stop()
