@@ -202,6 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     comparisons: list[Comparison] = []
     measures: list[Measure] = []
     spark = None
+    from pyspark.sql import SparkSession
+
+    # A session that already exists (a notebook, the tests) is used and left running.
+    owns_session = SparkSession.getActiveSession() is None
     try:
         with tempfile.TemporaryDirectory(prefix="jetstream-bench-") as tmp:
             root = Path(tmp)
@@ -219,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"benchmark failed: {exc}\n")
         return 1
     finally:
-        if spark is not None:
+        if spark is not None and owns_session:
             spark.stop()  # type: ignore[attr-defined]
 
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
