@@ -116,9 +116,11 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- offsets ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
         opts = self.options
-        state = self._state()
-        if state is None:
-            return Offset(opts.stream, 0).to_dict()
+        try:
+            state = self._call(lambda c: stream_state(c, opts.stream))
+        except StreamMissingError as exc:
+            # a new query on a stream that does not exist: a mistake, not data loss
+            raise StreamMissingError(f"{exc} (option stream)") from None
         durable = opts.durable
         if durable:
             floor = self._call(lambda c: durable_ack_floor(c, opts.stream, durable))

@@ -134,3 +134,8 @@ async def test_data_loss_in_latest_offset_and_partitions(server: ServerProcess, 
     assert lenient.partitions(off(10), off(12)) == []
     strict.stop()
     lenient.stop()
+
+
+async def test_new_query_on_missing_stream_names_the_option(server: ServerProcess) -> None:
+    with pytest.raises(LookupError, match=r"stream 'S' not found.*\(option stream\)"):
+        make_reader(server.url).initialOffset()
