@@ -499,7 +499,12 @@ class Chunk:
         return len(self.seqs)
 
 
-def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 30_000_000_000) -> dict[str, Any]:
+def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 300_000_000_000) -> dict[str, Any]:
+    """The bounded read consumer: ack none, from start+1, in memory.
+
+    The inactive threshold (5 min) outlasts a slow downstream between two pull
+    requests; a consumer left behind by a killed task disappears after it.
+    """
     cfg: dict[str, Any] = {
         "name": name,
         "deliver_policy": "by_start_sequence",
@@ -515,8 +520,6 @@ def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 30_
         cfg["filter_subject"] = spec.filters[0]
     elif spec.filters:
         cfg["filter_subjects"] = list(spec.filters)
-    if not spec.with_headers:
-        pass  # headers still arrive (needed for status frames); they are just not kept
     return cfg
 
 
