@@ -21,11 +21,18 @@ from test_store import OP, PROBES, Model, apply_op, check_against_model
 
 from server.clock import FakeClock
 from server.store import StoreError, StreamStore
+from server.store import index as index_module
 from server.store.cache import SHARED, ChunkCache
 from server.store.file import MSGS_DIR, SNAPSHOT_FILE, FileStore
 
 T0 = 1_700_000_000_000_000_000
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def eager_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drop removed index entries after a handful, so small tests exercise it."""
+    monkeypatch.setattr(index_module, "_COMPACT_MIN", 3)
 
 
 def blocks(directory: Path) -> list[Path]:
@@ -204,7 +211,7 @@ def test_truncated_tail_keeps_every_intact_record(
 def test_corrupt_record_in_the_middle_of_the_tail(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     populate(store, 100)
-    offset = store._offsets[60 - store._index.base]  # record of sequence 60
+    offset = store._offsets[store._index.pos_of(60)]  # record of sequence 60
     crash(store)
     last = blocks(tmp_path)[-1]
     with open(last, "r+b") as fh:
@@ -487,7 +494,10 @@ BIG_STORE_OP = st.tuples(
     ops=st.lists(st.one_of(OP, BIG_STORE_OP, BIG_STORE_OP, REOPEN_OP), max_size=50), probes=PROBES
 )
 def test_restarts_match_reference_model(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple], probes: list[tuple]
+    tmp_path_factory: pytest.TempPathFactory,
+    eager_compaction: None,
+    ops: list[tuple],
+    probes: list[tuple],
 ) -> None:
     directory = tmp_path_factory.mktemp("model")
     store = FileStore(directory, block_size=4096)
@@ -550,7 +560,10 @@ CHURN_OP = st.one_of(
 )
 @given(ops=st.lists(CHURN_OP, min_size=20, max_size=120), probes=PROBES)
 def test_block_rewrites_match_reference_model(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple], probes: list[tuple]
+    tmp_path_factory: pytest.TempPathFactory,
+    eager_compaction: None,
+    ops: list[tuple],
+    probes: list[tuple],
 ) -> None:
     """Churn (stores, deletes of present messages, keep-1 purges) that makes
     blocks half dead or fully dead, interleaved with restarts."""

@@ -112,7 +112,7 @@ class FileStore(IndexedStore):
         if sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
         self._offsets = array("I")
-        super().__init__(MessageIndex(columns=[self._offsets], pads=[NO_RECORD]))
+        super().__init__(MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD)))
         self._dir = Path(directory)
         self._msgs_dir = self._dir / MSGS_DIR
         self._block_size = block_size
@@ -196,7 +196,7 @@ class FileStore(IndexedStore):
 
     def _reset_index(self) -> None:
         del self._offsets[:]
-        self._index = MessageIndex(columns=[self._offsets], pads=[NO_RECORD])
+        self._index = MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD))
         self._blocks.clear()
         self._firsts.clear()
         self._tail = None
@@ -462,10 +462,10 @@ class FileStore(IndexedStore):
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
-        sizes, base = index.sizes, index.base
+        sizes, pos_of = index.sizes, index.pos_of
         for seq in seqs:
             blk = self._block_for(seq)
-            blk.live_bytes -= sizes[seq - base]
+            blk.live_bytes -= sizes[pos_of(seq)]
             self._touched.add(blk)
         stamp = self._next_stamp()
         if len(seqs) == 1:
@@ -483,7 +483,7 @@ class FileStore(IndexedStore):
 
     def _erase(self, seq: int) -> None:
         index = self._index
-        pos = seq - index.base
+        pos = index.pos_of(seq)
         offset = self._offsets[pos]
         blk = self._block_for(seq)
         head = self._read(blk, offset, _HEAD)
@@ -513,13 +513,13 @@ class FileStore(IndexedStore):
     def _discount_below(self, seq: int) -> None:
         """Take the messages below `seq` off their blocks' live bytes (O(removed))."""
         index = self._index
-        sizes, base = index.sizes, index.base
+        sizes, lower = index.sizes, index.lower
         i = bisect.bisect_right(self._firsts, index.first_seq) - 1
         while i < len(self._blocks) and self._firsts[i] < seq:
             blk = self._blocks[i]
-            lo = max(blk.first_seq, index.first_seq) - base
+            lo = lower(max(blk.first_seq, index.first_seq))
             nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
-            hi = min(nxt, seq) - base
+            hi = lower(min(nxt, seq))
             if hi > lo:
                 blk.live_bytes -= sum(sizes[lo:hi])
             i += 1
@@ -548,9 +548,12 @@ class FileStore(IndexedStore):
         a block (re)written after the tombstone no longer holds that record."""
         if seq < self._firsts[0] or seq >= blk.first_seq:
             return False
-        pos = seq - self._index.base
-        if pos >= 0 and self._offsets[pos] == NO_RECORD:
-            return False  # its block was rewritten or retired since
+        index = self._index
+        if seq >= index.known_from:
+            # the index has an entry for every sequence whose record may be on disk
+            pos = index.pos_of(seq)
+            if pos < 0 or self._offsets[pos] == NO_RECORD:
+                return False  # never stored, or its block was rewritten or retired since
         return stamp >= self._block_for(seq).stamp
 
     def _forget_records(self, blk: _Block) -> None:
@@ -615,14 +618,14 @@ class FileStore(IndexedStore):
         self._close_block(blk)
         blk.path.unlink()
         self._dir_dirty = True
+        self._index.maybe_compact()
 
     def _block_range(self, blk: _Block) -> tuple[int, int]:
         """Positions in the index of the sequences this block may hold."""
         index = self._index
         i = self._blocks.index(blk)
-        hi_seq = self._firsts[i + 1] - 1 if i + 1 < len(self._blocks) else index.last_seq
-        lo = max(blk.first_seq, index.first_seq) - index.base
-        hi = min(hi_seq, index.last_seq) - index.base + 1
+        nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
+        lo, hi = index.lower(blk.first_seq), index.lower(nxt)
         return lo, max(lo, hi)
 
     def _recount_live(self, blk: _Block) -> None:
@@ -651,11 +654,12 @@ class FileStore(IndexedStore):
         os.replace(tmp, blk.path)
         self._dir_dirty = True
         self._close_block(blk)  # its reader still sees the replaced file
-        self._forget_records(blk)
         blk.stamp = stamp
-        offsets, base = self._offsets, self._index.base
+        offsets, pos_of = self._offsets, self._index.pos_of
         for seq, offset in moves:
-            offsets[seq - base] = offset + codec.BLOCK_HEADER_SIZE
+            offsets[pos_of(seq)] = offset + codec.BLOCK_HEADER_SIZE
+        self._forget_records(blk)
+        self._index.maybe_compact()
         log.debug("store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, size)
         blk.size = size
 
@@ -708,7 +712,7 @@ class FileStore(IndexedStore):
 
     def _get(self, seq: int) -> StoredMessage:
         index = self._index
-        pos = seq - index.base
+        pos = index.pos_of(seq)
         offset = self._offsets[pos]
         rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
         blk = self._block_for(seq)

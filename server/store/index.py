@@ -1,24 +1,35 @@
 """The in-memory message index shared by both store backends.
 
 One `MessageIndex` per stream holds everything about a message except its
-payload, in compact parallel arrays addressed by position
-`seq - base` (no Python object per message):
+payload, in compact parallel arrays (no Python object per message), one
+*entry* per message that exists or whose record a backend still holds:
 
+- `seqs`  array('q')  sequence (strictly increasing along the entries)
 - `ts`    array('q')  timestamp in ns
-- `sids`  array('I')  subject id, or `DELETED` for an absent sequence
+- `sids`  array('I')  subject id, or `DELETED` once removed
 - `sizes` array('I')  `message_size()` (0 once deleted)
 - any backend `columns` (memory: payload list; file: record offsets), kept
-  aligned by `append`/`trim`; a gap (a sequence with no message at all) gets
-  the column's `pad` value.
+  aligned with the entries.
+
+Sequences with no entry (never stored, lost in recovery, or dropped by
+compaction) cost nothing: memory follows the number of entries, not the
+sequence span, so one old message that pins `first_seq` while millions of
+updates come and go (a KV bucket) does not grow the index. Removed entries are
+dropped in bulk (`_compact`) once they are many: all of them for memory, and
+for the file store those whose record is known gone (`gone` marker column).
+While entries are gap-free (`seqs[i] == seqs[0] + i`, the common case) a
+position is plain arithmetic; otherwise a bisect.
 
 Per subject id: name, message count, first and last sequence (arrays too).
 Subject ids are recycled when a subject's count drops to 0.
 
 Invariants (checked by tests/test_store.py through both backends):
-- `len(arrays) == last_seq - base + 1` and `base <= first_seq`.
 - `first_seq` is the lowest present sequence, or `last_seq + 1` when empty.
-- `msgs`/`bytes` equal the number/sum of sizes of present positions.
+- `msgs`/`bytes` equal the number/sum of sizes of present entries.
 - For a live subject, `s_first`/`s_last` are its lowest/highest present sequence.
+- `known_from`: below it, entries may have been trimmed without knowing
+  whether a backend still holds their records (the file store is
+  conservative there).
 - Subject ids stay below 2**24, so a valid id never encodes as four 0xFF bytes
   (the byte-level scans for runs of `DELETED` rely on that).
 
@@ -32,6 +43,7 @@ import bisect
 from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from itertools import compress
 from typing import Any
 
 from server.store.base import StoreError, StoreState, SubjectInfo
@@ -40,7 +52,7 @@ from server.store.filters import is_literal, normalize, subject_matches
 DELETED = 0xFFFFFFFF
 MAX_SUBJECT_IDS = (1 << 24) - 1
 _FF4 = b"\xff\xff\xff\xff"
-_TRIM_MIN = 4096
+_COMPACT_MIN = 4096
 _FIRST_CHUNK = 64
 _MAX_CHUNK = 1 << 16
 _FILTER_CACHE_MAX = 64
@@ -50,19 +62,24 @@ _FEW_SUBJECTS = 16
 class MessageIndex:
     """Sequences, timestamps, sizes and the per-subject index of one stream."""
 
-    def __init__(self, columns: Sequence[Any] = (), pads: Sequence[Any] | None = None) -> None:
-        self.base = 1
+    def __init__(self, columns: Sequence[Any] = (), gone: tuple[int, Any] | None = None) -> None:
+        """`columns` are backend arrays/lists kept aligned with the entries;
+        `gone = (column, value)` says a removed entry may only be dropped once
+        that column holds `value` (None: removed entries may always go)."""
+        self.seqs = array("q")
         self.ts = array("q")
         self.sids = array("I")
         self.sizes = array("I")
         self.columns: list[Any] = list(columns)
-        # what a column holds at a position that never had a message (gaps)
-        self.pads: list[Any] = list(pads) if pads is not None else [None] * len(self.columns)
+        self._gone = gone
+        self._dense = True
+        self.known_from = 1
         self.first_seq = 1
         self.last_seq = 0
         self.last_ts = 0
         self.msgs = 0
         self.bytes = 0
+        self._compact_at = _COMPACT_MIN
         self._reset_subjects()
 
     def _reset_subjects(self) -> None:
@@ -98,6 +115,11 @@ class MessageIndex:
             if any(subject_matches(f, subject) for f in key):
                 members.add(sid)
         return sid
+
+    def release_if_unused(self, sid: int) -> None:
+        """Forget a subject interned for a message that was never stored."""
+        if self.s_msgs[sid] == 0 and self.names[sid]:
+            self._release(sid)
 
     def _release(self, sid: int) -> None:
         del self.sid_of[self.names[sid]]
@@ -148,26 +170,40 @@ class MessageIndex:
         }
         return dict(sorted(out.items(), key=lambda kv: kv[1].first_seq))
 
+    # -- positions -------------------------------------------------------------
+    def lower(self, seq: int) -> int:
+        """Position of the first entry with sequence >= seq."""
+        seqs = self.seqs
+        if self._dense:
+            if not seqs:
+                return 0
+            pos = seq - seqs[0]
+            n = len(seqs)
+            return 0 if pos < 0 else (n if pos > n else pos)
+        return bisect.bisect_left(seqs, seq)
+
+    def pos_of(self, seq: int) -> int:
+        """Position of the entry for `seq`, or -1 when there is none."""
+        pos = self.lower(seq)
+        return pos if pos < len(self.seqs) and self.seqs[pos] == seq else -1
+
+    def _recheck_dense(self) -> None:
+        seqs = self.seqs
+        self._dense = not seqs or seqs[-1] - seqs[0] == len(seqs) - 1
+
     # -- writing ---------------------------------------------------------------
     def append(self, subject: str, timestamp_ns: int, size: int, seq: int | None = None) -> int:
         """Add a present message at `seq` (default `last_seq + 1`); return its sequence.
-
-        A `seq` beyond `last_seq + 1` (recovery after lost records) leaves the
-        gap as deleted positions."""
+        The backend appends to its columns itself."""
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
             raise StoreError(f"sequence {seq} is not above last sequence {self.last_seq}")
-        elif seq > self.last_seq + 1:
-            if self.msgs == 0:
-                self._clear_positions(seq)
-            else:
-                gap = seq - self.last_seq - 1
-                self.ts.extend(array("q", [timestamp_ns]) * gap)
-                self.sids.extend(array("I", [DELETED]) * gap)
-                self.sizes.extend(array("I", [0]) * gap)
-                self._pad_columns(gap)
+        seqs = self.seqs
+        if seqs and seqs[-1] != seq - 1:
+            self._dense = False
         sid = self._intern(subject)
+        seqs.append(seq)
         self.ts.append(timestamp_ns)
         self.sids.append(sid)
         self.sizes.append(size)
@@ -198,9 +234,11 @@ class MessageIndex:
             return
         if first_seq <= self.last_seq:
             raise StoreError(f"sequence {first_seq} is not above last sequence {self.last_seq}")
-        self.advance_last(first_seq - 1)
+        if self.seqs and self.seqs[-1] != first_seq - 1:
+            self._dense = False
         if self.msgs == 0:
             self.first_seq = first_seq
+        self.seqs.extend(range(first_seq, first_seq + n))
         self.ts.extend(ts)
         self.sids.extend(sids)
         self.sizes.extend(sizes)
@@ -226,36 +264,29 @@ class MessageIndex:
         """Make `last_seq` at least `seq`; the skipped sequences are absent."""
         if seq <= self.last_seq:
             return
-        if self.msgs == 0:
-            self.last_seq = seq
-            self._clear_positions(seq + 1)
-            return
-        gap = seq - self.last_seq
-        self.ts.extend(array("q", [self.last_ts]) * gap)
-        self.sids.extend(array("I", [DELETED]) * gap)
-        self.sizes.extend(array("I", [0]) * gap)
-        self._pad_columns(gap)
         self.last_seq = seq
-
-    def _pad_columns(self, gap: int) -> None:
-        for col, pad in zip(self.columns, self.pads, strict=True):
-            if isinstance(col, array):
-                col.extend(array(col.typecode, [pad]) * gap)
-            else:
-                col.extend([pad] * gap)
+        if self.msgs == 0:
+            self.first_seq = seq + 1
 
     def present(self, seq: int) -> bool:
-        return self.first_seq <= seq <= self.last_seq and self.sids[seq - self.base] != DELETED
+        if seq < self.first_seq or seq > self.last_seq:
+            return False
+        pos = self.pos_of(seq)
+        return pos >= 0 and self.sids[pos] != DELETED
 
     def subject_at(self, seq: int) -> str:
-        return self.names[self.sids[seq - self.base]]
+        return self.names[self.sids[self.pos_of(seq)]]
 
     def remove(self, seq: int) -> int:
         """Mark `seq` deleted; return its size, or -1 when it was not present."""
-        if not self.present(seq):
+        if seq < self.first_seq or seq > self.last_seq:
             return -1
-        pos = seq - self.base
+        pos = self.pos_of(seq)
+        if pos < 0:
+            return -1
         sid = self.sids[pos]
+        if sid == DELETED:
+            return -1
         size = self.sizes[pos]
         self.sids[pos] = DELETED
         self.sizes[pos] = 0
@@ -271,7 +302,7 @@ class MessageIndex:
             self.s_last[sid] = self._rfind(sid, self.s_first[sid], seq - 1)
         if seq == self.first_seq:
             self.first_seq = self._next_present(seq + 1)
-            self._maybe_trim()
+        self.maybe_compact()
         return size
 
     def floor(self, seq: int) -> int:
@@ -284,24 +315,26 @@ class MessageIndex:
             self.msgs = 0
             self.bytes = 0
             self.last_seq = max(self.last_seq, seq - 1)
-            self._clear_positions(seq)
+            self._drop_front(len(self.seqs))
+            self.first_seq = seq
+            self.known_from = seq
             self._reset_subjects()
             return removed
         if seq <= self.first_seq:
             return 0
-        lo, hi = self.first_seq - self.base, seq - self.base
+        lo, hi = self.lower(self.first_seq), self.lower(seq)
         counts = Counter(self.sids[lo:hi])
         counts.pop(DELETED, None)
         removed = sum(counts.values())
         self.msgs -= removed
         self.bytes -= sum(self.sizes[lo:hi])
-        # mark instead of cutting: trimming the arrays on every compact would
+        # mark instead of cutting: cutting the arrays on every compact would
         # memmove the whole index each time (a max_msgs stream compacts per publish)
         self.sids[lo:hi] = array("I", [DELETED]) * (hi - lo)
         self.sizes[lo:hi] = array("I", [0]) * (hi - lo)
-        for col, pad in zip(self.columns, self.pads, strict=True):
+        for col in self.columns:
             if not isinstance(col, array):
-                col[lo:hi] = [pad] * (hi - lo)  # release payloads now
+                col[lo:hi] = [None] * (hi - lo)  # release payloads now
         for sid, n in counts.items():
             left = self.s_msgs[sid] - n
             self.s_msgs[sid] = left
@@ -310,51 +343,81 @@ class MessageIndex:
             elif self.s_first[sid] < seq:
                 self.s_first[sid] = self._find(sid, seq, self.s_last[sid])
         self.first_seq = self._next_present(seq)
-        self._maybe_trim()
+        self.maybe_compact()
         return removed
 
-    def _clear_positions(self, base: int) -> None:
-        self.trim(len(self.sids))
-        self.base = base
-        self.first_seq = base
-
-    def trim(self, n: int) -> None:
-        """Drop the first `n` positions (all below `first_seq`) from every column."""
+    def _drop_front(self, n: int) -> None:
+        """Drop the first `n` entries (all below `first_seq`) from every column."""
         if n <= 0:
             return
+        if n < len(self.seqs):
+            self.known_from = max(self.known_from, self.seqs[n])
+        else:
+            self.known_from = max(self.known_from, self.last_seq + 1)
+        del self.seqs[:n]
         del self.ts[:n]
         del self.sids[:n]
         del self.sizes[:n]
         for col in self.columns:
             del col[:n]
-        self.base += n
 
-    def _maybe_trim(self) -> None:
-        dead = self.first_seq - self.base
-        if dead >= _TRIM_MIN and dead * 2 >= len(self.sids):
-            self.trim(dead)
+    def maybe_compact(self) -> None:
+        """Drop removed entries once they are many (amortized O(1) per removal)."""
+        dead = len(self.seqs) - self.msgs
+        if dead >= self._compact_at and dead * 2 >= len(self.seqs):
+            self._compact()
+
+    def _compact(self) -> None:
+        sids = self.sids
+        if self._gone is None:
+            keep = [sid != DELETED for sid in sids]
+        else:
+            col, value = self.columns[self._gone[0]], self._gone[1]
+            keep = [sid != DELETED or v != value for sid, v in zip(sids, col, strict=True)]
+        # the removed entries in front go as a block; `known_from` follows them
+        front = 0
+        for k in keep:
+            if k:
+                break
+            front += 1
+        self._drop_front(front)
+        keep = keep[front:]
+        if not all(keep):
+            self.seqs = array("q", compress(self.seqs, keep))
+            self.ts = array("q", compress(self.ts, keep))
+            self.sids = array("I", compress(self.sids, keep))
+            self.sizes = array("I", compress(self.sizes, keep))
+            for col in self.columns:
+                kept = compress(col, keep)
+                if isinstance(col, array):
+                    col[:] = array(col.typecode, kept)
+                else:
+                    col[:] = list(kept)
+        self._recheck_dense()
+        # removed entries a backend still needs stay; do not retry until they double
+        self._compact_at = max(_COMPACT_MIN, 2 * (len(self.seqs) - self.msgs))
 
     # -- scans -----------------------------------------------------------------
     def _find(self, sid: int, lo_seq: int, hi_seq: int) -> int:
         """Lowest sequence in [lo_seq, hi_seq] with subject id `sid`, or 0."""
-        lo, hi = max(lo_seq, self.first_seq) - self.base, hi_seq - self.base + 1
+        lo, hi = self.lower(max(lo_seq, self.first_seq)), self.lower(hi_seq + 1)
         if lo >= hi:
             return 0
         try:
-            return self.sids.index(sid, lo, hi) + self.base
+            return self.seqs[self.sids.index(sid, lo, hi)]
         except ValueError:
             return 0
 
     def _rfind(self, sid: int, lo_seq: int, hi_seq: int) -> int:
         """Highest sequence in [lo_seq, hi_seq] with subject id `sid`, or 0."""
-        lo, hi = max(lo_seq, self.first_seq) - self.base, hi_seq - self.base + 1
+        lo, hi = self.lower(max(lo_seq, self.first_seq)), self.lower(hi_seq + 1)
         chunk = _FIRST_CHUNK
         while hi > lo:
             start = max(lo, hi - chunk)
             part = self.sids[start:hi]
             part.reverse()
             try:
-                return hi - 1 - part.index(sid) + self.base
+                return self.seqs[hi - 1 - part.index(sid)]
             except ValueError:
                 hi = start
                 chunk = min(chunk * 2, _MAX_CHUNK)
@@ -362,38 +425,38 @@ class MessageIndex:
 
     def _next_present(self, seq: int) -> int:
         """Lowest present sequence >= seq, or `last_seq + 1`."""
-        pos = max(seq, self.first_seq if self.msgs else seq) - self.base
+        pos = self.lower(seq)
         end = len(self.sids)
         chunk = _FIRST_CHUNK
         while pos < end:
             raw = self.sids[pos : min(end, pos + chunk)].tobytes()
             skipped = (len(raw) - len(raw.lstrip(b"\xff"))) // 4
             if skipped * 4 < len(raw):
-                return self.base + pos + skipped
+                return self.seqs[pos + skipped]
             pos += len(raw) // 4
             chunk = min(chunk * 2, _MAX_CHUNK)
         return self.last_seq + 1
 
     def _prev_present(self, seq: int) -> int:
-        """Highest present sequence <= seq, or 0."""
-        lo = self.first_seq - self.base
-        hi = min(seq, self.last_seq) - self.base + 1
+        """Highest present sequence <= seq (and >= first_seq), or 0."""
+        lo = self.lower(self.first_seq)
+        hi = self.lower(seq + 1)
         chunk = _FIRST_CHUNK
         while hi > lo:
             start = max(lo, hi - chunk)
             raw = self.sids[start:hi].tobytes()
             skipped = (len(raw) - len(raw.rstrip(b"\xff"))) // 4
             if skipped * 4 < len(raw):
-                return self.base + hi - 1 - skipped
+                return self.seqs[hi - 1 - skipped]
             hi = start
             chunk = min(chunk * 2, _MAX_CHUNK)
         return 0
 
-    def _deleted_between(self, lo_seq: int, hi_seq: int) -> int:
-        if lo_seq > hi_seq:
+    def _present_between(self, lo: int, hi: int) -> int:
+        """Present entries among positions [lo, hi)."""
+        if lo >= hi:
             return 0
-        raw = self.sids[lo_seq - self.base : hi_seq - self.base + 1].tobytes()
-        return raw.count(_FF4)
+        return hi - lo - self.sids[lo:hi].tobytes().count(_FF4)
 
     def next_seq(self, start_seq: int, sids: Collection[int] | None) -> int:
         """First present sequence >= start_seq with a subject in `sids` (None = any), or 0."""
@@ -417,21 +480,21 @@ class MessageIndex:
         return best
 
     def _scan_forward(self, start: int, wanted: Collection[int]) -> int:
-        pos = start - self.base
+        pos = self.lower(start)
         end = len(self.sids)
         chunk = _FIRST_CHUNK * 16
         while pos < end:
             part = self.sids[pos : min(end, pos + chunk)]
             for i, sid in enumerate(part):
                 if sid in wanted:
-                    return self.base + pos + i
+                    return self.seqs[pos + i]
             pos += len(part)
             chunk = min(chunk * 2, _MAX_CHUNK)
         return 0
 
     def _scan_backward(self, start: int, wanted: Collection[int]) -> int:
-        lo = self.first_seq - self.base
-        hi = start - self.base + 1
+        lo = self.lower(self.first_seq)
+        hi = self.lower(start + 1)
         chunk = _FIRST_CHUNK * 16
         while hi > lo:
             begin = max(lo, hi - chunk)
@@ -439,7 +502,7 @@ class MessageIndex:
             part.reverse()
             for i, sid in enumerate(part):
                 if sid in wanted:
-                    return self.base + hi - 1 - i
+                    return self.seqs[hi - 1 - i]
             hi = begin
             chunk = min(chunk * 2, _MAX_CHUNK)
         return 0
@@ -478,10 +541,11 @@ class MessageIndex:
         if sids is None:
             if start == self.first_seq:
                 return self.msgs
-            return self.last_seq - start + 1 - self._deleted_between(start, self.last_seq)
-        span = self.last_seq - start + 1
+            return self._present_between(self.lower(start), len(self.sids))
+        lo = self.lower(start)
+        span = len(self.sids) - lo
         if len(sids) > _FEW_SUBJECTS and len(sids) * 8 > span:
-            counts = Counter(self.sids[start - self.base :])
+            counts = Counter(self.sids[lo:])
             return sum(n for sid, n in counts.items() if sid in sids)
         total = 0
         straddle: list[int] = []
@@ -492,40 +556,39 @@ class MessageIndex:
                 straddle.append(sid)
         if len(straddle) == 1:
             sid = straddle[0]
-            total += self.sids[start - self.base : self.s_last[sid] - self.base + 1].count(sid)
+            total += self.sids[lo : self.lower(self.s_last[sid] + 1)].count(sid)
         elif straddle:
-            end = max(self.s_last[sid] for sid in straddle) - self.base + 1
-            counts = Counter(self.sids[start - self.base : end])
+            end = self.lower(max(self.s_last[sid] for sid in straddle) + 1)
+            counts = Counter(self.sids[lo:end])
             total += sum(counts[sid] for sid in straddle)
         return total
 
     def seq_keeping_newest(self, keep: int) -> int:
         """The sequence of the `keep`-th newest present message (1 <= keep <= msgs)."""
-        if self.last_seq - self.first_seq + 1 == self.msgs:
-            return self.last_seq - keep + 1
-        lo, hi = self.first_seq, self.last_seq  # count_from(lo) >= keep
+        n = len(self.sids)
+        lo, hi = self.lower(self.first_seq), n - 1  # present_between(lo, n) >= keep
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.count_from(mid, None) >= keep:
+            if self._present_between(mid, n) >= keep:
                 lo = mid
             else:
                 hi = mid - 1
-        return lo
+        return self.seqs[lo]
 
     def seqs_matching(
         self, sids: Collection[int] | None, lo_seq: int, hi_seq: int, limit: int
     ) -> list[int]:
         """Up to `limit` present sequences in [lo_seq, hi_seq] matching `sids`, ascending."""
         out: list[int] = []
-        lo = max(lo_seq, self.first_seq)
-        hi = min(hi_seq, self.last_seq)
-        if lo > hi or limit <= 0:
+        lo = self.lower(max(lo_seq, self.first_seq))
+        hi = self.lower(min(hi_seq, self.last_seq) + 1)
+        if lo >= hi or limit <= 0:
             return out
         wanted = None if sids is None else set(sids)
-        base = self.base
-        for i, sid in enumerate(self.sids[lo - base : hi - base + 1]):
+        seqs = self.seqs
+        for i, sid in enumerate(self.sids[lo:hi], lo):
             if sid != DELETED and (wanted is None or sid in wanted):
-                out.append(lo + i)
+                out.append(seqs[i])
                 if len(out) >= limit:
                     break
         return out
@@ -533,25 +596,29 @@ class MessageIndex:
     def seq_for_time(self, timestamp_ns: int) -> int:
         if self.msgs == 0:
             return self.last_seq + 1
-        lo = self.first_seq - self.base
-        pos = bisect.bisect_left(self.ts, timestamp_ns, lo)
+        pos = bisect.bisect_left(self.ts, timestamp_ns, self.lower(self.first_seq))
         if pos >= len(self.ts):
             return self.last_seq + 1
-        return self._next_present(self.base + pos)
+        return self._next_present(self.seqs[pos])
 
     def deleted(self) -> list[int]:
+        """Every absent sequence between first_seq and last_seq."""
         out: list[int] = []
         if self.msgs == 0:
             return out
-        pos = self.first_seq - self.base
-        end = self.last_seq - self.base + 1
-        while True:
-            try:
-                pos = self.sids.index(DELETED, pos, end)
-            except ValueError:
-                return out
-            out.append(pos + self.base)
-            pos += 1
+        expect = self.first_seq
+        seqs = self.seqs
+        for i, sid in enumerate(
+            self.sids[self.lower(self.first_seq) :], self.lower(self.first_seq)
+        ):
+            if sid == DELETED:
+                continue
+            seq = seqs[i]
+            if seq > expect:
+                out.extend(range(expect, seq))
+            expect = seq + 1
+        out.extend(range(expect, self.last_seq + 1))
+        return out
 
     def total_msgs(self, sids: Iterable[int]) -> int:
         return sum(self.s_msgs[sid] for sid in sids)
@@ -563,7 +630,7 @@ class MessageIndex:
     def export(self) -> tuple[dict[str, Any], dict[str, array]]:
         """Everything needed to rebuild this index without a scan (file store snapshot)."""
         meta = {
-            "base": self.base,
+            "known_from": self.known_from,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
             "last_ts": self.last_ts,
@@ -572,6 +639,7 @@ class MessageIndex:
             "names": self.names,
         }
         arrays = {
+            "seqs": self.seqs,
             "ts": self.ts,
             "sids": self.sids,
             "sizes": self.sizes,
@@ -584,19 +652,20 @@ class MessageIndex:
     def restore(self, meta: dict[str, Any], arrays: dict[str, array]) -> None:
         """Load what `export` produced; raises ValueError when it is inconsistent."""
         names = list(meta["names"])
-        length = int(meta["last_seq"]) - int(meta["base"]) + 1
+        length = len(arrays["seqs"])
         if not all(len(arrays[k]) == length for k in ("ts", "sids", "sizes")):
-            raise ValueError("snapshot arrays disagree with the sequence range")
+            raise ValueError("snapshot arrays disagree in length")
         if not all(len(arrays[k]) == len(names) for k in ("s_msgs", "s_first", "s_last")):
             raise ValueError("snapshot subject arrays disagree with the subject names")
         self._reset_subjects()
-        self.base = int(meta["base"])
+        self.known_from = int(meta["known_from"])
         self.first_seq = int(meta["first_seq"])
         self.last_seq = int(meta["last_seq"])
         self.last_ts = int(meta["last_ts"])
         self.msgs = int(meta["msgs"])
         self.bytes = int(meta["bytes"])
-        self.ts, self.sids, self.sizes = arrays["ts"], arrays["sids"], arrays["sizes"]
+        self.seqs, self.ts = arrays["seqs"], arrays["ts"]
+        self.sids, self.sizes = arrays["sids"], arrays["sizes"]
         self.s_msgs, self.s_first, self.s_last = (
             arrays["s_msgs"],
             arrays["s_first"],
@@ -605,15 +674,19 @@ class MessageIndex:
         self.names = names
         self.sid_of = {name: sid for sid, name in enumerate(names) if name}
         self.free = [sid for sid, name in enumerate(names) if not name]
+        self._recheck_dense()
+        self._compact_at = max(_COMPACT_MIN, 2 * (length - self.msgs))
         if sum(self.s_msgs) != self.msgs or len(self.sid_of) + len(self.free) != len(names):
             raise ValueError("snapshot subject counts disagree with the message count")
+        if length and (self.seqs[-1] > self.last_seq or self.seqs[0] < 1):
+            raise ValueError("snapshot sequences fall outside the stream's range")
 
     def state(self) -> StoreState:
         return StoreState(
             msgs=self.msgs,
             bytes=self.bytes,
             first_seq=self.first_seq,
-            first_ts_ns=self.ts[self.first_seq - self.base] if self.msgs else 0,
+            first_ts_ns=self.ts[self.lower(self.first_seq)] if self.msgs else 0,
             last_seq=self.last_seq,
             last_ts_ns=self.last_ts,
             num_deleted=max(0, self.last_seq - self.first_seq + 1 - self.msgs),

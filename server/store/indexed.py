@@ -81,7 +81,12 @@ class IndexedStore(StreamStore):
             raise ValueError(f"message of {size} bytes is too large to store")
         index = self._index
         seq = index.last_seq + 1
-        self._put(seq, subject, headers, data, timestamp_ns)
+        sid = index.intern(subject)  # may refuse (too many subjects) before anything is written
+        try:
+            self._put(seq, subject, headers, data, timestamp_ns)
+        except BaseException:
+            index.release_if_unused(sid)
+            raise
         index.append(subject, timestamp_ns, size)
         return seq
 

@@ -32,15 +32,15 @@ class MemoryStore(IndexedStore):
         )
 
     def _get(self, seq: int) -> StoredMessage:
-        msg = self._msgs[seq - self._index.base]
+        msg = self._msgs[self._index.pos_of(seq)]
         if msg is None:
             raise StoreError(f"index and payloads disagree at sequence {seq}")
         return msg
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
-        base = self._index.base
+        pos_of = self._index.pos_of
         for seq in seqs:
-            self._msgs[seq - base] = None
+            self._msgs[pos_of(seq)] = None
 
     def sync(self) -> None:
         self._check_open()
