@@ -710,9 +710,8 @@ class FileStore(IndexedStore):
         blk.rfd = os.open(blk.path, os.O_RDONLY)
         self._open_fds += 1
 
-    def _get(self, seq: int) -> StoredMessage:
+    def _get(self, seq: int, pos: int) -> StoredMessage:
         index = self._index
-        pos = index.pos_of(seq)
         offset = self._offsets[pos]
         rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
         blk = self._block_for(seq)

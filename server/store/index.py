@@ -192,9 +192,17 @@ class MessageIndex:
         self._dense = not seqs or seqs[-1] - seqs[0] == len(seqs) - 1
 
     # -- writing ---------------------------------------------------------------
-    def append(self, subject: str, timestamp_ns: int, size: int, seq: int | None = None) -> int:
+    def append(
+        self,
+        subject: str,
+        timestamp_ns: int,
+        size: int,
+        seq: int | None = None,
+        sid: int | None = None,
+    ) -> int:
         """Add a present message at `seq` (default `last_seq + 1`); return its sequence.
-        The backend appends to its columns itself."""
+        `sid` is the subject's id when the caller interned it already. The
+        backend appends to its columns itself."""
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
@@ -202,7 +210,8 @@ class MessageIndex:
         seqs = self.seqs
         if seqs and seqs[-1] != seq - 1:
             self._dense = False
-        sid = self._intern(subject)
+        if sid is None:
+            sid = self._intern(subject)
         seqs.append(seq)
         self.ts.append(timestamp_ns)
         self.sids.append(sid)
@@ -269,10 +278,14 @@ class MessageIndex:
             self.first_seq = seq + 1
 
     def present(self, seq: int) -> bool:
+        return self.present_at(seq) >= 0
+
+    def present_at(self, seq: int) -> int:
+        """Position of `seq` when it is present, else -1."""
         if seq < self.first_seq or seq > self.last_seq:
-            return False
+            return -1
         pos = self.pos_of(seq)
-        return pos >= 0 and self.sids[pos] != DELETED
+        return pos if pos >= 0 and self.sids[pos] != DELETED else -1
 
     def subject_at(self, seq: int) -> str:
         return self.names[self.sids[self.pos_of(seq)]]

@@ -7,7 +7,8 @@ storage only, through these hooks:
 - `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
   append one entry to each of its index columns (called before the index
   append, so a failed write leaves the index untouched);
-- `_get(seq)`: the `StoredMessage` for a present sequence;
+- `_get(seq, pos)`: the `StoredMessage` for a present sequence at index
+  position `pos`;
 - `_drop(seqs, erase)`: the sequences are about to be removed (tombstones,
   erasure); called before the index changes;
 - `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
@@ -56,7 +57,12 @@ class IndexedStore(StreamStore):
     ) -> None: ...
 
     @abstractmethod
-    def _get(self, seq: int) -> StoredMessage: ...
+    def _get(self, seq: int, pos: int) -> StoredMessage: ...
+
+    def _load(self, seq: int) -> StoredMessage | None:
+        if not seq:
+            return None
+        return self._get(seq, self._index.pos_of(seq))
 
     @abstractmethod
     def _drop(self, seqs: Sequence[int], erase: bool) -> None: ...
@@ -87,7 +93,7 @@ class IndexedStore(StreamStore):
         except BaseException:
             index.release_if_unused(sid)
             raise
-        index.append(subject, timestamp_ns, size)
+        index.append(subject, timestamp_ns, size, sid=sid)
         return seq
 
     def skip_to(self, seq: int) -> None:
@@ -161,9 +167,8 @@ class IndexedStore(StreamStore):
     # -- reading ---------------------------------------------------------------
     def load(self, seq: int) -> StoredMessage | None:
         self._check_open()
-        if not self._index.present(seq):
-            return None
-        return self._get(seq)
+        pos = self._index.present_at(seq)
+        return None if pos < 0 else self._get(seq, pos)
 
     def load_next(
         self, start_seq: int, filters: Sequence[str] | None = None
@@ -171,13 +176,13 @@ class IndexedStore(StreamStore):
         self._check_open()
         index = self._index
         seq = index.next_seq(start_seq, index.resolve(filters))
-        return self._get(seq) if seq else None
+        return self._load(seq)
 
     def load_last(self, subject_filter: str | None = None) -> StoredMessage | None:
         self._check_open()
         index = self._index
         seq = index.last_seq_for(index.resolve(subject_filter))
-        return self._get(seq) if seq else None
+        return self._load(seq)
 
     def load_prev(
         self, start_seq: int, filters: Sequence[str] | None = None
@@ -185,7 +190,7 @@ class IndexedStore(StreamStore):
         self._check_open()
         index = self._index
         seq = index.prev_seq(start_seq, index.resolve(filters))
-        return self._get(seq) if seq else None
+        return self._load(seq)
 
     def iter_range(
         self, start_seq: int, end_seq: int, filters: Sequence[str] | None = None
@@ -198,7 +203,7 @@ class IndexedStore(StreamStore):
             found = index.next_seq(seq, sids)
             if not found or found > end_seq:
                 return
-            yield self._get(found)
+            yield self._get(found, index.pos_of(found))
             seq = found + 1
 
     def seq_for_time(self, timestamp_ns: int) -> int:

@@ -31,8 +31,8 @@ class MemoryStore(IndexedStore):
             )
         )
 
-    def _get(self, seq: int) -> StoredMessage:
-        msg = self._msgs[self._index.pos_of(seq)]
+    def _get(self, seq: int, pos: int) -> StoredMessage:
+        msg = self._msgs[pos]
         if msg is None:
             raise StoreError(f"index and payloads disagree at sequence {seq}")
         return msg
