@@ -17,6 +17,7 @@ cached subjects that filter matches (a literal filter drops one entry).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Iterable
 from typing import Final, Generic, TypeVar
 
@@ -264,7 +265,7 @@ class SubjectIndex(Generic[T]):
         )
         if len(self._cache) >= self._cache_max:
             # drop the oldest half; dicts keep insertion order
-            for key in list(self._cache)[: self._cache_max // 2]:
+            for key in list(itertools.islice(self._cache, self._cache_max // 2)):
                 del self._cache[key]
         self._cache[subject] = result
         return result

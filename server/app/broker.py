@@ -170,6 +170,21 @@ class Broker:
             return 0
         if msg_subject is not None:
             subject = msg_subject
+        if (
+            len(plain) == 1
+            and not queues
+            and plain[0].conn is None
+            and not plain[0].closed
+        ):
+            # the common JetStream case: one internal subscriber, no client;
+            # no wire encoding needed
+            handler = plain[0].handler
+            assert handler is not None
+            try:
+                handler(subject, reply, headers, payload)
+            except Exception:  # a faulty service must not take the broker down
+                log.exception("internal handler for %r failed on %r", plain[0].subject, subject)
+            return 1
         subject_b = subject.encode("utf-8", "surrogateescape")
         reply_b = reply.encode("utf-8", "surrogateescape") if reply else None
         internal: list[Subscription] | None = None
