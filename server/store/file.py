@@ -415,10 +415,12 @@ class FileStore(IndexedStore):
     # -- writing -------------------------------------------------------------
     @staticmethod
     def _write_all(fd: int, data: bytes) -> None:
-        view = memoryview(data)
+        written = os.write(fd, data)
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            view = view[os.write(fd, view) :]
 
     def _roll(self, first_seq: int) -> _Block:
         try:
