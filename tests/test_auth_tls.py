@@ -227,3 +227,39 @@ async def test_tls_verify_needs_client_cert(mtls_server: ServerProcess, certs: P
             await refused.flush(timeout=2)
     finally:
         await refused.close()
+
+
+def test_tls_app_data_in_same_segment_as_handshake_finish(
+    tls_server: ServerProcess, certs: Path
+) -> None:
+    # the client's Finished and its CONNECT+PING leave in one TCP write, so the
+    # server decrypts application data in the read that completes the handshake
+    ctx = _client_ctx(certs)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", tls_server.port), timeout=5) as sock:
+        buf = b""
+        while b"\r\n" not in buf:
+            buf += sock.recv(4096)
+        assert buf.startswith(b"INFO ")
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                if pending := outgoing.read():
+                    sock.sendall(pending)
+                incoming.write(sock.recv(65536))
+        tls.write(b'CONNECT {"verbose":false}\r\nSUB s 1\r\nPUB s 2\r\nok\r\nPING\r\n')
+        sock.sendall(outgoing.read())  # Finished + application data together
+        plain = b""
+        while not plain.endswith(b"PONG\r\n"):
+            chunk = sock.recv(65536)
+            assert chunk, f"server closed; got {plain!r}"
+            incoming.write(chunk)
+            try:
+                while True:
+                    plain += tls.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+        assert plain == b"MSG s 1 2\r\nok\r\nPONG\r\n"
