@@ -140,7 +140,9 @@ class _Node(Generic[T]):
 
 
 class MatchResult(Generic[T]):
-    """Subscriptions matching one subject: plain ones and queue groups (name -> members)."""
+    """Subscriptions matching one subject: plain ones and queue groups (name -> members).
+
+    Read-only: results are cached and shared (empty ones are one shared object)."""
 
     __slots__ = ("plain", "queues")
 
@@ -155,7 +157,20 @@ class MatchResult(Generic[T]):
         return len(self.plain) + sum(len(m) for m in self.queues.values())
 
 
-_EMPTY: MatchResult[Hashable] = MatchResult([], {})
+_NO_QUEUES: dict[str, list[Hashable]] = {}
+_EMPTY: MatchResult[Hashable] = MatchResult([], _NO_QUEUES)
+
+
+def _merge_queues(
+    into: dict[str, list[T]] | None, groups: dict[str, dict[T, None]]
+) -> dict[str, list[T]]:
+    out: dict[str, list[T]] = {} if into is None else into
+    for name, members in groups.items():
+        if name in out:
+            out[name].extend(members)
+        else:
+            out[name] = list(members)
+    return out
 
 
 class SubjectIndex(Generic[T]):
@@ -255,50 +270,50 @@ class SubjectIndex(Generic[T]):
         cached = self._cache.get(subject)
         if cached is not None:
             return cached
-        plain: list[T] = []
-        queues: dict[str, list[T]] = {}
-        self._walk(self._root, subject.split(TSEP), 0, plain, queues)
-        # one shared empty result: unique subjects nobody listens to (reply
-        # inboxes, probes) then cost no allocation beyond the cache slot
-        result: MatchResult[T] = (
-            MatchResult(plain, queues) if plain or queues else _EMPTY  # type: ignore[assignment]
-        )
-        if len(self._cache) >= self._cache_max:
+        result = self._walk(subject)
+        cache = self._cache
+        if len(cache) >= self._cache_max:
             # drop the oldest half; dicts keep insertion order
-            for key in list(itertools.islice(self._cache, self._cache_max // 2)):
-                del self._cache[key]
-        self._cache[subject] = result
+            for key in list(itertools.islice(cache, self._cache_max // 2)):
+                del cache[key]
+        cache[subject] = result
         return result
 
-    def _walk(
-        self,
-        node: _Node[T],
-        tokens: list[str],
-        i: int,
-        plain: list[T],
-        queues: dict[str, list[T]],
-    ) -> None:
+    def _walk(self, subject: str) -> MatchResult[T]:
+        """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token."""
+        tokens = subject.split(TSEP)
         n = len(tokens)
+        plain: list[T] = []
+        queues: dict[str, list[T]] | None = None
+        stack: list[tuple[_Node[T], int]] = []
+        node: _Node[T] | None = self._root
+        i = 0
         while True:
-            if node.fwc is not None and i < n:
-                self._collect(node.fwc, plain, queues)
-            if i == n:
-                self._collect(node, plain, queues)
-                return
-            if node.pwc is not None:
-                self._walk(node.pwc, tokens, i + 1, plain, queues)
-            nxt = node.children.get(tokens[i])
-            if nxt is None:
-                return
-            node = nxt
-            i += 1
-
-    @staticmethod
-    def _collect(node: _Node[T], plain: list[T], queues: dict[str, list[T]]) -> None:
-        if node.plain:
-            plain.extend(node.plain)
-        for name, members in node.queues.items():
-            queues.setdefault(name, []).extend(members)
+            while node is not None:
+                fwc = node.fwc
+                if fwc is not None and i < n:
+                    if fwc.plain:
+                        plain.extend(fwc.plain)
+                    if fwc.queues:
+                        queues = _merge_queues(queues, fwc.queues)
+                if i == n:
+                    if node.plain:
+                        plain.extend(node.plain)
+                    if node.queues:
+                        queues = _merge_queues(queues, node.queues)
+                    break
+                if node.pwc is not None:
+                    stack.append((node.pwc, i + 1))
+                node = node.children.get(tokens[i])
+                i += 1
+            if not stack:
+                break
+            node, i = stack.pop()
+        if not plain and queues is None:
+            # one shared empty result: unique subjects nobody listens to (reply
+            # inboxes, probes) then cost no allocation beyond the cache slot
+            return _EMPTY  # type: ignore[return-value]
+        return MatchResult(plain, queues if queues is not None else _NO_QUEUES)  # type: ignore[arg-type]
 
     def has_interest(self, subject: str) -> bool:
         return bool(self.match(subject))
