@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import logging
 import os
@@ -168,7 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).error("configuration error: %s", exc)
         return 1
     except OSError as exc:
-        logging.getLogger(__name__).error("Error listening on port: %s", exc)
+        if exc.errno == errno.EADDRINUSE:
+            logging.getLogger(__name__).error(
+                "Error listening on port: %s:%d, %s", config.host, config.port, exc
+            )
+        else:
+            logging.getLogger(__name__).error("Could not start: %s", exc)
         return 1
     return 0
 
