@@ -5,7 +5,9 @@ encoders for what the server sends.
 byte, a frame split anywhere) and returns the complete operations it now
 holds; the rest waits for the next `feed`. Invariants:
 - any input either parses into ops or raises `ProtocolError` (nothing else);
-  after an error the parser is unusable, as the connection is closed;
+  the error carries the ops completed before it in the same `feed`
+  (`ProtocolError.ops`); after an error the parser is unusable, as the
+  connection is closed;
 - a control line longer than `max_control_line` (counted while it is still
   incomplete, so a peer cannot grow the buffer without bound) raises
   ``Maximum Control Line Exceeded``; a PUB/HPUB size over `max_payload` raises
@@ -54,6 +56,9 @@ class ProtocolError(Exception):
         self.reason = reason
         self.detail = detail
         self.silent = silent
+        # the complete ops that came before the error in the same feed: nats-server
+        # applies them (a PUB before garbage is still delivered)
+        self.ops: list[Op] = []
 
 
 def _arg_error(detail: str) -> ProtocolError:
@@ -154,8 +159,9 @@ class Parser:
         ops: list[Op] = []
         try:
             pos = self._parse(data, ops)
-        except ProtocolError:
+        except ProtocolError as exc:
             self._failed = True
+            exc.ops = ops
             raise
         if pos < len(data):
             buf += memoryview(data)[pos:]

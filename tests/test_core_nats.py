@@ -348,6 +348,23 @@ def test_raw_ops_before_connect_without_auth(raw) -> None:  # type: ignore[no-un
     assert c.readline() == b"MSG a 1 1"
 
 
+async def test_publish_before_garbage_is_delivered(server: ServerProcess, nc: NATS) -> None:
+    sub = await nc.subscribe("before.garbage")
+    await nc.flush()
+
+    def vandal() -> bytes:
+        c = RawClient(server.port)
+        try:
+            c.send(b'CONNECT {"verbose":false}\r\nPUB before.garbage 2\r\nhi\r\nBOGUS\r\n')
+            return c.read_all_until_close()
+        finally:
+            c.close()
+
+    out = await asyncio.get_running_loop().run_in_executor(None, vandal)
+    assert out == b"-ERR 'Unknown Protocol Operation'\r\n"
+    assert (await sub.next_msg(2)).data == b"hi"
+
+
 async def test_garbage_client_does_not_hurt_others(server: ServerProcess, nc: NATS) -> None:
     sub = await nc.subscribe("still.alive")
     await nc.flush()

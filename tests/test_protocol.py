@@ -117,8 +117,9 @@ def test_limits_are_configurable() -> None:
 def test_ops_before_an_error_are_not_lost() -> None:
     parser = Parser()
     assert parser.feed(b"PING\r\n") == [Ping()]
-    with pytest.raises(ProtocolError):
-        parser.feed(b"BOGUS\r\n")
+    with pytest.raises(ProtocolError) as info:
+        parser.feed(b"SUB a 1\r\nPUB a 2\r\nhi\r\nBOGUS\r\n")
+    assert info.value.ops == [Sub("a", None, "1"), Pub("a", None, None, b"hi")]
 
 
 def test_encoders() -> None:

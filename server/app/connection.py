@@ -154,7 +154,13 @@ class ClientConnection(asyncio.Protocol):
             ops = self.parser.feed(data)
         except P.ProtocolError as exc:
             # apply what parsed before the error, as nats-server does
+            for op in exc.ops:
+                if self.closed:
+                    return
+                self._handle(op)
             log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, exc)
+            if self.closed:
+                return
             if exc.silent:
                 self.close()
             else:
