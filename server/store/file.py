@@ -13,13 +13,15 @@ directory after block files came or went). With `sync_always=True` the caller
 (the stream) calls `sync()` itself, once per batch of stores (group commit).
 Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
 on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
-stream is synced too. A finished block keeps its descriptor until the next sync() fsyncs it.
+stream is synced too. A finished block keeps its descriptor until the next
+sync() fsyncs it (at most `MAX_UNSYNCED_BLOCKS` wait).
 
 Deletes append a DELETE record; `erase=True` also rewrites the message record
 in place (payload zeroed, kind ERASED). `compact`/full purge append a FLOOR
-record (a full purge first rolls to a new block). Block files are removed from
-the front only, once every sequence in them is gone, so a tombstone never
-outlives the record it hides. A block other than the current one whose live
+record (a full purge first rolls to a new block). Front blocks are removed
+once every sequence in them is gone. A block other than the current one whose
+live messages are all gone is retired: the records in it that still matter
+are appended to the current block first. A block other than the current one whose live
 messages fill less than half of it is rewritten (temp file, fsync, rename)
 with only its present messages, the tombstones that may still hide records in
 earlier blocks, and FLOOR records: disk use stays proportional to live data
@@ -28,15 +30,17 @@ once the block that held its message was rewritten after it (every tombstone
 carries an operation stamp, every block header the stamp of its last write)
 or retired (the index marks such sequences `NO_RECORD`).
 
-Reads: the `MessageIndex` (in memory, ~20 bytes per message: timestamp,
-subject id, size, block offset) answers every query; payloads are read on
-demand through a process-wide bounded LRU of 64 KiB block chunks (`cache`).
+Reads: the `MessageIndex` (in memory, ~30 bytes per message: sequence,
+timestamp, subject id, size, block offset) answers every query; payloads are
+read on demand through a process-wide bounded LRU of 64 KiB block chunks
+(`cache`). Not thread-safe: one owner (the server's loop thread) per store.
 
 Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
 directory is loaded without reading the blocks, after verifying the last
 record of the last block. Otherwise every block is scanned; a block is
-truncated at its first bad record (short, bad checksum, out of order), with a
-WARNING and the details in `recovery` (RecoveryReport). The snapshot is
+truncated at its first bad record (short, bad checksum, out of order), a block
+with a bad header is dropped, each with a WARNING and the details in
+`recovery` (RecoveryReport); later blocks are still read. The snapshot is
 deleted once loaded, so it can never describe a later state.
 """
 
