@@ -143,6 +143,17 @@ async def test_max_payload_client_side(nc: NATS) -> None:
         await nc.publish("big", b"x" * (nc.max_payload + 1))
 
 
+async def test_max_size_messages_round_trip(nc: NATS) -> None:
+    sub = await nc.subscribe("big.>")
+    big = bytes(range(256)) * (nc.max_payload // 256)
+    assert len(big) == nc.max_payload
+    await nc.publish("big.one", big)
+    await nc.publish("big.two", big[:1000], headers={"K": "v"})
+    first, second = await _drain(sub, 2, timeout=5)
+    assert first.data == big
+    assert second.data == big[:1000] and second.headers == {"K": "v"}
+
+
 async def test_no_echo(server: ServerProcess) -> None:
     nc = await nats.connect(server.url, no_echo=True)
     other = await nats.connect(server.url)
