@@ -461,7 +461,7 @@ def test_index_memory_per_message_is_bounded(big_store_dir: Path) -> None:
 
 
 def test_reopen_rate(big_store_dir: Path) -> None:
-    # measured ~0.4 s by scan and ~0.01 s by snapshot for 200k messages; the
+    # measured ~0.3 s (CPU) by scan and ~0.02 s by snapshot for 200k messages; the
     # bounds below only catch an order-of-magnitude regression
     (big_store_dir / SNAPSHOT_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
@@ -477,7 +477,7 @@ def test_reopen_rate(big_store_dir: Path) -> None:
     assert again.recovery.used_snapshot and again.state().msgs == N_SCALE
     crash(again)
     assert N_SCALE / scanned > 20_000, f"scan reopen {N_SCALE / scanned:.0f} msgs/s"
-    assert N_SCALE / loaded > 200_000, f"snapshot reopen {N_SCALE / loaded:.0f} msgs/s"
+    assert N_SCALE / loaded > 100_000, f"snapshot reopen {N_SCALE / loaded:.0f} msgs/s"
 
 
 # -- model-based, with restarts ----------------------------------------------------
