@@ -361,6 +361,18 @@ def test_periodic_sync_with_fake_clock(tmp_path: Path) -> None:
     assert clock.pending_timers == 0
 
 
+def test_sync_always_leaves_group_commit_to_the_caller(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = FileStore(tmp_path, sync_always=True, sync_interval_s=1.0, clock=clock)
+    for i in range(100):
+        store.store("a", None, b"x", T0 + i)
+    clock.advance(5.0)
+    assert store.pending_sync and clock.pending_timers == 0  # no timer, no own fsync
+    store.sync()  # one fsync covers the whole batch
+    assert not store.pending_sync
+    store.close()
+
+
 def test_maybe_sync_without_clock(tmp_path: Path) -> None:
     store = FileStore(tmp_path, sync_interval_s=1.0)
     store.store("a", None, b"x", T0)
