@@ -94,10 +94,17 @@ def test_empty_store_state(store: StreamStore) -> None:
     assert store.seq_for_time(T0) == 1
 
 
-def test_store_rejects_empty_subject(store: StreamStore) -> None:
+def test_store_rejects_bad_input_and_keeps_serving(store: StreamStore) -> None:
     with pytest.raises(ValueError, match="subject"):
         store.store("", None, b"x", T0)
-    assert store.state().msgs == 0
+    with pytest.raises(TypeError, match="bytes"):
+        store.store("a", None, "text", T0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="bytes"):
+        store.store("a", "NATS/1.0", b"x", T0)  # type: ignore[arg-type]
+    assert store.state().msgs == 0 and store.state().num_subjects == 0
+    assert store.store("a", None, bytearray(b"ok"), T0) == 1
+    msg = store.load(1)
+    assert msg is not None and msg.data == b"ok" and isinstance(msg.data, bytes)
 
 
 def test_remove_interior_first_last(store: StreamStore) -> None:

@@ -55,7 +55,7 @@ _FF4 = b"\xff\xff\xff\xff"
 _COMPACT_MIN = 4096
 _FIRST_CHUNK = 64
 _MAX_CHUNK = 1 << 16
-_FILTER_CACHE_MAX = 64
+_FILTER_CACHE_MAX = 16  # every new subject is matched against each cached filter
 _FEW_SUBJECTS = 16
 
 

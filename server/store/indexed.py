@@ -41,6 +41,7 @@ from server.store.filters import matches_all
 from server.store.index import MessageIndex
 
 MAX_MESSAGE_BYTES = 0xFFFFFFFF
+_BYTES = (bytes, bytearray, memoryview)
 
 
 class IndexedStore(StreamStore):
@@ -82,6 +83,10 @@ class IndexedStore(StreamStore):
         self._check_open()
         if not subject:
             raise ValueError("subject must not be empty")
+        if not isinstance(data, _BYTES) or (
+            headers is not None and not isinstance(headers, _BYTES)
+        ):
+            raise TypeError("headers and data must be bytes-like")
         size = message_size(subject, headers, data)
         if size > MAX_MESSAGE_BYTES:
             raise ValueError(f"message of {size} bytes is too large to store")
