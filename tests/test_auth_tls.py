@@ -105,6 +105,16 @@ def test_raw_auth_violation_text(userpass_server: ServerProcess) -> None:
     assert data == b"-ERR 'Authorization Violation'\r\n"
 
 
+def test_raw_non_ascii_credentials_are_refused_cleanly(token_server: ServerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", token_server.port), timeout=3) as sock:
+        sock.recv(4096)
+        sock.sendall('CONNECT {"verbose":false,"auth_token":"sécret"}\r\nPING\r\n'.encode())
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    assert data == b"-ERR 'Authorization Violation'\r\n"
+
+
 def test_raw_ops_before_connect_need_auth(token_server: ServerProcess) -> None:
     with socket.create_connection(("127.0.0.1", token_server.port), timeout=3) as sock:
         sock.recv(4096)

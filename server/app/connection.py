@@ -45,6 +45,11 @@ log = logging.getLogger(__name__)
 TRANSPORT_ERRORS = (ConnectionError, OSError, ssl.SSLError, asyncio.CancelledError)
 
 
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison that also takes non-ASCII text."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
+
+
 class ClientConnection(asyncio.Protocol):
     def __init__(self, server: NatsServer, cid: int) -> None:
         self.server = server
@@ -255,15 +260,15 @@ class ClientConnection(asyncio.Protocol):
             return True
         if auth.token is not None:
             token = opts.get("auth_token")
-            if isinstance(token, str) and hmac.compare_digest(token, auth.token):
+            if isinstance(token, str) and _same(token, auth.token):
                 return True
         if auth.user is not None:
             user, password = opts.get("user"), opts.get("pass")
             if (
                 isinstance(user, str)
                 and isinstance(password, str)
-                and hmac.compare_digest(user, auth.user)
-                and hmac.compare_digest(password, auth.password or "")
+                and _same(user, auth.user)
+                and _same(password, auth.password or "")
             ):
                 return True
         return False
