@@ -296,7 +296,7 @@ class Parser:
         if name == b"CONNECT":
             try:
                 options = json.loads(rest)
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: deep nesting
                 raise _arg_error(f"CONNECT JSON: {exc}") from exc
             if not isinstance(options, dict):
                 raise _arg_error("CONNECT argument is not a JSON object")

@@ -93,6 +93,8 @@ def test_many_ops_per_feed_is_linear() -> None:
         (b"SUB a b c d\r\n", P.ERR_UNKNOWN_OP, True),
         (b"CONNECT {nope\r\n", P.ERR_UNKNOWN_OP, True),
         (b"CONNECT [1]\r\n", P.ERR_UNKNOWN_OP, True),
+        (b"CONNECT " + b"[" * 3000 + b"\r\n", P.ERR_UNKNOWN_OP, True),
+        (b"CONNECT {\"a\":\"\xff\"}\r\n", P.ERR_UNKNOWN_OP, True),
     ],
 )
 def test_errors(data: bytes, reason: str, silent: bool) -> None:
