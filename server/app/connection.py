@@ -1,5 +1,5 @@
 """One client connection: bytes in through the sans-IO parser, ops applied to
-the broker, bytes out through a per-loop-turn buffer.
+the broker, bytes out through a batched outbound buffer.
 
 An `asyncio.Protocol`. The connection state is small and explicit:
 ``expect_connect`` (INFO sent, waiting for CONNECT when auth is required) ->
@@ -16,8 +16,11 @@ Invariants:
   `max_pending` close the connection with ``-ERR 'Slow Consumer'`` and count
   a slow consumer;
 - a protocol error answers ``-ERR '<reason>'`` and closes, as nats-server
-  does; an invalid SUB subject answers ``-ERR 'Invalid Subject'`` and the
-  connection stays open;
+  does (bad arguments of a known op close without ``-ERR``, as there); ops
+  that came before the error are applied first; an invalid SUB subject
+  answers ``-ERR 'Invalid Subject'`` and the connection stays open;
+- with TLS, application data decrypted before `start_tls` returns is held
+  and processed once the TLS transport is in place;
 - a transport that stays paused (buffer over its high-water mark) for
   `write_deadline` is a slow consumer too;
 - every PING interval the server pings; more than `max_pings_out`
