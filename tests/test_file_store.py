@@ -192,7 +192,7 @@ def test_truncated_tail_keeps_every_intact_record(
     crash(store)
     last = blocks(tmp_path)[-1]
     os.truncate(last, last.stat().st_size - 10)
-    with caplog.at_level(logging.WARNING, logger="server.store.file"):
+    with caplog.at_level(logging.WARNING, logger="server.store"):
         again = FileStore(tmp_path)
     st = again.state()
     assert (st.msgs, st.first_seq, st.last_seq) == (99, 1, 99)

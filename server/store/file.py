@@ -51,11 +51,8 @@ import errno
 import fcntl
 import logging
 import os
-import re
 import shutil
-import struct
 import time
-import zlib
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,9 +60,11 @@ from pathlib import Path
 from server.clock import Clock, TimerHandle
 from server.store import codec
 from server.store.base import RecoveryReport, StoredMessage, StoreError
+from server.store.blocks import Block, block_files, block_path
 from server.store.cache import CHUNK_SIZE, SHARED
 from server.store.index import DELETED, MessageIndex
 from server.store.indexed import IndexedStore
+from server.store.recovery import scan_blocks
 from server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -81,22 +80,7 @@ MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
 NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
-_BLOCK_NAME = re.compile(r"^(\d{10})\.blk$")
 _HEAD = codec.RECORD_HEAD_SIZE
-_CRC = struct.Struct("<I")
-
-
-class _Block:
-    __slots__ = ("number", "path", "first_seq", "stamp", "size", "rfd", "live_bytes")
-
-    def __init__(self, number: int, path: Path, first_seq: int, stamp: int, size: int) -> None:
-        self.number = number
-        self.path = path
-        self.first_seq = first_seq
-        self.stamp = stamp  # header stamp: tombstones stamped below it are obsolete here
-        self.size = size
-        self.rfd = -1
-        self.live_bytes = 0  # sum of message_size() of present messages in this block
 
 
 class FileStore(IndexedStore):
@@ -123,7 +107,7 @@ class FileStore(IndexedStore):
         self._sync_always = sync_always
         self._sync_interval_ns = int(sync_interval_s * 1e9)
         self._clock = clock
-        self._blocks: list[_Block] = []
+        self._blocks: list[Block] = []
         self._firsts: list[int] = []
         self._wfd = -1
         self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
@@ -134,7 +118,7 @@ class FileStore(IndexedStore):
         self._token = SHARED.new_token()
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
-        self._touched: set[_Block] = set()
+        self._touched: set[Block] = set()
         self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
@@ -161,18 +145,10 @@ class FileStore(IndexedStore):
             raise
         return fd
 
-    def _block_files(self) -> list[tuple[int, Path]]:
-        found = []
-        for entry in os.scandir(self._msgs_dir):
-            match = _BLOCK_NAME.match(entry.name)
-            if match and entry.is_file():
-                found.append((int(match.group(1)), Path(entry.path)))
-        return sorted(found)
-
     def _open(self) -> None:
         for leftover in self._msgs_dir.glob("*.tmp"):
             leftover.unlink()  # an interrupted block rewrite; the original is intact
-        files = self._block_files()
+        files = block_files(self._msgs_dir)
         snap = self._dir / SNAPSHOT_FILE
         used = False
         if snap.exists():
@@ -224,8 +200,8 @@ class FileStore(IndexedStore):
             raise SnapshotError("snapshot offsets disagree with the index")
         self._offsets.extend(offsets)
         for number, size, _mtime, first, stamp in described:
-            path = self._msgs_dir / f"{number:010d}.blk"
-            self._add_block(_Block(number, path, first, stamp, size))
+            path = block_path(self._msgs_dir, number)
+            self._add_block(Block(number, path, first, stamp, size))
         self._stamp = int(meta["stamp"])
         tail = meta.get("tail")
         self._tail = (int(tail[0]), int(tail[1])) if tail else None
@@ -254,146 +230,20 @@ class FileStore(IndexedStore):
             raise SnapshotError(f"last record is damaged: {scan}")
 
     def _scan(self, files: list[tuple[int, Path]]) -> None:
-        index = self._index
-        report = self._recovery
-        names: dict[bytes, str] = {}
-        for number, path in files:
-            raw = path.read_bytes()
-            try:
-                first_seq, stamp = codec.decode_block_header(raw)
-            except codec.CorruptRecord as err:
-                # typically a crash while a new block was being created
-                self._lost(path, 0, len(raw), 1 if raw else 0, index.last_seq, str(err))
-                path.unlink()
-                continue
-            if first_seq <= index.last_seq:
-                # a block never starts at or below a sequence an earlier block holds
-                framed = codec.count_framed(raw, codec.BLOCK_HEADER_SIZE, len(raw))
-                why = f"block first sequence {first_seq} is out of order"
-                self._lost(path, 0, len(raw), framed, index.last_seq, why)
-                path.unlink()
-                continue
-            index.advance_last(first_seq - 1)
-            mv = memoryview(raw)
-            end = len(raw)
-            pos, reason, tail = self._scan_block(raw, mv, names)
-            if reason:
-                lost_records = codec.count_framed(mv, pos, end)
-                self._lost(path, pos, end - pos, lost_records, index.last_seq, reason)
-                mv.release()
-                os.truncate(path, pos)
-            else:
-                mv.release()
-            self._add_block(_Block(number, path, first_seq, stamp, pos))
-            self._stamp = max(self._stamp, stamp + 1)
-            self._tail = tail
-        if report.lost_bytes:
+        result = scan_blocks(str(self._dir), files, self._index, self._offsets, self._recovery)
+        for blk in result.blocks:
+            self._add_block(blk)
+        self._tail = result.tail
+        self._stamp = max(self._stamp, result.next_stamp)
+        if result.changed:
             self._dir_dirty = True
 
-    def _scan_block(
-        self, raw: bytes, mv: memoryview, names: dict[bytes, str]
-    ) -> tuple[int, str, tuple[int, int] | None]:
-        """Replay one block's records into the index; return where the valid
-        records end, why they end there ("" at the end of the block), and the
-        last valid record. Runs of consecutive messages are gathered in arrays
-        and handed to the index in one `extend_run` (the hot path of a reopen)."""
-        index, offsets = self._index, self._offsets
-        unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
-        kind_msg, fixed, head = codec.KIND_MSG, codec.RECORD_FIXED, _HEAD
-        size_adj = codec.SIZE_TO_RECLEN
-        sid_of, intern = index.sid_of, index.intern
-        run_sids, run_ts, run_sizes, run_offs = array("I"), array("q"), array("I"), array("I")
-        run_first = 0
-        next_seq = index.last_seq + 1
-        pos, end = codec.BLOCK_HEADER_SIZE, len(raw)
-        reason = ""
-        tail: tuple[int, int] | None = None
-
-        def flush() -> None:
-            if run_sids:
-                index.extend_run(run_first, run_sids, run_ts, run_sizes)
-                offsets.extend(run_offs)
-                for run in (run_sids, run_ts, run_sizes, run_offs):
-                    del run[:]
-
-        while pos < end:
-            if end - pos < fixed:
-                short = codec.scan_record(raw, pos, end)
-                reason = short if isinstance(short, str) else "record framing"
-                break
-            rec_len, kind, seq, ts, slen, hlen, dlen = unpack(raw, pos)
-            stop = pos + rec_len - 4
-            if (
-                rec_len != fixed + slen + hlen + dlen
-                or stop + 4 > end
-                or crc32(mv[pos:stop]) != crc_at(raw, stop)[0]
-            ):
-                scan = codec.scan_record(raw, pos, end)
-                reason = scan if isinstance(scan, str) else "record framing"
-                break
-            if kind == kind_msg:
-                sb = raw[pos + head : pos + head + slen]
-                subject = names.get(sb)
-                if subject is None:
-                    try:
-                        subject = names[sb] = sb.decode()
-                    except UnicodeDecodeError:
-                        reason = "subject is not UTF-8"
-                        break
-                if seq != next_seq:
-                    flush()
-                    if seq <= index.last_seq:
-                        reason = f"message sequence {seq} is not above {index.last_seq}"
-                        break
-                    index.advance_last(seq - 1)
-                    next_seq = seq
-                if not run_sids:
-                    run_first = seq
-                sid = sid_of.get(subject)
-                run_sids.append(intern(subject) if sid is None else sid)
-                run_ts.append(ts)
-                run_sizes.append(rec_len - size_adj)
-                run_offs.append(pos)
-                next_seq += 1
-            else:
-                flush()
-                if kind == codec.KIND_DELETE:
-                    index.remove(seq)
-                    if ts >= self._stamp:
-                        self._stamp = ts + 1
-                elif kind == codec.KIND_ERASED:
-                    index.advance_last(seq)
-                elif kind == codec.KIND_FLOOR:
-                    index.floor(seq)
-                    index.last_ts = max(index.last_ts, ts)
-                else:
-                    reason = f"unknown record kind {kind}"
-                    break
-                next_seq = index.last_seq + 1
-            tail = (pos, rec_len)
-            pos += rec_len
-        flush()
-        return pos, reason, tail
-
-    def _lost(
-        self, path: Path, offset: int, nbytes: int, records: int, after_seq: int, why: str
-    ) -> None:
-        report = self._recovery
-        report.lost_bytes += nbytes
-        report.lost_msgs += records
-        note = (
-            f"{path.name}: dropped {nbytes} bytes (about {records} records) at offset "
-            f"{offset}, after sequence {after_seq}: {why}"
-        )
-        report.notes.append(note)
-        log.warning("store %s: recovery %s", self._dir, note)
-
-    def _add_block(self, blk: _Block) -> None:
+    def _add_block(self, blk: Block) -> None:
         self._blocks.append(blk)
         self._firsts.append(blk.first_seq)
 
-    def _create_block(self, number: int, first_seq: int) -> _Block:
-        path = self._msgs_dir / f"{number:010d}.blk"
+    def _create_block(self, number: int, first_seq: int) -> Block:
+        path = block_path(self._msgs_dir, number)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         try:
             stamp = self._next_stamp()
@@ -409,7 +259,7 @@ class FileStore(IndexedStore):
             else:
                 os.close(self._wfd)
         self._wfd = fd
-        blk = _Block(number, path, first_seq, stamp, codec.BLOCK_HEADER_SIZE)
+        blk = Block(number, path, first_seq, stamp, codec.BLOCK_HEADER_SIZE)
         self._add_block(blk)
         self._tail = None
         self._dir_dirty = True
@@ -426,7 +276,7 @@ class FileStore(IndexedStore):
         while view:
             view = view[os.write(fd, view) :]
 
-    def _roll(self, first_seq: int) -> _Block:
+    def _roll(self, first_seq: int) -> Block:
         try:
             blk = self._create_block(self._blocks[-1].number + 1, first_seq)
             if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
@@ -437,7 +287,7 @@ class FileStore(IndexedStore):
             raise StoreError(f"starting a new block in {self._msgs_dir} failed: {err}") from err
         return blk
 
-    def _append(self, data: bytes, last_len: int) -> tuple[_Block, int]:
+    def _append(self, data: bytes, last_len: int) -> tuple[Block, int]:
         """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
         blk = self._blocks[-1]
         if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
@@ -548,7 +398,7 @@ class FileStore(IndexedStore):
         self._stamp += 1
         return stamp
 
-    def _needed_delete(self, seq: int, stamp: int, blk: _Block) -> bool:
+    def _needed_delete(self, seq: int, stamp: int, blk: Block) -> bool:
         """Must a tombstone for `seq` (stamped `stamp`), found in `blk`, be kept?
         Only while the record it hides may still be on disk in an earlier block:
         a block (re)written after the tombstone no longer holds that record."""
@@ -562,7 +412,7 @@ class FileStore(IndexedStore):
                 return False  # never stored, or its block was rewritten or retired since
         return stamp >= self._block_for(seq).stamp
 
-    def _forget_records(self, blk: _Block) -> None:
+    def _forget_records(self, blk: Block) -> None:
         """Every deleted sequence in `blk`'s range has no record on disk any more."""
         lo, hi = self._block_range(blk)
         sids, offsets = self._index.sids, self._offsets
@@ -576,7 +426,7 @@ class FileStore(IndexedStore):
             pos += 1
 
     def _kept_records(
-        self, blk: _Block, raw: bytes
+        self, blk: Block, raw: bytes
     ) -> tuple[list[bytes], list[tuple[int, int]]] | None:
         """The records of `blk` worth keeping, and (seq, offset-in-list-order) of
         its present messages; None if the block is damaged (then leave it alone)."""
@@ -606,7 +456,7 @@ class FileStore(IndexedStore):
             pos += rec_len
         return parts, moves
 
-    def _retire(self, blk: _Block) -> None:
+    def _retire(self, blk: Block) -> None:
         """Remove a block with no present message: the records in it that still
         matter (tombstones hiding records in earlier blocks, FLOOR records) are
         appended to the current block first, then fsynced, then the file goes."""
@@ -626,7 +476,7 @@ class FileStore(IndexedStore):
         self._dir_dirty = True
         self._index.maybe_compact()
 
-    def _block_range(self, blk: _Block) -> tuple[int, int]:
+    def _block_range(self, blk: Block) -> tuple[int, int]:
         """Positions in the index of the sequences this block may hold."""
         index = self._index
         i = self._blocks.index(blk)
@@ -634,11 +484,11 @@ class FileStore(IndexedStore):
         lo, hi = index.lower(blk.first_seq), index.lower(nxt)
         return lo, max(lo, hi)
 
-    def _recount_live(self, blk: _Block) -> None:
+    def _recount_live(self, blk: Block) -> None:
         lo, hi = self._block_range(blk)
         blk.live_bytes = sum(self._index.sizes[lo:hi]) if hi > lo else 0
 
-    def _rewrite(self, blk: _Block) -> None:
+    def _rewrite(self, blk: Block) -> None:
         """Rewrite a mostly-dead block with only what still matters: present
         messages, tombstones that may hide records in earlier blocks, FLOOR
         records. Atomic: temp file, fsync, rename."""
@@ -669,7 +519,7 @@ class FileStore(IndexedStore):
         log.debug("store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, size)
         blk.size = size
 
-    def _close_block(self, blk: _Block) -> None:
+    def _close_block(self, blk: Block) -> None:
         if blk.rfd >= 0:
             os.close(blk.rfd)
             blk.rfd = -1
@@ -687,10 +537,10 @@ class FileStore(IndexedStore):
             self._dir_dirty = True
 
     # -- reading -------------------------------------------------------------
-    def _block_for(self, seq: int) -> _Block:
+    def _block_for(self, seq: int) -> Block:
         return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
 
-    def _read(self, blk: _Block, offset: int, length: int) -> bytes:
+    def _read(self, blk: Block, offset: int, length: int) -> bytes:
         chunk = offset // CHUNK_SIZE
         start = chunk * CHUNK_SIZE
         end = offset + length
@@ -705,7 +555,7 @@ class FileStore(IndexedStore):
             self._cache.put(key, buf)
         return buf[offset - start : end - start]
 
-    def _open_reader(self, blk: _Block) -> None:
+    def _open_reader(self, blk: Block) -> None:
         if self._open_fds >= MAX_READ_FDS:
             for other in self._blocks:  # close the oldest open reader
                 if other.rfd >= 0:
