@@ -48,3 +48,25 @@ def stream_reader(spark: Any, url: str, stream: str, **options: Any) -> Any:
 def rows(df: Any, *cols: str) -> list[tuple[Any, ...]]:
     """Selected columns as sorted tuples (order-insensitive comparison)."""
     return sorted(tuple(r) for r in df.select(*cols).collect())
+
+
+def fill_fast(url: str, stream: str, subject: str, n: int, payload: bytes = b"x" * 128) -> None:
+    """Create `stream` on `subject` and publish n messages with pipelined, awaited acks."""
+    from spark_jetstream.connection import ConnectionOptions
+    from spark_jetstream.lean_client import LeanConnection
+
+    with LeanConnection.connect(ConnectionOptions.from_options({"servers": url})) as conn:
+        conn.js_api(f"STREAM.CREATE.{stream}", {"name": stream, "subjects": [subject]})
+        reply = conn.new_reply()
+        frame = LeanConnection.pub_frame(subject, payload, reply=reply)
+        sent = 0
+        while sent < n:
+            k = min(2000, n - sent)
+            conn.send(frame * k)
+            acked = 0
+            while acked < k:
+                for f in conn.read_frames():
+                    if f[0] == b"MSG" and f[1] == reply.encode():
+                        assert b'"error"' not in f[5], f[5]
+                        acked += 1
+            sent += k

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import pytest
 from chispa import assert_df_equality
-from read_helpers import fill, reader, rows
+from read_helpers import fill, fill_fast, reader, rows
 
 from server.process import ServerProcess
 from spark_jetstream.arrow_rows import read_schema
@@ -148,3 +148,13 @@ def test_option_errors_name_the_option(spark) -> None:  # type: ignore[no-untype
         spark.read.format("jetstream").option("stream", "S").option("endingOffsets", "soon").load().collect()
     with pytest.raises(Exception, match="option includeHeaders: expected true or false"):
         spark.read.format("jetstream").option("stream", "S").option("includeHeaders", "maybe").load()
+
+
+def test_larger_range_two_partitions(spark, server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+    n = 20_000
+    fill_fast(server.url, "BIG", "big.x", n)
+    df = reader(spark, server.url, "BIG", minPartitions=2, includeHeaders="false")
+    assert df.rdd.getNumPartitions() == 2
+    stats = df.selectExpr("count(*) as c", "count(distinct seq) as d", "min(seq) as lo", "max(seq) as hi",
+                          "sum(length(data)) as bytes").collect()[0]
+    assert (stats.c, stats.d, stats.lo, stats.hi, stats.bytes) == (n, n, 1, n, n * 128)
