@@ -24,7 +24,9 @@ def main(argv: list[str]) -> int:
     import spark_jetstream
     from spark_jetstream.local import local_spark_session
 
-    spark = local_spark_session("crash-pipeline", cores=2)
+    # C1-only JIT and serial GC: this short-lived JVM starts several times per test
+    fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
     spark.sparkContext.setLogLevel("ERROR")
     spark_jetstream.register(spark)
     source = (
