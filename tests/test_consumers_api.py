@@ -257,3 +257,19 @@ async def test_start_time_at_the_epoch_is_a_time(nc: NATS, js: JetStreamContext)
     r = await api(nc, "CONSUMER.CREATE.S.T", {"stream_name": "S", "config": {"name": "T", "deliver_policy": "by_start_time", "opt_start_time": "1970-01-01T00:00:00Z"}})
     assert err_code(r) is None and r["num_pending"] == 3
     assert r["config"]["opt_start_time"] == "1970-01-01T00:00:00Z"
+
+
+async def test_reset_on_interest_stream_acknowledges_what_it_passes(nc: NATS, js: JetStreamContext) -> None:
+    await js.add_stream(name="I", subjects=["i.>"], retention="interest")
+    await api(nc, "CONSUMER.CREATE.I.A", {"stream_name": "I", "config": {"durable_name": "A", "ack_policy": "explicit"}})
+    await api(nc, "CONSUMER.CREATE.I.B", {"stream_name": "I", "config": {"durable_name": "B", "ack_policy": "explicit", "filter_subject": "i.b"}})
+    for i in range(10):
+        await js.publish("i.a" if i % 2 else "i.b", b"x")
+    await api(nc, "CONSUMER.RESET.I.A", {"seq": 7})
+    state = (await js.stream_info("I")).state
+    assert (state.messages, state.first_seq) == (7, 1)  # B still wants 1, 3, 5
+    await api(nc, "CONSUMER.RESET.I.B", {"seq": 5})
+    state = (await js.stream_info("I")).state
+    assert (state.messages, state.first_seq) == (5, 5)
+    r = await api(nc, "CONSUMER.RESET.I.A", {"seq": 2})
+    assert r["num_pending"] == 5

@@ -225,6 +225,7 @@ class Consumer:
         self.on_delete: Callable[[Consumer], None] | None = None
         # delivery state
         self.sseq = 1
+        self.last_sseq = 0  # stream seq of the last first delivery (info's delivered)
         self.dseq = 0
         self.adflr = 0
         self.asflr = 0
@@ -332,6 +333,7 @@ class Consumer:
             else:
                 self.sseq = last + 1
         self.asflr = self.sseq - 1
+        self.last_sseq = self.sseq - 1
         self.adflr = 0
         self.dseq = 0
         self.npc = len(self.lps) if self.lps else self._count_pending(self.sseq)
@@ -348,6 +350,7 @@ class Consumer:
     def _restore(self, state: ConsumerState) -> None:
         self.dseq = state.delivered_consumer_seq
         self.sseq = state.delivered_stream_seq + 1
+        self.last_sseq = state.delivered_stream_seq
         self.adflr = state.ack_floor_consumer_seq
         self.asflr = state.ack_floor_stream_seq
         now = self.clock.now_ns()
@@ -386,6 +389,8 @@ class Consumer:
         self.rdc = {s: c for s, c in self.rdc.items() if s >= first_seq}
         if self.sseq < first_seq:
             self.sseq = first_seq
+        if self.last_sseq < first_seq - 1:
+            self.last_sseq = first_seq - 1
         if self.asflr < first_seq - 1:
             self.asflr = first_seq - 1
         while self.lps and self.lps[0] < first_seq:
@@ -454,7 +459,7 @@ class Consumer:
     def snapshot(self) -> ConsumerState:
         return ConsumerState(
             delivered_consumer_seq=self.dseq,
-            delivered_stream_seq=self.sseq - 1,
+            delivered_stream_seq=self.last_sseq,
             ack_floor_consumer_seq=self.adflr,
             ack_floor_stream_seq=self.asflr,
             pending=[(s, p.consumer_seq, p.timestamp_ns) for s, p in self.pending.items()],
@@ -620,6 +625,12 @@ class Consumer:
             msg = self.stream.store.load_next(self.sseq, self._store_filters)
         if msg is None:
             self.npc = 0
+            if self._store_filters is not None:
+                # Nothing more matches: move the cursor past the stream's end (as
+                # nats-server does); what lies between never matched.
+                end = int(self._store_state().last_seq) + 1
+                if end > self.sseq:
+                    self.sseq = end
             return None
         if self.config.replay_policy == "original" and not self._replay_due(msg):
             return None
@@ -659,6 +670,8 @@ class Consumer:
                 self.lps.popleft()
             if seq >= self.sseq:
                 self.sseq = seq + 1
+            if seq > self.last_sseq:
+                self.last_sseq = seq
             if self.npc > 0:
                 self.npc -= 1
         else:
@@ -760,7 +773,7 @@ class Consumer:
                 100,
                 "Idle Heartbeat",
                 Nats_Last_Consumer=str(self.dseq),
-                Nats_Last_Stream=str(self.sseq - 1),
+                Nats_Last_Stream=str(self.last_sseq),
             )
             self.engine.publish(waiting.reply, None, headers, b"")
             waiting.last_sent_ns = now
@@ -991,8 +1004,10 @@ class Consumer:
             reset_seq = seq
         else:
             reset_seq = self.asflr + 1
-        retention = self.stream.config.retention
-        acked_now = [s for s in self.pending if s < reset_seq] if retention != "limits" else []
+        # Interest retention (nats-server 2.15): moving the floor up acknowledges
+        # what it passes; work queues keep their messages (nothing was acked).
+        old_floor = self.asflr
+        interest = self.stream.config.retention == "interest"
         self.pending.clear()
         self.rdc.clear()
         self.rdq.clear()
@@ -1006,10 +1021,18 @@ class Consumer:
         self.adflr = 0
         self.asflr = reset_seq - 1
         self.sseq = reset_seq
+        self.last_sseq = reset_seq - 1
         self._replay_prev = None
         self.npc = self._count_pending(self.sseq)
-        for s in acked_now:
-            self.stream.acknowledged(s)
+        if interest and reset_seq - 1 > old_floor:
+            passed = [
+                m.seq
+                for m in self.stream.store.iter_range(
+                    old_floor + 1, reset_seq - 1, self._store_filters
+                )
+            ]
+            for passed_seq in passed:
+                self.stream.acknowledged(passed_seq)
         self._dirty()
         self.kick()
         return reset_seq
@@ -1017,10 +1040,15 @@ class Consumer:
     # -- info --------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         now = self.clock.now_ns()
-        delivered: dict[str, Any] = {"consumer_seq": self.dseq, "stream_seq": self.sseq - 1}
+        delivered: dict[str, Any] = {"consumer_seq": self.dseq, "stream_seq": self.last_sseq}
         if self.delivered_last_ns:
             delivered["last_active"] = format_time(self.delivered_last_ns)
-        floor: dict[str, Any] = {"consumer_seq": self.adflr, "stream_seq": self.asflr}
+        # The internal floor may include non-matching messages skipped past the
+        # last delivery; nats-server reports it no higher than what was delivered.
+        floor: dict[str, Any] = {
+            "consumer_seq": self.adflr,
+            "stream_seq": min(self.asflr, max(self.last_sseq, 0)),
+        }
         if self.ack_last_ns:
             floor["last_active"] = format_time(self.ack_last_ns)
         out: dict[str, Any] = {
