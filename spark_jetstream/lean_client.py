@@ -711,6 +711,8 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                     status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
                     if status == 404 or (status == 408 and desc.lower().startswith("request timeout")):
                         done = True  # no_wait: nothing (more) pending for this consumer
+                    elif status == 100 and reply:
+                        conn.publish(reply.decode(), b"")  # flow control request: answer it
                     elif status != 100:
                         raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
                 else:
