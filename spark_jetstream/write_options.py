@@ -144,7 +144,7 @@ def check_publish_subject(subject: str, what: str) -> None:
         raise OptionError(f"{what}: {subject!r} has an empty token")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WriteOptions:
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     subject: str | None = None
