@@ -273,3 +273,14 @@ async def test_reset_on_interest_stream_acknowledges_what_it_passes(nc: NATS, js
     assert (state.messages, state.first_seq) == (5, 5)
     r = await api(nc, "CONSUMER.RESET.I.A", {"seq": 2})
     assert r["num_pending"] == 5
+
+
+@pytest.mark.parametrize("target,left", [(10, 1), (11, 0), (12, 10)])
+async def test_reset_on_interest_stream_up_to_the_end_only(nc: NATS, js: JetStreamContext, target: int, left: int) -> None:
+    await js.add_stream(name="I", subjects=["i.>"], retention="interest")
+    await api(nc, "CONSUMER.CREATE.I.A", {"stream_name": "I", "config": {"durable_name": "A", "ack_policy": "explicit"}})
+    for _ in range(10):
+        await js.publish("i.a", b"x")
+    r = await api(nc, "CONSUMER.RESET.I.A", {"seq": target})
+    assert r["reset_seq"] == target
+    assert (await js.stream_info("I")).state.messages == left

@@ -1006,7 +1006,6 @@ class Consumer:
             reset_seq = self.asflr + 1
         # Interest retention (nats-server 2.15): moving the floor up acknowledges
         # what it passes; work queues keep their messages (nothing was acked).
-        old_floor = self.asflr
         interest = self.stream.config.retention == "interest"
         self.pending.clear()
         self.rdc.clear()
@@ -1024,11 +1023,14 @@ class Consumer:
         self.last_sseq = reset_seq - 1
         self._replay_prev = None
         self.npc = self._count_pending(self.sseq)
-        if interest and reset_seq - 1 > old_floor:
+        # (nats-server 2.15.1 acknowledges nothing when the reset goes past the
+        # stream's end.)
+        store_state = self._store_state() if interest else None
+        if store_state is not None and reset_seq - 1 <= int(store_state.last_seq):
             passed = [
                 m.seq
                 for m in self.stream.store.iter_range(
-                    old_floor + 1, reset_seq - 1, self._store_filters
+                    int(store_state.first_seq), reset_seq - 1, self._store_filters
                 )
             ]
             for passed_seq in passed:
