@@ -660,7 +660,11 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
     done = False
 
     batch = spec.request_batch
-    body = json.dumps({"batch": batch, "no_wait": True}).encode()
+    # The batch size comes from the stream's average message size; max_bytes bounds
+    # a request whatever the sizes in this range (the server ends the request with
+    # "409 Message Size Exceeds MaxBytes" when it is full).
+    max_bytes = REQUEST_BYTES
+    body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
     # One no_wait request at a time: a second one while the first is pending gets
     # "408 Requests Pending". The idle gap between batches is one round trip.
     conn.publish(next_subject, body, reply=inbox)
@@ -713,6 +717,11 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                         done = True  # no_wait: nothing (more) pending for this consumer
                     elif status == 100 and reply:
                         conn.publish(reply.decode(), b"")  # flow control request: answer it
+                    elif status == 409 and "maxbytes" in desc.lower().replace(" ", ""):
+                        if outstanding == batch:  # not even one message fit: allow bigger ones
+                            max_bytes *= 2
+                            body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
+                        outstanding = 0  # this request is over; the next one follows
                     elif status != 100:
                         raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
                 else:

@@ -299,3 +299,23 @@ def test_statuses_flow_control_ping_and_domain_ack_subjects() -> None:
     assert [d for c in chunks for d in c.data] == [b"abc", b"xyz", b"q"]
     assert [h for c in chunks for h in (c.headers or [])] == [b"", b"NATS/1.0\r\nK: v\r\n\r\n", b""]
     assert [t for c in chunks for t in c.ts_ns] == [1700000000000000000, 1700000000000000001, 1700000000000000002]
+
+
+async def test_requests_bounded_by_bytes_when_the_average_misleads(
+    server: ServerProcess, js, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    import spark_jetstream.lean_client as lean
+
+    await fill(js, "MB", [("mb.x", bytes([65 + i % 26]) * 3000) for i in range(60)], subjects=["mb.>"])
+    # each pull request may carry ~10 kB although the batch count (from a wrong
+    # average of 10 bytes) would allow thousands of messages
+    monkeypatch.setattr(lean, "REQUEST_BYTES", 10_000)
+    with _conn(server) as conn:
+        chunks = list(fetch_range(conn, FetchSpec("MB", 0, 60, avg_msg_bytes=10)))
+    assert [s for c in chunks for s in c.seqs] == list(range(1, 61))
+    assert all(len(d) == 3000 for c in chunks for d in c.data)
+    # a message larger than the byte bound: the bound grows until it fits
+    monkeypatch.setattr(lean, "REQUEST_BYTES", 1000)
+    with _conn(server) as conn:
+        chunks = list(fetch_range(conn, FetchSpec("MB", 10, 14, avg_msg_bytes=10)))
+    assert [s for c in chunks for s in c.seqs] == [11, 12, 13, 14]
