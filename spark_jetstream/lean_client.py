@@ -717,6 +717,8 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                         done = True  # no_wait: nothing (more) pending for this consumer
                     elif status == 100 and reply:
                         conn.publish(reply.decode(), b"")  # flow control request: answer it
+                    elif status == 409 and desc.lower().startswith("batch completed"):
+                        pass  # sent with max_bytes once the count is reached; already counted
                     elif status == 409 and "maxbytes" in desc.lower().replace(" ", ""):
                         if outstanding == batch:  # not even one message fit: allow bigger ones
                             max_bytes *= 2
