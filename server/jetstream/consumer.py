@@ -864,7 +864,8 @@ class Consumer:
         if self.stream.config.retention != "limits":
             self.stream.acknowledged(seq)
         self._dirty()
-        self.kick()
+        if self.push is not None or len(self.waiting):
+            self.kick()  # a freed max_ack_pending slot may let something out
         return True
 
     def _ack_up_to(self, seq: int, dseq: int = 0) -> bool:
@@ -876,7 +877,11 @@ class Consumer:
         dseq = dseq or entry.consumer_seq
         if dseq <= self.adflr:
             return False
-        acked = [s for s in self.pending if s <= seq]
+        acked = []
+        for s in self.pending:  # ascending
+            if s > seq:
+                break
+            acked.append(s)
         for s in acked:
             del self.pending[s]
             self.rdc.pop(s, None)
@@ -900,11 +905,13 @@ class Consumer:
         if dseq != self.adflr + 1:
             return
         self.adflr, self.asflr = dseq, sseq
-        above = [s for s in self.pending if s > sseq]
-        if above:
-            nxt = min(above)
-            self.adflr = self.pending[nxt].consumer_seq - 1
-            self.asflr = nxt - 1
+        # pending keys are in ascending order: the first one above `sseq` is the
+        # next unacknowledged message (usually the very first key).
+        for nxt in self.pending:
+            if nxt > sseq:
+                self.adflr = self.pending[nxt].consumer_seq - 1
+                self.asflr = nxt - 1
+                break
 
     def _update_floor_after_removal(self) -> None:
         """Pending entries vanished (purge, message gone): with none left the
