@@ -284,3 +284,19 @@ async def test_reset_on_interest_stream_up_to_the_end_only(nc: NATS, js: JetStre
     r = await api(nc, "CONSUMER.RESET.I.A", {"seq": target})
     assert r["reset_seq"] == target
     assert (await js.stream_info("I")).state.messages == left
+
+
+async def test_more_create_edge_cases(nc: NATS, js: JetStreamContext) -> None:
+    await seed(js, 1)
+    r = await api(nc, "CONSUMER.CREATE.S.X.s.1", {"stream_name": "S", "config": {"filter_subjects": ["s.1"]}})
+    assert err_code(r) == 10137
+    r = await api(nc, "CONSUMER.CREATE.S.a*b", {"stream_name": "S", "config": {}})
+    assert err_code(r) == 10052
+    r = await api(nc, "CONSUMER.CREATE.S.Z", {"stream_name": "S", "config": {"durable_name": "Z", "filter_subject": "s..x"}})
+    assert err_code(r) == 10052 and r["error"]["description"] == "invalid subject"
+    r = await api(nc, "CONSUMER.CREATE.S.Z", {"stream_name": "S", "config": {"durable_name": "Z", "max_deliver": -5}})
+    assert r["config"]["max_deliver"] == -1
+    r = await api(nc, "CONSUMER.CREATE.S.X", {"stream_name": "S", "config": {"name": "Y"}})
+    assert r["name"] == "X"
+    r = await api(nc, "CONSUMER.CREATE.S.W")
+    assert err_code(r) == 10056

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from server.jetstream.errors import ApiError
-from server.jetstream.subject_match import subjects_overlap
+from server.jetstream.subject_match import is_valid_subject, subjects_overlap
 from server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 
 DEFAULT_ACK_WAIT_NS: Final = 30_000_000_000
@@ -301,7 +301,7 @@ class ConsumerConfig:
         changes: dict[str, Any] = {}
         if self.durable_name and not self.name:
             changes["name"] = self.durable_name
-        if self.max_deliver == 0:
+        if self.max_deliver <= 0:
             changes["max_deliver"] = -1
         if self.ack_policy != "none":
             if self.backoff_ns and self.ack_wait_ns == 0:
@@ -312,7 +312,7 @@ class ConsumerConfig:
                 changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
         elif self.backoff_ns and self.ack_wait_ns == 0:
             changes["ack_wait_ns"] = self.backoff_ns[0]
-        if self.is_pull and self.max_waiting == 0:
+        if self.is_pull and self.max_waiting <= 0:
             changes["max_waiting"] = DEFAULT_MAX_WAITING
         if not self.durable_name and self.inactive_threshold_ns == 0:
             changes["inactive_threshold_ns"] = DEFAULT_INACTIVE_THRESHOLD_NS
@@ -386,6 +386,9 @@ class ConsumerConfig:
             raise ApiError("CONSUMER_MAX_DELIVER_BACKOFF")
         if self.filter_subject and self.filter_subjects:
             raise ApiError("CONSUMER_DUPLICATE_FILTER_SUBJECTS")
+        for f in (self.filter_subject, *self.filter_subjects):
+            if f and not is_valid_subject(f):
+                raise ApiError("STREAM_INVALID_CONFIG", err="invalid subject")
         if any(not f for f in self.filter_subjects):
             raise ApiError("CONSUMER_EMPTY_FILTER")
         for i, a in enumerate(self.filter_subjects):

@@ -175,10 +175,14 @@ def _create(engine: JetStream, req: ApiRequest, *, form: str) -> dict[str, Any]:
             raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
     else:
         name = req.params[1]
+        if any(c in name for c in "*>\\/"):
+            raise ApiError(
+                "STREAM_INVALID_CONFIG", err="consumer name can not contain '.', '*', '>', '\\', '/'"
+            )
         if config.durable_name and config.durable_name != name:
             raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
         if form == "filtered":
-            if len(config.filter_subjects) > 1:
+            if config.filter_subjects:
                 raise ApiError("CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED")
             wanted = config.filter_subject or (
                 config.filter_subjects[0] if config.filter_subjects else ""
