@@ -684,3 +684,27 @@ def test_any_damage_opens_and_never_returns_wrong_data(
     third = FileStore(directory, block_size=4096)
     assert third.recovery.used_snapshot and third.state().msgs == st_.msgs + 1
     third.destroy()
+
+
+def test_failed_block_rewrite_keeps_the_store_correct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FileStore(tmp_path, block_size=4096)
+    populate(store, 200)
+    real_replace = os.replace
+
+    def no_rename(src: object, dst: object) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr("server.store.file.os.replace", no_rename)
+    with caplog.at_level(logging.ERROR, logger="server.store"):
+        for seq in range(1, 200, 2):
+            assert store.remove(seq)
+    monkeypatch.setattr("server.store.file.os.replace", real_replace)
+    assert any("compacting" in r.getMessage() for r in caplog.records)
+    before = snapshot_of(store)
+    assert before[0].msgs == 100
+    crash(store)
+    again = FileStore(tmp_path, block_size=4096)
+    assert again.recovery.lost_bytes == 0 and snapshot_of(again) == before
+    again.close()

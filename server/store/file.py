@@ -388,10 +388,14 @@ class FileStore(IndexedStore):
         for blk in sorted(touched, key=lambda b: b.number):
             if blk is current or blk not in self._blocks:
                 continue
-            if blk.live_bytes <= 0:
-                self._retire(blk)
-            elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
-                self._rewrite(blk)
+            try:
+                if blk.live_bytes <= 0:
+                    self._retire(blk)
+                elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
+                    self._rewrite(blk)
+            except OSError:
+                # compaction is an optimization: the removal itself is already durable
+                log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
 
     def _next_stamp(self) -> int:
         stamp = self._stamp
