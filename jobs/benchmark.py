@@ -82,11 +82,16 @@ def versions() -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         real = f"nats-server ({exc})"
+    try:
+        java_out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20, check=False)
+        java = (java_out.stderr or java_out.stdout).splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError) as exc:
+        java = f"java ({exc})"
     from importlib.metadata import version
 
     return (
         f"Python {platform.python_version()}, pyspark {pyspark.__version__}, nats-py {version('nats-py')}, "
-        f"{real}, Java via pyspark"
+        f"{real}, {java}"
     )
 
 
