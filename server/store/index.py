@@ -373,6 +373,7 @@ class MessageIndex:
         del self.sizes[:n]
         for col in self.columns:
             del col[:n]
+        self._recheck_dense()
 
     def maybe_compact(self) -> None:
         """Drop removed entries once they are many (amortized O(1) per removal)."""
