@@ -82,7 +82,7 @@ async def test_redelivery_after_ack_wait(nc: NATS, js: JetStreamContext) -> None
     await create(nc, "R", ack_wait=500 * MS)
     first = await pull(nc, "R", 2)
     assert seqs(first) == [(1, 1), (2, 1)]
-    await first[1].ack()
+    await first[1].ack_sync()
     t0 = time.monotonic()
     again = await pull(nc, "R", 1, expires_ms=2000)
     assert seqs(again) == [(1, 2)]
@@ -96,7 +96,7 @@ async def test_nak_immediate_and_with_delay(nc: NATS, js: JetStreamContext) -> N
     await seed(js, 2)
     await create(nc, "N")
     msgs = await pull(nc, "N", 2)
-    await msgs[0].nak()
+    await nc.request(msgs[0].reply, b"-NAK", timeout=2)
     again = await pull(nc, "N", 1)
     assert seqs(again) == [(1, 2)]
     await nc.publish(msgs[1].reply, b'-NAK {"delay": 600000000}')
@@ -110,7 +110,7 @@ async def test_progress_delays_redelivery(nc: NATS, js: JetStreamContext) -> Non
     await create(nc, "P", ack_wait=800 * MS)
     msgs = await pull(nc, "P", 1)
     await asyncio.sleep(0.5)
-    await msgs[0].in_progress()
+    await nc.request(msgs[0].reply, b"+WPI", timeout=2)
     # without +WPI it would be redelivered 0.3 s from now
     assert await pull(nc, "P", 1, expires_ms=500) == []
     again = await pull(nc, "P", 1, expires_ms=1500)
@@ -188,8 +188,7 @@ async def test_workqueue_removes_acked(nc: NATS, js: JetStreamContext) -> None:
     await create(nc, "W")
     msgs = await pull(nc, "W", 2)
     await msgs[0].ack_sync()
-    await msgs[1].term()
-    await nc.flush()
+    await nc.request(msgs[1].reply, b"+TERM", timeout=2)  # as a request: processed when answered
     state = (await js.stream_info("S")).state
     assert state.messages == 1 and state.first_seq == 3
 
