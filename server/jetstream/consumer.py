@@ -809,9 +809,11 @@ class Consumer:
             msg, dc = nxt
             headers, payload = self.frame(msg)
             if waiting.request.max_bytes:
-                size = (
-                    len(msg.subject) + len(self._ack_prefix) + 40 + len(headers or b"") + len(payload)
+                # nats-server counts subject, ack reply, headers and payload
+                reply_len = len(
+                    f"{self._ack_prefix}{dc}.{msg.seq}.{self.dseq + 1}.{msg.timestamp_ns}.{self.npc}"
                 )
+                size = len(msg.subject) + reply_len + len(headers or b"") + len(payload)
                 if size > waiting.bytes_left:
                     self.unget(msg, dc)
                     self.waiting.remove(waiting)
