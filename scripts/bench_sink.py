@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nats-py + Nats-Msg-Id: {args.rows / natspy_id_s:10.0f} msg/s ({natspy_id_s:.2f} s)")
     print(f"jetstream sink:        {sink_rate:10.0f} msg/s ({sink_s:.2f} s)")
     print(f"ratio sink / nats-py:  {sink_rate / natspy_rate:10.2f}x")
+    print(f"ratio sink / nats-py + Nats-Msg-Id: {sink_rate * natspy_id_s / args.rows:.2f}x")
     return 0
 
 
