@@ -139,3 +139,19 @@ async def test_ordered_consumer_recovers_from_gap(nc: NATS, js: JetStreamContext
         rest.append((await sub.next_msg(timeout=5)).metadata.sequence.stream)
     # without the client's recovery the rewound consumer would hand out 1, 2, 3, ...
     assert rest == [6, 7, 8, 9, 10]
+
+
+async def test_replay_original_keeps_the_spacing(nc: NATS, js: JetStreamContext) -> None:
+    await js.add_stream(name="S", subjects=["s.>"])
+    await js.publish("s.1", b"first")
+    await asyncio.sleep(0.5)
+    await js.publish("s.2", b"second")
+    sub = await nc.subscribe("replay.in")
+    await create(nc, "RO", deliver_subject="replay.in", replay_policy="original", ack_policy="none")
+    loop = asyncio.get_running_loop()
+    first = await sub.next_msg(timeout=2)
+    t1 = loop.time()
+    second = await sub.next_msg(timeout=3)
+    gap = loop.time() - t1
+    assert (first.data, second.data) == (b"first", b"second")
+    assert 0.35 <= gap <= 1.5
