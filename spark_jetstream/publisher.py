@@ -18,7 +18,8 @@ Invariants:
 - Status 503 (no stream for the subject, or JetStream not ready) is retried
   only after a reconnect (a restarting server loads its streams first); on a
   healthy connection it fails at once naming the subject.
-- Nothing is retried past `ack_timeout_s` without progress.
+- Nothing is retried past `ack_timeout_s` without progress, nor more than
+  `MAX_RECONNECTS` reconnects in one task.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 CRLF: Final = b"\r\n"
 SEND_CHUNK_BYTES: Final = 256 * 1024
 RETRY_DELAY_S: Final = 0.1
+MAX_RECONNECTS: Final = 20  # per task: a server that keeps dropping us is not a blip
 _DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
 _MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
 
@@ -139,6 +141,11 @@ class Publisher:
     def _reconnect(self, cause: BaseException) -> None:
         """Reconnect and re-send every pending frame; raise if it cannot within the ack timeout."""
         self.stats.reconnects += 1
+        if self.stats.reconnects > MAX_RECONNECTS:
+            raise PublishError(
+                f"lost the connection to the server {self.stats.reconnects} times in one task "
+                f"(last: {cause}); giving up with {len(self._pending)} message(s) unacked"
+            ) from cause
         log.warning(
             "jetstream sink: connection lost (%s); reconnecting, %d messages to re-send",
             cause,
