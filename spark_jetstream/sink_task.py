@@ -29,7 +29,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 from spark_jetstream.connection import ConnectionOptions
 from spark_jetstream.lean_client import LeanConnection
 from spark_jetstream.msg_ids import MsgIdGenerator
-from spark_jetstream.publisher import Publisher
+from spark_jetstream.publisher import Publisher, PublishStats
 from spark_jetstream.write_options import WriteOptions
 from spark_jetstream.write_schema import WriteColumns
 
@@ -132,16 +132,19 @@ def publish_batches(
     option_subject = options.subject.encode() if options.subject is not None else None
     encode_subject = _subject_encoder(columns.subject or "subject", partition_id)
     rows = 0
-    with Publisher(
-        options.connection,
-        max_in_flight=options.max_in_flight,
-        ack_timeout_s=options.ack_timeout_s,
-        connect=connect,
-    ) as publisher:
+    publisher: Publisher | None = None  # connected at the first row: empty partitions cost nothing
+    try:
         for batch in batches:
             n = batch.num_rows
             if n == 0:
                 continue
+            if publisher is None:
+                publisher = Publisher(
+                    options.connection,
+                    max_in_flight=options.max_in_flight,
+                    ack_timeout_s=options.ack_timeout_s,
+                    connect=connect,
+                )
             first_row = ids.rows
             # payloads
             data_col = batch.column(columns.data)
@@ -186,7 +189,10 @@ def publish_batches(
                 ]
             publisher.publish_many(subjects, hdrs, payloads)
             rows += n
-        stats = publisher.flush()
+        stats = publisher.flush() if publisher is not None else PublishStats()
+    finally:
+        if publisher is not None:
+            publisher.close()
     log.info(
         "jetstream sink partition %d: %d rows, %d stored, %d duplicates, %d reconnects",
         partition_id,

@@ -68,3 +68,11 @@ def test_bad_row_values_fail_the_task_naming_column_and_row(
     )
     with pytest.raises(RowValueError, match=message):
         publish_batches(opts, cols, iter([b]), "w", 0)
+
+
+def test_an_empty_partition_does_not_connect() -> None:
+    opts = WriteOptions.from_options({"servers": "nats://127.0.0.1:1", "subject": "x"})
+    cols = WriteColumns(data="data", data_is_string=False)
+    empty = pa.record_batch([pa.array([], pa.binary())], names=["data"])
+    msg = publish_batches(opts, cols, iter([empty]), "w", 3)
+    assert (msg.rows, msg.published, msg.duplicates) == (0, 0, 0)
