@@ -64,8 +64,8 @@ WRITE_OPTIONS: Final[tuple[OptionSpec, ...]] = (
     OptionSpec(
         "dedupWindowCheck",
         "2m",
-        "Shortest acceptable `duplicate_window` of the target stream (a duration: 90s, 10m, 1h; "
-        "0 turns the check off). Replays older than the window are not deduplicated.",
+        "Shortest acceptable `duplicate_window` of the target stream (a duration: 90s, 10m, 1h, "
+        "or seconds; 0 turns the check off). Replays older than the window are not deduplicated.",
     ),
     OptionSpec(
         "dedupWindowCheckMode",
@@ -87,7 +87,8 @@ SPARK_OPTION_NAMES: Final = frozenset({"checkpointlocation", "path", "queryname"
 MAX_IN_FLIGHT_LIMIT: Final = 65536
 DEDUP_CHECK_MODES: Final = ("warn", "fail")
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|min|s|m|h|d)")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 _UNIT_NS: Final = {
     "ns": 1,
     "us": 1_000,
@@ -95,15 +96,26 @@ _UNIT_NS: Final = {
     "ms": 1_000_000,
     "s": 1_000_000_000,
     "m": 60_000_000_000,
+    "min": 60_000_000_000,
     "h": 3_600_000_000_000,
+    "d": 86_400_000_000_000,
 }
 
 
+def write_options_markdown() -> str:
+    """The README table of write options (connection options are in the read table)."""
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for spec in WRITE_OPTIONS:
+        lines.append(f"| `{spec.name}` | {spec.default or '(none)'} | {spec.meaning} |")
+    return "\n".join(lines)
+
+
 def parse_duration_ns(name: str, raw: str) -> int:
-    """A Go-style duration ("90s", "10m", "1h30m", "500ms", "0") in nanoseconds."""
+    """A duration in nanoseconds: Go style ("90s", "10m", "1h30m", "500ms"), or a bare
+    number of seconds ("600"), as the read options accept."""
     text = raw.strip()
-    if text == "0":
-        return 0
+    if _NUMBER_RE.fullmatch(text):
+        return int(float(text) * 1_000_000_000)
     pos = 0
     total = 0.0
     for m in _DURATION_RE.finditer(text):
@@ -113,7 +125,8 @@ def parse_duration_ns(name: str, raw: str) -> int:
         pos = m.end()
     if pos != len(text) or not text:
         raise OptionError(
-            f"option {name}: expected a duration such as 90s, 10m or 1h, got {raw!r}"
+            f"option {name}: expected a duration such as 90s, 10m, 1h or a number of seconds, "
+            f"got {raw!r}"
         )
     return int(total)
 

@@ -74,7 +74,8 @@ def test_unknown_option_is_named() -> None:
         ({"ackTimeout": "soon"}, "option ackTimeout: expected a number"),
         ({"ackTimeout": "0"}, "option ackTimeout: must be >= 0.1"),
         ({"dedupWindowCheck": "10 minutes"}, "option dedupWindowCheck: expected a duration"),
-        ({"dedupWindowCheck": "10"}, "option dedupWindowCheck: expected a duration"),
+        ({"dedupWindowCheck": "10x"}, "option dedupWindowCheck: expected a duration"),
+        ({"dedupWindowCheck": "-5s"}, "option dedupWindowCheck: expected a duration"),
         ({"dedupWindowCheckMode": "loud"}, "option dedupWindowCheckMode: expected warn or fail"),
         ({"subject": "orders.*"}, "option subject: 'orders.\\*' is not a subject to publish to"),
         ({"subject": "orders..x"}, "option subject: 'orders..x' has an empty token"),
@@ -91,10 +92,17 @@ def test_bad_values_name_the_option(options: dict[str, str], message: str) -> No
 
 @pytest.mark.parametrize(
     ("text", "ns"),
-    [("0", 0), ("90s", 90 * 10**9), ("10m", 600 * 10**9), ("1h30m", 5400 * 10**9), ("500ms", 5 * 10**8), ("1.5s", 15 * 10**8)],
+    [("0", 0), ("600", 600 * 10**9), ("2min", 120 * 10**9), ("1d", 86400 * 10**9), ("90s", 90 * 10**9), ("10m", 600 * 10**9), ("1h30m", 5400 * 10**9), ("500ms", 5 * 10**8), ("1.5s", 15 * 10**8)],
 )
 def test_durations(text: str, ns: int) -> None:
     assert parse_duration_ns("x", text) == ns
+
+
+def test_markdown_table_lists_every_option() -> None:
+    from spark_jetstream.write_options import write_options_markdown
+
+    table = write_options_markdown()
+    assert all(f"| `{spec.name}` |" in table for spec in WRITE_OPTIONS)
 
 
 def test_format_duration() -> None:
