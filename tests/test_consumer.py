@@ -430,3 +430,14 @@ def test_push_rate_limit_paces_delivery() -> None:
     assert len(w.host.take()) == 1
     w.clock.advance(1.0)
     assert len(w.host.take()) == 2
+
+
+def test_num_pending_recounted_after_silent_removals() -> None:
+    w = World()
+    for _ in range(5):
+        w.publish("s.a")
+    c = w.consumer()
+    w.stream.delete_message(4, erase=False)  # the stream does not tell consumers
+    assert c.info()["num_pending"] == 4
+    out = w.pull(c, b'{"batch": 10, "no_wait": true}')
+    assert [s.ack.num_pending for s in out if s.status is None] == [3, 2, 1, 0]

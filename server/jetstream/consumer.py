@@ -739,6 +739,7 @@ class Consumer:
             )
             return
         self._touch()
+        self.recount()
         if self.waiting.full:
             self.engine.publish(reply, None, EXCEEDED_MAX_WAITING, b"")
             return
@@ -1049,7 +1050,15 @@ class Consumer:
         return reset_seq
 
     # -- info --------------------------------------------------------------------
+    def recount(self) -> None:
+        """Make `num_pending` exact again. The counter is kept incrementally, but
+        the stream removes messages (limits, TTL, single deletes) without telling
+        consumers; a recount per pull request and per info keeps it honest."""
+        if not self.lps:
+            self.npc = self._count_pending(self.sseq)
+
     def info(self) -> dict[str, Any]:
+        self.recount()
         now = self.clock.now_ns()
         delivered: dict[str, Any] = {"consumer_seq": self.dseq, "stream_seq": self.last_sseq}
         if self.delivered_last_ns:
