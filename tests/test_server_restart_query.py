@@ -56,6 +56,7 @@ def start_query(spark: SparkSession, url: str, checkpoint: Path) -> StreamingQue
     )
 
 
+@pytest.mark.timeout(600)
 def test_server_restart_mid_query_loses_and_duplicates_nothing(
     spark: SparkSession, server: ServerProcess, tmp_path: Path
 ) -> None:
