@@ -221,3 +221,27 @@ async def test_acks_for_unknown_streams_and_consumers(nc: NATS, js: JetStreamCon
     # a malformed ack subject is ignored and the server keeps serving
     await nc.publish("$JS.ACK.S.C.x.y", b"+ACK")
     assert (await js.stream_info("S")).state.messages == 1
+
+
+async def test_ack_subject_with_a_domain(server_kind: str, tmp_path: Any) -> None:
+    """With a JetStream domain the server still uses the 9-token ack subject."""
+    import nats as nats_client
+
+    from server.process import ServerProcess, bundled_server_command, nats_server_binary
+
+    conf = tmp_path / "js.conf"
+    conf.write_text(f'jetstream {{ domain: hub, store_dir: "{tmp_path / "store"}" }}\n')
+    command = [nats_server_binary()] if server_kind == "nats-server" else bundled_server_command()
+    with ServerProcess(command, ["-c", str(conf)]) as srv:
+        nc = await nats_client.connect(srv.url, max_reconnect_attempts=0)
+        try:
+            js = nc.jetstream(domain="hub")
+            await js.add_stream(name="S", subjects=["s.>"])
+            await js.publish("s.a", b"x")
+            sub = await js.pull_subscribe("s.>", "C")
+            (msg,) = await sub.fetch(1)
+            assert len(msg.reply.split(".")) == 9 and msg.reply.startswith("$JS.ACK.S.C.1.1.1.")
+            await msg.ack_sync()
+            assert (await js.consumer_info("S", "C")).ack_floor.stream_seq == 1
+        finally:
+            await nc.close()
