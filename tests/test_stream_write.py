@@ -176,3 +176,34 @@ def test_source_rows_written_as_they_are_keep_subject_data_and_headers(
         # the sink's id replaces the source's Nats-Msg-Id (one header, not two)
         assert m.headers["Nats-Msg-Id"] == [f"A:{i + 1}:0"]
         assert m.headers["X-Trace"] == [f"t{i}"] and m.headers["X-Multi"] == ["1", "2"]
+
+
+def test_streaming_binary_data_headers_and_msg_id_columns(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    from pyspark.sql import functions as F
+
+    create_stream(server.url, "HM", ["hm.>"])
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = [{"data": f"d{i}", "subject": f"hm.{i}", "headers": {"X-I": str(i)}, "msg_id": f"id-{i}"} for i in range(12)]
+    (src / "rows.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    df = (
+        spark.readStream.schema("data string, subject string, headers map<string,string>, msg_id string")
+        .json(str(src))
+        .select(F.col("data").cast("binary").alias("data"), "subject", "headers", "msg_id")
+    )
+    for _ in range(2):  # a second run on a fresh checkpoint re-publishes the same msg_ids
+        query = (
+            df.writeStream.format("jetstream")
+            .option("servers", server.url)
+            .option("checkpointLocation", str(tmp_path / f"ck{_}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+    msgs = read_stream(server.url, "HM")
+    assert sorted((m.msg_id, m.subject, m.data, m.headers["X-I"][0]) for m in msgs) == sorted(
+        (f"id-{i}", f"hm.{i}", f"d{i}".encode(), str(i)) for i in range(12)
+    )
