@@ -251,17 +251,8 @@ async def test_subject_delete_markers_and_ttl_never(nc: NATS) -> None:
     )
 
 
-async def test_limit_removals_count_in_consumer_num_pending(
-    nc: NATS, server_kind: str, request: pytest.FixtureRequest
-) -> None:
-    """Messages a limit removed before delivery no longer count as pending.
-
-    Known bundled-server bug (consumer.py keeps num_pending incrementally and
-    does not recount after stream-side removals; `Stream.removals` is the
-    signal to do so): marked strict xfail on the bundled server so that the
-    fix turns it into a failure to remove the marker."""
-    if server_kind == "bundled":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="consumer num_pending after limit removals"))
+async def test_limit_removals_count_in_consumer_num_pending(nc: NATS) -> None:
+    """Messages a limit removed before delivery no longer count as pending."""
     js = nc.jetstream()
     await js.add_stream(name="L", subjects=["l"], max_msgs=10)
     psub = await js.pull_subscribe("l", durable="d")
