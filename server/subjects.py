@@ -13,6 +13,13 @@ of its subject instead of scanning every subscription, plus a bounded result
 cache keyed by subject. Invariants: a cached result is always equal to what a
 trie walk would return; inserting or removing a filter drops exactly the
 cached subjects that filter matches (a literal filter drops one entry).
+
+A second cache serves subjects whose last token the trie never looks at:
+when no node reached by all tokens but the last has a literal child, every
+subject with that head and one more token matches the same subscriptions
+(reply inboxes such as ``_INBOX.<id>.<n>`` under a ``_INBOX.<id>.*``
+subscription, a new subject per request). Such results are cached by head
+only, and any insert or remove clears that cache.
 """
 
 from __future__ import annotations
@@ -179,6 +186,9 @@ class SubjectIndex(Generic[T]):
     def __init__(self, cache_max: int = CACHE_MAX) -> None:
         self._root: _Node[T] = _Node()
         self._cache: dict[str, MatchResult[T]] = {}
+        # head (all tokens but the last) -> result, for subjects whose last
+        # token does not matter (see the module docstring)
+        self._heads: dict[str, MatchResult[T]] = {}
         self._cache_max = cache_max
         self._count = 0
 
@@ -256,6 +266,8 @@ class SubjectIndex(Generic[T]):
         return True
 
     def _invalidate(self, filter_subject: str) -> None:
+        if self._heads:
+            self._heads.clear()
         if not self._cache:
             return
         if PWC not in filter_subject and FWC not in filter_subject:
@@ -270,7 +282,19 @@ class SubjectIndex(Generic[T]):
         cached = self._cache.get(subject)
         if cached is not None:
             return cached
-        result = self._walk(subject)
+        dot = subject.rfind(TSEP)
+        if dot > 0:
+            head = subject[:dot]
+            cached = self._heads.get(head)
+            if cached is not None:
+                return cached
+        result, last_ignored = self._walk(subject)
+        if last_ignored and dot > 0:
+            heads = self._heads
+            if len(heads) >= self._cache_max:
+                heads.clear()
+            heads[head] = result
+            return result
         cache = self._cache
         if len(cache) >= self._cache_max:
             # drop the oldest half; dicts keep insertion order
@@ -279,10 +303,15 @@ class SubjectIndex(Generic[T]):
         cache[subject] = result
         return result
 
-    def _walk(self, subject: str) -> MatchResult[T]:
-        """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token."""
+    def _walk(self, subject: str) -> tuple[MatchResult[T], bool]:
+        """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token.
+
+        Also says whether the result holds for any last token: no node that
+        the walk looked the last token up in had a literal child."""
         tokens = subject.split(TSEP)
         n = len(tokens)
+        last = n - 1
+        last_ignored = True
         plain: list[T] = []
         queues: dict[str, list[T]] | None = None
         stack: list[tuple[_Node[T], int]] = []
@@ -304,7 +333,10 @@ class SubjectIndex(Generic[T]):
                     break
                 if node.pwc is not None:
                     stack.append((node.pwc, i + 1))
-                node = node.children.get(tokens[i])
+                children = node.children
+                if i == last and children:
+                    last_ignored = False
+                node = children.get(tokens[i])
                 i += 1
             if not stack:
                 break
@@ -312,8 +344,8 @@ class SubjectIndex(Generic[T]):
         if not plain and queues is None:
             # one shared empty result: unique subjects nobody listens to (reply
             # inboxes, probes) then cost no allocation beyond the cache slot
-            return _EMPTY  # type: ignore[return-value]
-        return MatchResult(plain, queues if queues is not None else _NO_QUEUES)  # type: ignore[arg-type]
+            return _EMPTY, last_ignored  # type: ignore[return-value]
+        return MatchResult(plain, queues if queues is not None else _NO_QUEUES), last_ignored  # type: ignore[arg-type]
 
     def has_interest(self, subject: str) -> bool:
         return bool(self.match(subject))

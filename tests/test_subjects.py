@@ -132,6 +132,27 @@ def test_cache_is_invalidated_by_inserts_and_removes() -> None:
     assert index.match("a.b.c").plain == ["y"]
 
 
+def test_subjects_differing_in_an_ignored_last_token_share_a_result() -> None:
+    # reply inboxes: a new subject per request under one `*` subscription
+    index: SubjectIndex[str] = SubjectIndex()
+    index.insert("_INBOX.abc.*", "inbox")
+    index.insert("_INBOX.>", "all")
+    for n in range(5):
+        assert index.match(f"_INBOX.abc.{n}").plain == ["all", "inbox"]
+    assert not index._cache  # served by head, the per-subject cache is left alone
+    assert index.match("_INBOX.abc.").plain == ["all", "inbox"]
+    # a literal at the last level makes the last token matter again
+    index.insert("_INBOX.abc.7", "seven")
+    assert sorted(index.match("_INBOX.abc.7").plain) == ["all", "inbox", "seven"]
+    assert index.match("_INBOX.abc.8").plain == ["all", "inbox"]
+    index.remove("_INBOX.abc.7", "seven")
+    index.remove("_INBOX.abc.*", "inbox")
+    assert index.match("_INBOX.abc.7").plain == ["all"]
+    assert index.match("_INBOX.abc.9").plain == ["all"]
+    assert index.match("_INBOX.abc.9.x").plain == ["all"]
+    assert not index.match("_INBOX")
+
+
 def test_cache_is_bounded() -> None:
     index: SubjectIndex[str] = SubjectIndex(cache_max=100)
     index.insert(">", "all")
