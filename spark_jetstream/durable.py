@@ -17,7 +17,9 @@ that a new query without a checkpoint can start where the last one stopped.
 Retention (checked against nats-server 2.15.1):
 - interest: RESET counts as acknowledgement; messages below the new floor
   that no other consumer still needs are removed by the server. Nothing more
-  to do (purging here would take messages from other consumers).
+  to do (purging here would take messages from other consumers). Read an
+  interest stream with `durable`: without a consumer the stream keeps nothing
+  and the source would see every message as lost.
 - workqueue: RESET removes nothing. The commit then purges the range for the
   durable's filter subjects (`STREAM.PURGE` with `seq` = end+1 and `filter`),
   which removes what acking every message up to `end` would remove, in one
