@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from server.headers import status_headers
 
@@ -37,8 +36,9 @@ ACK_SUBJECT = "$JS.ACK.>"
 NO_RESPONDERS = status_headers(503)
 
 
-@dataclass(frozen=True, slots=True)
-class AckSubject:
+class AckSubject(NamedTuple):
+    """A parsed ack reply subject (a typed tuple: built once per ack, on the hot path)."""
+
     stream: str
     consumer: str
     delivery_count: int
@@ -60,13 +60,13 @@ def parse_ack_subject(subject: str) -> AckSubject | None:
         return None
     try:
         return AckSubject(
-            stream=tokens[base],
-            consumer=tokens[base + 1],
-            delivery_count=int(tokens[base + 2]),
-            stream_seq=int(tokens[base + 3]),
-            consumer_seq=int(tokens[base + 4]),
-            timestamp_ns=int(tokens[base + 5]),
-            num_pending=int(tokens[base + 6]),
+            tokens[base],
+            tokens[base + 1],
+            int(tokens[base + 2]),
+            int(tokens[base + 3]),
+            int(tokens[base + 4]),
+            int(tokens[base + 5]),
+            int(tokens[base + 6]),
         )
     except ValueError:
         return None

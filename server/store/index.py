@@ -441,6 +441,8 @@ class MessageIndex:
         """Lowest present sequence >= seq, or `last_seq + 1`."""
         pos = self.lower(seq)
         end = len(self.sids)
+        if pos < end and self.sids[pos] != DELETED:
+            return self.seqs[pos]  # the common case: `seq` itself (or the next entry) is there
         chunk = _FIRST_CHUNK
         while pos < end:
             raw = self.sids[pos : min(end, pos + chunk)].tobytes()
