@@ -25,6 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 RECORD_OVERHEAD: int = 16
 
@@ -34,8 +35,10 @@ def message_size(subject: str, headers: bytes | None, data: bytes) -> int:
     return len(subject) + len(headers or b"") + len(data) + RECORD_OVERHEAD
 
 
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
+class StoredMessage(NamedTuple):
+    """One stored message. A typed tuple rather than a frozen dataclass: one is
+    built per publish and per read, and a tuple is built in a third of the time."""
+
     subject: str
     seq: int
     timestamp_ns: int
