@@ -545,19 +545,25 @@ class FileStore(IndexedStore):
         return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
 
     def _read(self, blk: Block, offset: int, length: int) -> bytes:
+        buf, rel = self._read_in(blk, offset, length)
+        return buf[rel : rel + length]
+
+    def _read_in(self, blk: Block, offset: int, length: int) -> tuple[bytes, int]:
+        """A buffer holding the `length` bytes at `offset` (unless the file is
+        shorter), and where they start in it: a cached chunk, no copy."""
         chunk = offset // CHUNK_SIZE
         start = chunk * CHUNK_SIZE
         end = offset + length
         if blk.rfd < 0:
             self._open_reader(blk)
         if end > start + CHUNK_SIZE:
-            return os.pread(blk.rfd, length, offset)
+            return os.pread(blk.rfd, length, offset), 0
         key = (self._token, blk.number, chunk)
         buf = self._cache.get(key)
         if buf is None or len(buf) < end - start:
             buf = os.pread(blk.rfd, CHUNK_SIZE, start)
             self._cache.put(key, buf)
-        return buf[offset - start : end - start]
+        return buf, offset - start
 
     def _open_reader(self, blk: Block) -> None:
         if self._open_fds >= MAX_READ_FDS:
@@ -574,16 +580,16 @@ class FileStore(IndexedStore):
         index = self._index
         offset = self._offsets[pos]
         rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
-        blk = self._block_for(seq)
-        raw = self._read(blk, offset, rec_len)
-        scan = codec.scan_record(raw, 0, len(raw))
+        blk = self._blocks[-1] if seq >= self._firsts[-1] else self._block_for(seq)
+        raw, rel = self._read_in(blk, offset, rec_len)
+        scan = codec.scan_record(raw, rel, min(len(raw), rel + rec_len))
         if isinstance(scan, str) or scan[0] != codec.KIND_MSG or scan[1] != seq:
             why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
             raise StoreError(
                 f"record for sequence {seq} in {blk.path.name} at offset {offset} is damaged: {why}"
             )
         _kind, _seq, ts, slen, hlen, dlen, _ = scan
-        start = _HEAD + slen
+        start = rel + _HEAD + slen
         headers = raw[start : start + hlen] if hlen else None
         data = raw[start + hlen : start + hlen + dlen]
         return StoredMessage(index.names[index.sids[pos]], seq, ts, headers, data)
