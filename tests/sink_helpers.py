@@ -73,3 +73,15 @@ def read_stream(url: str, name: str) -> list[StoredMsg]:
                 )
             )
     return out
+
+
+def publish_acked(url: str, messages: list[tuple[str, bytes]]) -> None:
+    """Publish (subject, data) pairs pipelined and wait for every pub ack (stored for sure)."""
+    from spark_jetstream.publisher import Publisher
+
+    with Publisher(ConnectionOptions(servers=(url,))) as pub:
+        pub.publish_many(
+            [s.encode() for s, _ in messages], [b"NATS/1.0\r\n\r\n"] * len(messages), [d for _, d in messages]
+        )
+        stats = pub.flush()
+    assert stats.published == len(messages), stats

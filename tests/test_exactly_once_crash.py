@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sink_helpers import connect, create_stream, read_stream, stream_info
+from sink_helpers import create_stream, publish_acked, read_stream, stream_info
 
 from server.process import ServerProcess
 
@@ -53,10 +53,7 @@ def test_sigkill_at_random_points_then_restart_gives_each_input_once(
     rng = random.Random(int(os.environ.get("CRASH_SEED", "0")) or None)
     create_stream(server.url, "IN", ["in.>"])
     create_stream(server.url, "OUT", ["out.>"], duplicate_window=600 * 10**9)
-    with connect(server.url) as conn:
-        for i in range(N):
-            conn.publish(f"in.{i % 7}", f"msg-{i}".encode())
-        conn.flush()
+    publish_acked(server.url, [(f"in.{i % 7}", f"msg-{i}".encode()) for i in range(N)])
     assert int(stream_info(server.url, "IN")["state"]["messages"]) == N
     checkpoint = tmp_path / "checkpoint"
     log = tmp_path / "child.log"

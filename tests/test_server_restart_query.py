@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from sink_helpers import connect, create_stream, read_stream, stream_info
+from sink_helpers import create_stream, publish_acked, read_stream, stream_info
 
 from server.process import ServerProcess
 
@@ -26,10 +26,7 @@ FIRST, SECOND = 600, 400
 
 
 def publish_inputs(url: str, start: int, count: int) -> None:
-    with connect(url) as conn:
-        for i in range(start, start + count):
-            conn.publish(f"in.{i % 5}", f"r{i}".encode())
-        conn.flush()
+    publish_acked(url, [(f"in.{i % 5}", f"r{i}".encode()) for i in range(start, start + count)])
 
 
 def out_count(url: str) -> int:
