@@ -170,20 +170,34 @@ class Broker:
             return 0
         if msg_subject is not None:
             subject = msg_subject
-        if (
-            len(plain) == 1
-            and not queues
-            and plain[0].conn is None
-            and not plain[0].closed
-        ):
-            # the common JetStream case: one internal subscriber, no client;
-            # no wire encoding needed
-            handler = plain[0].handler
-            assert handler is not None
-            try:
-                handler(subject, reply, headers, payload)
-            except Exception:  # a faulty service must not take the broker down
-                log.exception("internal handler for %r failed on %r", plain[0].subject, subject)
+        if len(plain) == 1 and not queues:
+            # the common cases: one internal subscriber (a stream, the API) or
+            # one client (an inbox, a deliver subject), nothing to sort out
+            sub = plain[0]
+            if sub.closed:
+                return 0
+            conn = sub.conn
+            if conn is None:
+                handler = sub.handler
+                assert handler is not None
+                try:
+                    handler(subject, reply, headers, payload)
+                except Exception:  # a faulty service must not take the broker down
+                    log.exception("internal handler for %r failed on %r", sub.subject, subject)
+                return 1
+            if conn is origin and not conn.echo:
+                return 0
+            conn.deliver(
+                sub,
+                subject.encode("utf-8", "surrogateescape"),
+                reply.encode("utf-8", "surrogateescape") if reply else None,
+                headers,
+                payload,
+            )
+            if sub.max_msgs is not None:
+                sub.delivered += 1
+                if sub.delivered >= sub.max_msgs:
+                    self.remove(sub)
             return 1
         subject_b = subject.encode("utf-8", "surrogateescape")
         reply_b = reply.encode("utf-8", "surrogateescape") if reply else None

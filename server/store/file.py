@@ -309,12 +309,18 @@ class FileStore(IndexedStore):
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
     ) -> None:
-        rec = codec.encode_msg(seq, timestamp_ns, subject.encode(), headers, data)
+        rec = codec.encode_record(
+            codec.KIND_MSG, seq, timestamp_ns, subject.encode(), headers or b"", data
+        )
         blk, offset = self._append(rec, len(rec))
         blk.live_bytes += len(rec) - codec.SIZE_TO_RECLEN
         self._offsets.append(offset)
         if not self._sync_always:
-            self.maybe_sync()
+            # maybe_sync() inlined (once per message); the write above left us unsynced
+            clock = self._clock
+            now = clock.now_ns() if clock is not None else time.monotonic_ns()
+            if now - self._last_sync_ns >= self._sync_interval_ns:
+                self.sync()
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
