@@ -14,12 +14,15 @@ cache keyed by subject. Invariants: a cached result is always equal to what a
 trie walk would return; inserting or removing a filter drops exactly the
 cached subjects that filter matches (a literal filter drops one entry).
 
-A second cache serves subjects whose last token the trie never looks at:
-when no node reached by all tokens but the last has a literal child, every
-subject with that head and one more token matches the same subscriptions
-(reply inboxes such as ``_INBOX.<id>.<n>`` under a ``_INBOX.<id>.*``
-subscription, a new subject per request). Such results are cached by head
-only, and any insert or remove clears that cache.
+A second cache serves subjects whose tail the trie never looks at: when
+the walk consulted literal children only for the first `d` tokens (deeper,
+only ``*``/``>`` children exist along its way), every subject with the same
+first `d` tokens and the same number of tokens matches the same
+subscriptions. Reply inboxes (``_INBOX.<id>.<n>`` under ``_INBOX.<id>.*``) and
+ack subjects (``$JS.ACK.<9 tokens>`` under ``$JS.ACK.>``), a new subject per
+message, are served this way by (first `d` tokens, token count), or by the
+first `d` tokens alone when only the last token is left out (no count
+needed then); any insert or remove clears these caches.
 """
 
 from __future__ import annotations
@@ -164,6 +167,17 @@ class MatchResult(Generic[T]):
         return len(self.plain) + sum(len(m) for m in self.queues.values())
 
 
+_MAX_DEPTHS: Final = 4
+
+
+def _head(subject: str, depth: int) -> str:
+    """The first `depth` tokens of `subject` (which has more than `depth`)."""
+    pos = -1
+    for _ in range(depth):
+        pos = subject.find(TSEP, pos + 1)
+    return subject[:pos] if depth else ""
+
+
 _NO_QUEUES: dict[str, list[Hashable]] = {}
 _EMPTY: MatchResult[Hashable] = MatchResult([], _NO_QUEUES)
 
@@ -186,8 +200,12 @@ class SubjectIndex(Generic[T]):
     def __init__(self, cache_max: int = CACHE_MAX) -> None:
         self._root: _Node[T] = _Node()
         self._cache: dict[str, MatchResult[T]] = {}
-        # head (all tokens but the last) -> result, for subjects whose last
-        # token does not matter (see the module docstring)
+        # (first d tokens, number of tokens) -> result, for subjects whose
+        # further tokens do not matter (see the module docstring); `_depths`
+        # lists the d values in use
+        self._prefixes: dict[tuple[str, int], MatchResult[T]] = {}
+        self._depths: list[int] = []
+        # the same for d = all tokens but the last, keyed by those tokens alone
         self._heads: dict[str, MatchResult[T]] = {}
         self._cache_max = cache_max
         self._count = 0
@@ -266,7 +284,9 @@ class SubjectIndex(Generic[T]):
         return True
 
     def _invalidate(self, filter_subject: str) -> None:
-        if self._heads:
+        if self._prefixes or self._heads:
+            self._prefixes.clear()
+            self._depths.clear()
             self._heads.clear()
         if not self._cache:
             return
@@ -284,16 +304,38 @@ class SubjectIndex(Generic[T]):
             return cached
         dot = subject.rfind(TSEP)
         if dot > 0:
-            head = subject[:dot]
-            cached = self._heads.get(head)
+            # all tokens but the last (the count is implied): reply inboxes
+            cached = self._heads.get(subject[:dot])
             if cached is not None:
                 return cached
-        result, last_ignored = self._walk(subject)
-        if last_ignored and dot > 0:
+        n = subject.count(TSEP) + 1
+        prefixes = self._prefixes
+        if prefixes:
+            find = subject.find
+            for depth in self._depths:
+                if depth < n:
+                    pos = -1
+                    for _ in range(depth):
+                        pos = find(TSEP, pos + 1)
+                    cached = prefixes.get((subject[:pos] if depth else "", n))
+                    if cached is not None:
+                        return cached
+        result, depth = self._walk(subject)
+        if depth == n - 1 and dot > 0:
             heads = self._heads
             if len(heads) >= self._cache_max:
                 heads.clear()
-            heads[head] = result
+            heads[subject[:dot]] = result
+            return result
+        if depth < n:
+            if len(prefixes) >= self._cache_max or (
+                depth not in self._depths and len(self._depths) >= _MAX_DEPTHS
+            ):
+                prefixes.clear()
+                self._depths.clear()
+            if depth not in self._depths:
+                self._depths.append(depth)
+            prefixes[(_head(subject, depth), n)] = result
             return result
         cache = self._cache
         if len(cache) >= self._cache_max:
@@ -303,15 +345,15 @@ class SubjectIndex(Generic[T]):
         cache[subject] = result
         return result
 
-    def _walk(self, subject: str) -> tuple[MatchResult[T], bool]:
+    def _walk(self, subject: str) -> tuple[MatchResult[T], int]:
         """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token.
 
-        Also says whether the result holds for any last token: no node that
-        the walk looked the last token up in had a literal child."""
+        Also returns how many leading tokens the result depends on: one past the
+        deepest token looked up in a node that has literal children (the result
+        holds for every subject with those first tokens and as many tokens)."""
         tokens = subject.split(TSEP)
         n = len(tokens)
-        last = n - 1
-        last_ignored = True
+        depth = 0
         plain: list[T] = []
         queues: dict[str, list[T]] | None = None
         stack: list[tuple[_Node[T], int]] = []
@@ -334,9 +376,12 @@ class SubjectIndex(Generic[T]):
                 if node.pwc is not None:
                     stack.append((node.pwc, i + 1))
                 children = node.children
-                if i == last and children:
-                    last_ignored = False
-                node = children.get(tokens[i])
+                if children:
+                    if i >= depth:
+                        depth = i + 1
+                    node = children.get(tokens[i])
+                else:
+                    node = None
                 i += 1
             if not stack:
                 break
@@ -344,8 +389,8 @@ class SubjectIndex(Generic[T]):
         if not plain and queues is None:
             # one shared empty result: unique subjects nobody listens to (reply
             # inboxes, probes) then cost no allocation beyond the cache slot
-            return _EMPTY, last_ignored  # type: ignore[return-value]
-        return MatchResult(plain, queues if queues is not None else _NO_QUEUES), last_ignored  # type: ignore[arg-type]
+            return _EMPTY, depth  # type: ignore[return-value]
+        return MatchResult(plain, queues if queues is not None else _NO_QUEUES), depth  # type: ignore[arg-type]
 
     def has_interest(self, subject: str) -> bool:
         return bool(self.match(subject))

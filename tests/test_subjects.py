@@ -153,6 +153,26 @@ def test_subjects_differing_in_an_ignored_last_token_share_a_result() -> None:
     assert not index.match("_INBOX")
 
 
+def test_subjects_differing_past_the_literal_part_share_a_result() -> None:
+    # ack subjects: a new 9-token subject per message under `$JS.ACK.>`
+    index: SubjectIndex[str] = SubjectIndex()
+    index.insert("$JS.ACK.>", "acks")
+    index.insert("$JS.API.>", "api")
+    index.insert("$JS.*.S.*.1.>", "some")
+    for n in range(5):
+        assert index.match(f"$JS.ACK.S.P.1.{n}.{n}.99.0").plain == ["acks", "some"]
+        assert index.match(f"$JS.ACK.T.P.1.{n}.{n}.99.0").plain == ["acks"]
+    assert not index._cache
+    assert index.match("$JS.ACK.S").plain == ["acks"]
+    assert index.match("$JS.ACK").plain == []
+    assert index.match("$JS.API.S.P.1.5").plain == ["api", "some"]
+    index.insert("$JS.ACK.S.P.1.7.7.99.0", "seven")
+    assert sorted(index.match("$JS.ACK.S.P.1.7.7.99.0").plain) == ["acks", "seven", "some"]
+    assert index.match("$JS.ACK.S.P.1.8.8.99.0").plain == ["acks", "some"]
+    index.remove("$JS.ACK.>", "acks")
+    assert index.match("$JS.ACK.S.P.1.8.8.99.0").plain == ["some"]
+
+
 def test_cache_is_bounded() -> None:
     index: SubjectIndex[str] = SubjectIndex(cache_max=100)
     index.insert(">", "all")
