@@ -25,6 +25,7 @@ API failures become error responses, publish failures error pub acks.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -324,10 +325,8 @@ class JetStream:
     def _publish_handler(
         self, stream: Stream
     ) -> Callable[[str, str | None, bytes | None, bytes], None]:
-        def on_publish(subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
-            self.handle_publish(stream, subject, reply, headers, payload)
-
-        return on_publish
+        # a partial, not a closure: one Python frame less per published message
+        return functools.partial(self.handle_publish, stream)
 
     def handle_publish(
         self, stream: Stream, subject: str, reply: str | None, headers: bytes | None, payload: bytes
