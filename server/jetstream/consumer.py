@@ -694,8 +694,10 @@ class Consumer:
                 # nats-server keeps the first delivery's consumer sequence (ack floors use it)
                 entry.timestamp_ns = now
                 entry.due_ns = due
-            self._arm_pending_timer(due)
-        self._dirty()
+            if self._ptmr is None or self._ptmr_due > due:  # (checked again inside)
+                self._arm_pending_timer(due)
+        if not self._flush_scheduled:
+            self._dirty()
         return f"{self._ack_prefix}{dc}.{seq}.{dseq}.{msg.timestamp_ns}.{self.npc}"
 
     def frame(self, msg: StoredMessage) -> tuple[bytes | None, bytes]:

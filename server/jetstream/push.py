@@ -212,7 +212,9 @@ class PushDelivery:
         flow = self._fc_sid is not None
         rate = consumer.config.rate_limit_bps / 8  # bytes per second
         sent_any = False
-        while not (flow and self.stalled):
+        headers_only = consumer.config.headers_only
+        # `not (flow and self.stalled)`, without a property call per message
+        while not flow or self._sent_bytes - self._covered_bytes < FC_MAX_PENDING_BYTES:
             if not consumer.spend():
                 break
             nxt = consumer.next_message(hint)
@@ -220,7 +222,10 @@ class PushDelivery:
             if nxt is None:
                 break
             msg, dc = nxt
-            headers, payload = consumer.frame(msg)
+            if headers_only:
+                headers, payload = consumer.frame(msg)
+            else:
+                headers, payload = msg.headers, msg.data
             if rate and not self._take_tokens(len(headers or b"") + len(payload), rate):
                 consumer.unget(msg, dc)
                 break

@@ -38,7 +38,7 @@ from server.store.base import (
     SubjectInfo,
 )
 from server.store.filters import matches_all
-from server.store.index import MessageIndex
+from server.store.index import DELETED, MessageIndex
 
 MAX_MESSAGE_BYTES = 0xFFFFFFFF
 _BYTES = (bytes, bytearray, memoryview)
@@ -184,6 +184,15 @@ class IndexedStore(StreamStore):
     ) -> StoredMessage | None:
         self._check_open()
         index = self._index
+        if filters is None:
+            # every subject and the entry at the start is present (an in-order
+            # consumer): no subject resolution, no scan
+            seq = start_seq if start_seq > index.first_seq else index.first_seq
+            if seq <= index.last_seq:
+                pos = index.lower(seq)
+                sids = index.sids
+                if pos < len(sids) and sids[pos] != DELETED:
+                    return self._get(index.seqs[pos], pos)
         seq = index.next_seq(start_seq, index.resolve(filters))
         return self._load(seq)
 
