@@ -5,7 +5,8 @@
 `sync_always=True` writes a nats-server config file with
 ``jetstream { sync_interval: always }`` (both servers read that form) so the
 same switch reaches both. The process is stopped when the block ends, even on
-error. `rss_bytes(proc)` reads the resident set size of the server process
+error; when the server process died during the block, `ServerDied` carries its
+exit code and last log lines. `rss_bytes(proc)` reads the resident set size of the server process
 from /proc (Linux).
 """
 
@@ -20,6 +21,10 @@ from server.process import ServerProcess, bundled_server_command, nats_server_bi
 
 KINDS: tuple[str, ...] = ("bundled", "nats-server")
 LABELS: dict[str, str] = {"bundled": "bundled", "nats-server": "nats-server"}
+
+
+class ServerDied(RuntimeError):
+    """The server process ended while a workload ran; the message holds its last log lines."""
 
 
 def server_command(kind: str) -> list[str]:
@@ -51,6 +56,11 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
     proc.start()
     try:
         yield proc
+    except Exception as exc:  # re-raised, with the server log when the server died
+        if proc.proc is not None and proc.proc.poll() is not None:
+            tail = "\n".join(proc.log[-20:])
+            raise ServerDied(f"{kind} server exited with {proc.proc.returncode} during the workload: {exc}\n{tail}") from exc
+        raise
     finally:
         proc.stop(timeout=60.0)
 
