@@ -116,6 +116,9 @@ class FileStore(IndexedStore):
         self._dir_dirty = False
         self._cache = SHARED
         self._token = SHARED.new_token()
+        # (block number, chunk, bytes) of the last chunk read: consecutive reads
+        # skip the shared cache; dropped wherever this store's chunks are dropped
+        self._last_chunk: tuple[int, int, bytes] | None = None
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
         self._touched: set[Block] = set()
@@ -360,6 +363,7 @@ class FileStore(IndexedStore):
             os.close(fd)
         for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
             self._cache.discard((self._token, blk.number, chunk))
+        self._last_chunk = None
 
     def _floor(self, seq: int) -> int:
         index = self._index
@@ -535,6 +539,7 @@ class FileStore(IndexedStore):
             blk.rfd = -1
             self._open_fds -= 1
         self._cache.forget(self._token, blk.number)
+        self._last_chunk = None
 
     def _drop_dead_blocks(self) -> None:
         """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
@@ -564,12 +569,21 @@ class FileStore(IndexedStore):
             self._open_reader(blk)
         if end > start + CHUNK_SIZE:
             return os.pread(blk.rfd, length, offset), 0
+        last = self._last_chunk
+        if (
+            last is not None
+            and last[0] == blk.number
+            and last[1] == chunk
+            and len(last[2]) >= end - start
+        ):
+            return last[2], offset - start  # the chunk the previous read used
         key = (self._token, blk.number, chunk)
-        buf = self._cache.get(key)
-        if buf is None or len(buf) < end - start:
-            buf = os.pread(blk.rfd, CHUNK_SIZE, start)
-            self._cache.put(key, buf)
-        return buf, offset - start
+        cached = self._cache.get(key)
+        if cached is None or len(cached) < end - start:
+            cached = os.pread(blk.rfd, CHUNK_SIZE, start)
+            self._cache.put(key, cached)
+        self._last_chunk = (blk.number, chunk, cached)
+        return cached, offset - start
 
     def _open_reader(self, blk: Block) -> None:
         if self._open_fds >= MAX_READ_FDS:
@@ -704,6 +718,7 @@ class FileStore(IndexedStore):
             os.close(self._lock_fd)
             self._lock_fd = -1
         self._cache.forget(self._token)
+        self._last_chunk = None
 
     def close(self) -> None:
         if self._closed:
