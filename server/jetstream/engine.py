@@ -166,7 +166,7 @@ class JetStream:
             try:
                 store = open_stream_store(
                     config.storage,
-                    directory / persistence.MSGS_DIR,
+                    directory,
                     sync_always=self.sync_always,
                     sync_interval_s=self.sync_interval_s,
                 )
@@ -269,7 +269,7 @@ class JetStream:
         try:
             store = open_stream_store(
                 config.storage,
-                None if directory is None else directory / persistence.MSGS_DIR,
+                directory,
                 sync_always=self.sync_always,
                 sync_interval_s=self.sync_interval_s,
             )

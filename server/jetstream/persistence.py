@@ -1,7 +1,8 @@
 """Stream metadata on disk, laid out like nats-server.
 
     <store_dir>/jetstream/$G/streams/<name>/meta.json   config + created time
-    <store_dir>/jetstream/$G/streams/<name>/msgs/       the stream store's files
+    <store_dir>/jetstream/$G/streams/<name>/msgs/       message blocks (the file store's;
+    <store_dir>/jetstream/$G/streams/<name>/LOCK, index.snap   it owns these too)
     <store_dir>/jetstream/$G/streams/<name>/obs/        consumer state (consumers)
 
 Invariants: `meta.json` is replaced atomically (write a temp file, fsync it,
@@ -24,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 ACCOUNT = "$G"
 META_FILE = "meta.json"
-MSGS_DIR = "msgs"
 
 
 @dataclass(frozen=True, slots=True)
