@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from server.jetstream.persistence import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -68,32 +69,6 @@ class ConsumerState:
         )
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, body: dict[str, Any], *, sync: bool) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    data = json.dumps(body, separators=(",", ":")).encode()
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if sync:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    if sync:
-        _fsync_dir(path.parent)
-
-
 class ConsumerStore:
     """The files of one durable consumer."""
 
@@ -106,7 +81,7 @@ class ConsumerStore:
 
     def write_meta(self, config: dict[str, Any], created_ns: int) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        _write_atomic(
+        write_json_atomic(
             self.directory / META_FILE, {"config": config, "created": created_ns}, sync=True
         )
 
@@ -115,7 +90,7 @@ class ConsumerStore:
         # left to the OS as nats-server does between its sync intervals.
         if not self.directory.exists():
             return
-        _write_atomic(self.directory / STATE_FILE, state.to_json(), sync=False)
+        write_json_atomic(self.directory / STATE_FILE, state.to_json(), sync=False)
 
     def read_meta(self) -> tuple[dict[str, Any], int]:
         raw = json.loads((self.directory / META_FILE).read_text())

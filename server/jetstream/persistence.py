@@ -41,7 +41,7 @@ def stream_dir(store_dir: str | os.PathLike[str], name: str) -> Path:
     return streams_root(store_dir) / name
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -54,17 +54,22 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_json_atomic(path: Path, body: dict[str, Any]) -> None:
-    """Replace `path` with `body` as JSON: tmp + fsync + rename + dir fsync."""
+def write_json_atomic(path: Path, body: dict[str, Any], *, sync: bool = True) -> None:
+    """Replace `path` with `body` as JSON: tmp + rename, never a torn file.
+
+    With `sync` (the default) the temp file and the directory are fsynced, so
+    the new version also survives a power cut; without it, a process kill."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     data = json.dumps(body, separators=(",", ":")).encode()
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
 def write_meta(directory: Path, meta: StreamMeta) -> None:
@@ -90,4 +95,4 @@ def list_stream_dirs(store_dir: str | os.PathLike[str]) -> list[Path]:
 
 def remove_stream_dir(directory: Path) -> None:
     shutil.rmtree(directory, ignore_errors=True)
-    _fsync_dir(directory.parent)
+    fsync_dir(directory.parent)

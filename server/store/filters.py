@@ -2,15 +2,18 @@
 
 A filter token that is exactly ``*`` matches one token; a final token that is
 exactly ``>`` matches one or more tokens; any other token (including ``a*``)
-is literal. ``None``, ``""`` and ``">"`` match every subject. Kept local to
-the store package so storage has no dependency on the broker's subject index.
+is literal. ``None``, ``""`` and ``">"`` match every subject. The token rules
+themselves are server.subjects' (one implementation of NATS subject rules);
+this module adds what the stores need: "match everything" and normalisation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-PWC = "*"
+from server.subjects import has_wildcard
+from server.subjects import subject_matches as _subject_matches
+
 FWC = ">"
 
 
@@ -21,28 +24,12 @@ def matches_all(filter_subject: str | None) -> bool:
 
 def is_literal(filter_subject: str) -> bool:
     """True when no token is a wildcard."""
-    if PWC not in filter_subject and FWC not in filter_subject:
-        return True
-    return all(tok != PWC and tok != FWC for tok in filter_subject.split("."))
+    return not has_wildcard(filter_subject)
 
 
 def subject_matches(filter_subject: str, subject: str) -> bool:
-    """Does the literal `subject` match `filter_subject`?"""
-    if filter_subject == subject or matches_all(filter_subject):
-        return True
-    if PWC not in filter_subject and FWC not in filter_subject:
-        return False
-    ftoks = filter_subject.split(".")
-    stoks = subject.split(".")
-    last = len(ftoks) - 1
-    for i, ftok in enumerate(ftoks):
-        if ftok == FWC and i == last:
-            return len(stoks) > i
-        if i >= len(stoks):
-            return False
-        if ftok != PWC and ftok != stoks[i]:
-            return False
-    return len(stoks) == len(ftoks)
+    """Does the literal `subject` match `filter_subject` (None/""/">" match all)?"""
+    return matches_all(filter_subject) or _subject_matches(filter_subject, subject)
 
 
 def normalize(filters: Sequence[str] | str | None) -> tuple[str, ...] | None:
