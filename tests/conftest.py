@@ -13,6 +13,8 @@ developing; CI runs both.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -80,3 +82,27 @@ def spark():  # type: ignore[no-untyped-def]
         yield session
     finally:
         session.stop()
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA (ca.pem), a server certificate for 127.0.0.1/localhost (server.pem,
+    server.key) and a client certificate (client.pem, client.key), made with the
+    openssl command at test time: no key is ever committed."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl command is needed to make test certificates")
+    d = tmp_path_factory.mktemp("certs")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
+    for name in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                 f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext",
+                 cwd=d)
+    return d

@@ -8,10 +8,8 @@ committed.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,27 +133,6 @@ async def test_other_clients_unaffected_by_failed_auth(token_server: ServerProce
 
 
 # -- TLS -------------------------------------------------------------------------------
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("openssl") is None:
-        pytest.fail("the openssl command is needed to make test certificates")
-    d = tmp_path_factory.mktemp("certs")
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-             "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
-    for name in ("server", "client"):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-                 f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                 "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext",
-                 cwd=d)
-    return d
 
 
 def _client_ctx(certs: Path, with_cert: bool = False) -> ssl.SSLContext:

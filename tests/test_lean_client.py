@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -185,27 +183,6 @@ def test_connect_failure_names_the_servers() -> None:
     opts = ConnectionOptions.from_options({"servers": "nats://127.0.0.1:1", "connectTimeout": "1"})
     with pytest.raises(NatsError, match="could not connect to any server: nats://127.0.0.1:1"):
         LeanConnection.connect(opts)
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate (made now, never committed)."""
-    if shutil.which("openssl") is None:
-        pytest.fail("the openssl command is needed to make test certificates")
-    d = tmp_path_factory.mktemp("lean-certs")
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", "2", "-subj", "/CN=lean-ca", cwd=d)
-    for name in ("server", "client"):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", f"/CN={name}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=d)
-    return d
 
 
 @pytest.mark.parametrize("kind", ["bundled", "nats-server"])
