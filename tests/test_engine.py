@@ -6,13 +6,13 @@ tests/router_double.py; time moves only with FakeClock.advance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from router_double import RouterDouble
 
 from server.clock import FakeClock
+from server.config import JetStreamSettings
 from server.headers import encode_headers
 from server.jetstream.engine import JetStream
 from server.store.base import StoredMessage
@@ -20,14 +20,7 @@ from server.store.base import StoredMessage
 API = "$JS.API."
 
 
-@dataclass(frozen=True)
-class Settings:
-    store_dir: str | None = None
-    max_memory_store: int = -1
-    max_file_store: int = -1
-    sync_interval_s: float = 120.0
-    sync_always: bool = False
-    domain: str | None = None
+Settings = JetStreamSettings
 
 
 class Env:
