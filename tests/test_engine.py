@@ -6,6 +6,7 @@ tests/router_double.py; time moves only with FakeClock.advance.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -301,6 +302,53 @@ def test_ttl_and_dedup_rebuilt_on_reopen(tmp_path: Path) -> None:
     st = second.state()
     assert st["messages"] == 2 and st["first_seq"] == 2
     second.engine.close()
+
+
+def _stream_dir(root: Path, name: str = "S") -> Path:
+    return root / "jetstream" / "$G" / "streams" / name
+
+
+def test_clean_close_saves_dedup_table_and_reopen_uses_it_once(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create()
+    first.pub("s.a", Nats_Msg_Id="a")
+    first.pub("s.a", Nats_Msg_Id="b")
+    first.engine.close()
+    snapshot = _stream_dir(tmp_path) / "dedup.json"
+    assert snapshot.exists()
+    # Prove the reopen takes the table from the snapshot, not from the messages:
+    # a snapshot that knows an id no stored message carries.
+    body = json.loads(snapshot.read_text())
+    body["ids"].append(["only-in-snapshot", 2, body["ids"][-1][2]])
+    snapshot.write_text(json.dumps(body))
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert not snapshot.exists()  # read once: a crash from here on rebuilds from messages
+    assert second.pub("s.b", Nats_Msg_Id="only-in-snapshot")["duplicate"] is True
+    assert second.pub("s.b", Nats_Msg_Id="a") == {"stream": "S", "seq": 1, "duplicate": True}
+    assert second.pub("s.b", Nats_Expected_Last_Msg_Id="b")["seq"] == 3
+    second.engine.close()
+
+
+def test_stale_or_damaged_dedup_table_is_ignored(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create()
+    first.pub("s.a", Nats_Msg_Id="a")
+    first.engine.close()
+    snapshot = _stream_dir(tmp_path) / "dedup.json"
+    body = json.loads(snapshot.read_text())
+    body["last_seq"] = 99  # does not match the store: rebuilt from the messages
+    body["ids"] = []
+    snapshot.write_text(json.dumps(body))
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert second.pub("s.b", Nats_Msg_Id="a")["duplicate"] is True
+    second.engine.close()
+    snapshot.write_text("{not json")
+    third = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert not snapshot.exists()
+    assert third.pub("s.b", Nats_Msg_Id="a")["duplicate"] is True
+    third.engine.close()
 
 
 def test_ttl_never_is_exempt_from_max_age_and_finite_ttl_is_not(env: Env) -> None:

@@ -33,6 +33,7 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import re
 from collections import OrderedDict
@@ -43,6 +44,7 @@ from typing import Any, NamedTuple
 from server.clock import Clock, TimerHandle
 from server.headers import HeaderError, Headers, parse_headers
 from server.jetstream.errors import ApiError
+from server.jetstream.persistence import write_json_atomic
 from server.jetstream.seams import StreamListener
 from server.jetstream.stream_config import StreamConfig
 from server.store.base import StoredMessage, StreamStore, message_size
@@ -119,6 +121,9 @@ class _HeaderPlan(NamedTuple):
 
 
 AccountCheck = Callable[["Stream", int], None]
+
+
+DEDUP_SNAPSHOT = "dedup.json"
 
 
 class Stream:
@@ -411,15 +416,16 @@ class Stream:
         if state.msgs == 0:
             return
         now = self.clock.now_ns()
-        start = self.store.seq_for_time(now - self.config.duplicate_window)
-        last = self.store.load(state.last_seq)
-        if last is not None and last.headers:
-            self.last_msg_id = _header(last.headers, MSG_ID) or ""
-        for msg in self.store.iter_range(start, state.last_seq):
-            if msg.headers and b"Nats-Msg-Id" in msg.headers:
-                msg_id = _header(msg.headers, MSG_ID)
-                if msg_id:
-                    self._dedup_record(msg_id, msg.seq, msg.timestamp_ns)
+        if not self._load_dedup_snapshot(state.last_seq, now):
+            start = self.store.seq_for_time(now - self.config.duplicate_window)
+            last = self.store.load(state.last_seq)
+            if last is not None and last.headers:
+                self.last_msg_id = _header(last.headers, MSG_ID) or ""
+            for msg in self.store.iter_range(start, state.last_seq):
+                if msg.headers and b"Nats-Msg-Id" in msg.headers:
+                    msg_id = _header(msg.headers, MSG_ID)
+                    if msg_id:
+                        self._dedup_record(msg_id, msg.seq, msg.timestamp_ns)
         if self.config.allow_msg_ttl:
             for msg in self.store.iter_range(state.first_seq, state.last_seq):
                 if msg.headers and b"Nats-TTL" in msg.headers:
@@ -607,14 +613,60 @@ class Stream:
                                  self.name, getattr(consumer, "name", "?"))
 
     def stop(self) -> None:
-        """Server shutdown: stop consumers and timers, close the store."""
+        """Server shutdown: stop consumers and timers, save the dedup table, close the store."""
         self._cancel_timers()
         for consumer in list(self.consumers.values()):
             try:
                 consumer.stop()
             except Exception:  # keep stopping the rest, the store must still close
                 logger.exception("stream %s: consumer failed to stop", self.name)
+        self._save_dedup_snapshot()
         self.store.close()
+
+    # -- dedup snapshot ----------------------------------------------------------
+    # A clean shutdown saves the dedup table beside the store, stamped with the
+    # store's last sequence; the next open loads it instead of re-reading every
+    # message inside `duplicate_window` (nats-server's rebuild, which for a big
+    # recent stream means reading all of it). The file is removed as soon as it
+    # is read, so after a crash the next open always rebuilds from the messages.
+    def _save_dedup_snapshot(self) -> None:
+        if self.directory is None or not self.directory.is_dir():
+            return
+        body = {
+            "last_seq": self.store.state().last_seq,
+            "last_msg_id": self.last_msg_id,
+            "ids": [[msg_id, seq, ts] for msg_id, (seq, ts) in self._dedup.items()],
+        }
+        try:
+            write_json_atomic(self.directory / DEDUP_SNAPSHOT, body)
+        except OSError as exc:  # the next open rebuilds from the messages instead
+            logger.warning("stream %s: could not save the dedup table: %s", self.name, exc)
+
+    def _load_dedup_snapshot(self, last_seq: int, now: int) -> bool:
+        if self.directory is None:
+            return False
+        path = self.directory / DEDUP_SNAPSHOT
+        try:
+            raw = json.loads(path.read_bytes())
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError) as exc:
+            logger.warning("stream %s: ignoring a damaged dedup table: %s", self.name, exc)
+            path.unlink(missing_ok=True)
+            return False
+        if not isinstance(raw, dict) or raw.get("last_seq") != last_seq:
+            return False
+        horizon = now - self.config.duplicate_window
+        try:
+            for msg_id, seq, ts in raw["ids"]:
+                if int(ts) >= horizon:
+                    self._dedup_record(str(msg_id), int(seq), int(ts))
+            self.last_msg_id = str(raw.get("last_msg_id") or "")
+        except (KeyError, TypeError, ValueError):
+            self._dedup.clear()
+            return False
+        return True
 
     def delete(self) -> None:
         """Stream deleted: consumers told, data destroyed."""
