@@ -125,8 +125,10 @@ def run_connector(root: Path, sizes: Sizes, out: list[Comparison], say) -> objec
 
     spark = connector.spark_session()
     rows = sizes.connector_rows
-    # Warm up the JVM and the Python workers so the first workload is not charged for them.
+    # Warm up the JVM and the Python workers (batch and streaming paths) so that the first
+    # workload of each kind is not charged for them.
     connector.ceiling_batch_read(spark, 1000, sizes.size)
+    connector.ceiling_stream_read(spark, 1000, sizes.size)
     ceiling_stream = connector.ceiling_stream_read(spark, rows, sizes.size)
     ceiling_batch = connector.ceiling_batch_read(spark, rows, sizes.size)
     say(f"ceiling: streaming {ceiling_stream:,.0f} rows/s, batch {ceiling_batch:,.0f} rows/s")
