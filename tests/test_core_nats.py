@@ -105,11 +105,11 @@ async def test_unsubscribe_with_max(nc: NATS) -> None:
 async def test_unsubscribe_stops_delivery(nc: NATS) -> None:
     sub = await nc.subscribe("gone")
     await nc.publish("gone", b"1")
-    assert (await sub.next_msg(1)).data == b"1"
+    assert (await sub.next_msg(5)).data == b"1"
     await sub.unsubscribe()
     other = await nc.subscribe("gone")
     await nc.publish("gone", b"2")
-    assert (await other.next_msg(1)).data == b"2"
+    assert (await other.next_msg(5)).data == b"2"
 
 
 async def test_request_reply(nc: NATS) -> None:
@@ -163,7 +163,7 @@ async def test_no_echo(server: ServerProcess) -> None:
         await nc.publish("echo", b"self")
         await other.publish("echo", b"other")
         await other.flush()
-        assert (await mine.next_msg(1)).data == b"other"
+        assert (await mine.next_msg(5)).data == b"other"
         with pytest.raises(TimeoutError):
             await mine.next_msg(0.2)
     finally:
