@@ -22,6 +22,7 @@ line. Nothing here touches sockets.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -373,6 +374,21 @@ def _split_hostport(value: str, key: str) -> tuple[str | None, int | None]:
     return host.strip("[]") or None, int(port)
 
 
+# Top-level keys that set one ServerConfig field through one converter.
+_SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "max_payload": ("max_payload", parse_size),
+    "max_pending": ("max_pending", parse_size),
+    "max_control_line": ("max_control_line", parse_size),
+    "ping_interval": ("ping_interval_s", parse_duration),
+    "ping_max": ("max_pings_out", _as_int),
+    "write_deadline": ("write_deadline_s", parse_duration),
+    "auth_timeout": ("auth_timeout_s", parse_duration),
+    "server_name": ("server_name", _as_str),
+    "debug": ("debug", _as_bool),
+    "trace": ("trace", _as_bool),
+}
+
+
 def config_from_mapping(
     entries: dict[str, Any], base: ServerConfig | None = None, source: str = "<config>"
 ) -> ServerConfig:
@@ -406,26 +422,9 @@ def config_from_mapping(
                 if port is None:
                     raise ConfigError(f"{key}: expected host:port or port, got {value!r}")
                 changes["http_port"] = port
-            elif k == "max_payload":
-                changes["max_payload"] = parse_size(value, key)
-            elif k == "max_pending":
-                changes["max_pending"] = parse_size(value, key)
-            elif k == "max_control_line":
-                changes["max_control_line"] = parse_size(value, key)
-            elif k == "ping_interval":
-                changes["ping_interval_s"] = parse_duration(value, key)
-            elif k == "ping_max":
-                changes["max_pings_out"] = _as_int(value, key)
-            elif k == "write_deadline":
-                changes["write_deadline_s"] = parse_duration(value, key)
-            elif k == "auth_timeout":
-                changes["auth_timeout_s"] = parse_duration(value, key)
-            elif k == "server_name":
-                changes["server_name"] = _as_str(value, key)
-            elif k == "debug":
-                changes["debug"] = _as_bool(value, key)
-            elif k == "trace":
-                changes["trace"] = _as_bool(value, key)
+            elif k in _SCALAR_KEYS:
+                field_name, convert = _SCALAR_KEYS[k]
+                changes[field_name] = convert(value, key)
             elif k == "authorization":
                 changes["auth"], timeout = _auth_block(value, key)
                 if timeout is not None:
