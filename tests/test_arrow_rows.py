@@ -1,0 +1,55 @@
+"""arrow_rows.headers_column: the bulk (Arrow kernels) header parse equals the per-message one."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_jetstream import arrow_rows
+from spark_jetstream.arrow_rows import HEADERS_TYPE, headers_column, headers_value
+from spark_jetstream.lean_client import NatsError
+
+UNIQUE = [
+    b"NATS/1.0\r\nNats-Msg-Id: a-1\r\n\r\n",
+    b"",
+    b"NATS/1.0\r\n\r\n",
+    b"NATS/1.0\r\n  Name :  v1 \r\nOther:\r\nnocolon\r\nK: x:y\r\n\r\n",
+    b"NATS/1.0\r\n\xc3\xa9t\xc3\xa9: \xc3\xa0\r\n\r\n",
+]
+
+
+def _expected(blocks: list[bytes]) -> list[object]:
+    return [headers_value(b) for b in blocks]
+
+
+def test_bulk_path_matches_per_message_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(blocks: list[bytes]) -> None:
+        raise AssertionError("per-message path taken")
+
+    monkeypatch.setattr(arrow_rows, "_headers_per_message", refuse)
+    col = headers_column(UNIQUE)
+    assert col.type == HEADERS_TYPE
+    assert col.to_pylist() == _expected(UNIQUE)
+    assert col.to_pylist()[1] is None and col.to_pylist()[2] is None
+    assert col.to_pylist()[3] == [("Name", ["v1"]), ("Other", [""]), ("K", ["x:y"])]
+
+
+def test_repeated_names_keep_every_value_in_order() -> None:
+    blocks = [b"NATS/1.0\r\nA: 1\r\nB: 2\r\nA: 3\r\n\r\n", *UNIQUE]
+    col = headers_column(blocks)
+    assert col.to_pylist()[0] == [("A", ["1", "3"]), ("B", ["2"])]
+    assert col.to_pylist() == _expected(blocks)
+
+
+def test_no_headers_at_all_is_a_null_column() -> None:
+    col = headers_column([b"", b""])
+    assert col.null_count == 2 and col.type == HEADERS_TYPE
+
+
+def test_not_utf8_is_decoded_with_replacement() -> None:
+    blocks = [b"NATS/1.0\r\nA: \xff\r\n\r\n", *UNIQUE]
+    assert headers_column(blocks).to_pylist() == _expected(blocks)
+
+
+def test_bad_status_line_raises() -> None:
+    with pytest.raises(NatsError, match="bad header block"):
+        headers_column([b"NATS/1.0\r\nA: 1\r\n\r\n", b"HTTP/1.1\r\nA: 1\r\n\r\n"])
