@@ -576,6 +576,13 @@ def test_matches_reference_model(
     ops: list[tuple],
     probes: list[tuple],
 ) -> None:
+    run_against_model(make_store, ops, probes)
+
+
+def run_against_model(
+    make_store: Callable[..., StreamStore], ops: list[tuple], probes: list[tuple]
+) -> None:
+    """Apply `ops` to a fresh store and the reference model, then compare them."""
     store = make_store()
     model = Model()
     clock = T0
@@ -652,13 +659,7 @@ def test_many_subjects_match_reference_model(
     ops: list[tuple],
     probes: list[tuple],
 ) -> None:
-    store = make_store()
-    model = Model()
-    clock = T0
-    for op in ops:
-        clock += 10
-        apply_op(store, model, op, clock)
-    check_against_model(store, model, probes)
+    run_against_model(make_store, ops, probes)
 
 
 def test_index_follows_messages_not_the_sequence_span(
