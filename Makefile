@@ -1,32 +1,49 @@
 # The two set-up commands of the README, complete on a fresh machine:
 #   make demo  - install and run the main job
 #   make test  - install and run the whole test suite
+#
+# Installs the way a user would (not editable, not by PYTHONPATH): the server
+# (server/, distribution jetstream-server), the connector (this directory,
+# spark-jetstream) and the development-only test harness (testing/), so that a
+# packaging mistake fails the tests. Any source change reinstalls them.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+DEPS   := $(VENV)/.deps-installed
 STAMP  := $(VENV)/.installed
+SOURCES := $(shell find spark_jetstream server/src testing/src -name '*.py' -o -name py.typed 2>/dev/null)
+PACKAGES := ./server ./testing .
 
 .PHONY: demo test lint bench bench-quick install clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/ensure-java.sh
+# Dependencies (slow, rarely changes): only when a pyproject changes.
+$(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet ./server ./testing '.[server,nkeys,jobs,test]'
+	touch $(DEPS)
+
+# Our three packages (fast): whenever a source file changes.
+$(STAMP): $(DEPS) $(SOURCES)
+	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m jobs.orders_pipeline
 
 test: $(STAMP)
-	$(BIN)/ruff check server spark_jetstream jobs tests
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/ruff check server testing spark_jetstream jobs tests
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check server spark_jetstream jobs tests
-	$(BIN)/mypy server spark_jetstream jobs
+	$(BIN)/ruff check server testing spark_jetstream jobs tests
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m jobs.benchmark
@@ -35,4 +52,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m jobs.benchmark --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info server/build server/src/*.egg-info testing/build testing/src/*.egg-info

@@ -1,5 +1,5 @@
 """Runnable jobs: one module per job, each with `main(argv) -> int`.
 
 Jobs hold wiring only (start a server, build a Spark session, connect the
-pieces); the logic lives in `server` and `spark_jetstream`.
+pieces); the logic lives in `jetstream_server` and `spark_jetstream`.
 """

@@ -4,7 +4,8 @@
     python -m jobs.benchmark --quick    # a small version (tests run it so the job cannot rot)
 
 Wiring only; workloads live in `jobs.bench` (nats-py: `natspy`; Spark:
-`connector`, `ceiling`; file store: `filestore`). Every server runs in its own
+`connector`, `ceiling`; file store: `filestore`; the store backends in
+process, only with `--only store`: `store_micro`). Every server runs in its own
 process (`ServerProcess`), never in this one, so client and server do not
 share a GIL. Prints two tables (comparisons with ratios and the issue's
 targets; single figures) and, with `--markdown PATH`, writes them as a
@@ -29,10 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jetstream_testing.process import nats_server_binary
 from jobs.bench import filestore, natspy
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
 from jobs.bench.servers import KINDS, running
-from server.process import nats_server_binary
 
 log = logging.getLogger(__name__)
 
@@ -193,13 +194,21 @@ def run_filestore(  # type: ignore[no-untyped-def]
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jobs.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a small version (well under a minute on a quiet machine)")
-    p.add_argument("--only", choices=("natspy", "connector", "filestore"), action="append",
-                   help="run only these families (repeatable)")
+    p.add_argument("--only", choices=("natspy", "connector", "filestore", "store"), action="append",
+                   help="run only these families (repeatable; 'store', the store backends in process, "
+                   "runs only when named)")
     p.add_argument("--markdown", help="also write the result as a Markdown section to this file")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sizes = QUICK if args.quick else FULL
     families = set(args.only or ("natspy", "connector", "filestore"))
+    if "store" in families:
+        from jobs.bench import store_micro
+
+        store_micro.main(["--msgs", str(sizes.store_rows // 5)])
+        families.discard("store")
+        if not families:
+            return 0
     started = time.monotonic()
 
     def say(line: str) -> None:

@@ -71,7 +71,7 @@ def server_url(args: argparse.Namespace, out: Any) -> Iterator[tuple[str, str]]:
     if args.servers:
         yield args.servers, re.sub(r"[^A-Za-z0-9]+", "_", args.servers).strip("_")
         return
-    from server import EmbeddedServer
+    from jetstream_server import EmbeddedServer
 
     store = Path(args.data_dir) / "server"
     store.mkdir(parents=True, exist_ok=True)

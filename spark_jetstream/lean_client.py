@@ -445,7 +445,7 @@ def _creds_auth(path: str, nonce: str) -> dict[str, str]:
     try:
         import nkeys  # type: ignore[import-not-found]
     except ImportError:
-        raise NatsError("option credsFile needs the 'nkeys' package (pip install nkeys)") from None
+        raise NatsError("option credsFile needs the 'nkeys' package (pip install 'spark-jetstream[nkeys]')") from None
     text = open(path, encoding="utf-8").read()
     blocks = [b.strip() for b in text.split("------") if b.strip() and "BEGIN" not in b and "END" not in b]
     jwt = next((b for b in blocks if b.startswith("ey")), None)

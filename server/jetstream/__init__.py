@@ -1,5 +1,0 @@
-"""JetStream: streams, consumers and the `$JS.API` on top of the core broker.
-
-A `Service` (see server.router): it subscribes internally and publishes like a
-client; it has no asyncio and no sockets. Time comes from an injected clock.
-"""

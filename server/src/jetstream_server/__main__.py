@@ -1,0 +1,189 @@
+"""The `jetstream-server` / `python -m jetstream_server` command line, with nats-server's flags.
+
+Flags: ``-a/--addr``, ``-p/--port`` (-1 = random), ``-m/--http_port``,
+``-js/--jetstream`` (accepted; JetStream is always on), ``-sd/--store_dir``,
+``-c/--config``, ``--user``, ``--pass``, ``--auth``, ``--tls``, ``--tlscert``,
+``--tlskey``, ``--tlscacert``, ``--tlsverify``, ``-D``, ``-V``, ``-DV``,
+``-n/--name``. Precedence: defaults < config file < flags.
+
+Logs go to stderr, one flushed line each, in nats-server's shape
+(``[pid] 2006/01/02 15:04:05.000000 [INF] Server is ready``). SIGTERM and
+SIGINT stop the server cleanly and exit 0; a bad flag or config exits 1 with
+a message naming the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import gc
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from jetstream_server.config import (
+    AuthSettings,
+    ConfigError,
+    ServerConfig,
+    TlsSettings,
+    load_config_file,
+)
+
+TRACE = 5
+logging.addLevelName(TRACE, "TRC")
+_LEVEL_TAGS = {TRACE: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
+               logging.ERROR: "ERR", logging.CRITICAL: "FTL"}
+
+
+class NatsLogFormatter(logging.Formatter):
+    """``[pid] 2006/01/02 15:04:05.000000 [INF] message`` like nats-server."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(record.created))
+        micros = int((record.created % 1) * 1_000_000)
+        tag = _LEVEL_TAGS.get(record.levelno, record.levelname[:3])
+        text = f"[{os.getpid()}] {ts}.{micros:06d} [{tag}] {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+class _FlushingHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        self.flush()
+
+
+def configure_logging(debug: bool, trace: bool) -> None:
+    handler = _FlushingHandler(sys.stderr)
+    handler.setFormatter(NatsLogFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(TRACE if trace else logging.DEBUG if debug else logging.INFO)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jetstream-server",
+        description="A NATS JetStream server in pure Python, with nats-server's flags.",
+        allow_abbrev=False,
+    )
+    p.add_argument("-a", "--addr", "--net", dest="host", help="bind to host address")
+    p.add_argument("-p", "--port", type=int, dest="port", help="client port (-1 = random)")
+    p.add_argument("-m", "--http_port", type=int, dest="http_port", help="monitoring port")
+    p.add_argument("-js", "--jetstream", action="store_true", help="accepted; JetStream is always on")
+    p.add_argument("-sd", "--store_dir", dest="store_dir", help="JetStream storage directory")
+    p.add_argument("-c", "--config", dest="config", help="configuration file")
+    p.add_argument("-n", "--name", "--server_name", dest="name", help="server name")
+    p.add_argument("--user", dest="user", help="user required for connections")
+    p.add_argument("--pass", dest="password", help="password required for connections")
+    p.add_argument("--auth", dest="token", help="authorization token required for connections")
+    p.add_argument("--tls", action="store_true", help="enable TLS")
+    p.add_argument("--tlscert", dest="tlscert", help="server certificate file")
+    p.add_argument("--tlskey", dest="tlskey", help="private key for the server certificate")
+    p.add_argument("--tlscacert", dest="tlscacert", help="client certificate CA for verification")
+    p.add_argument("--tlsverify", action="store_true", help="require and verify client certificates")
+    p.add_argument("-D", "--debug", action="store_true", help="enable debug output")
+    p.add_argument("-V", "--trace", action="store_true", help="trace the raw protocol")
+    p.add_argument("-DV", dest="debug_trace", action="store_true", help="debug and trace")
+    return p
+
+
+def config_from_args(argv: Sequence[str]) -> ServerConfig:
+    """Defaults, then the config file, then flags; raises `ConfigError`."""
+    args = build_parser().parse_args(list(argv))
+    cfg = ServerConfig()
+    if args.config:
+        cfg = load_config_file(args.config, cfg)
+    changes: dict[str, object] = {}
+    if args.host is not None:
+        changes["host"] = args.host
+    if args.port is not None:
+        changes["port"] = args.port
+    if args.http_port is not None:
+        changes["http_port"] = args.http_port
+    if args.name is not None:
+        changes["server_name"] = args.name
+    if args.debug or args.debug_trace:
+        changes["debug"] = True
+    if args.trace or args.debug_trace:
+        changes["trace"] = True
+    if args.store_dir is not None:
+        changes["jetstream"] = replace(cfg.jetstream, store_dir=args.store_dir)
+    if args.user is not None or args.password is not None or args.token is not None:
+        if (args.user is None) != (args.password is None) and args.token is None:
+            raise ConfigError("--user and --pass go together")
+        changes["auth"] = AuthSettings(
+            user=args.user if args.user is not None else cfg.auth.user,
+            password=args.password if args.password is not None else cfg.auth.password,
+            token=args.token if args.token is not None else cfg.auth.token,
+        )
+    if args.tls or args.tlscert or args.tlskey or args.tlscacert or args.tlsverify:
+        tls = TlsSettings(
+            enabled=True,
+            cert_file=args.tlscert or cfg.tls.cert_file,
+            key_file=args.tlskey or cfg.tls.key_file,
+            ca_file=args.tlscacert or cfg.tls.ca_file,
+            verify=args.tlsverify or cfg.tls.verify,
+        )
+        if not tls.cert_file or not tls.key_file:
+            raise ConfigError("--tls needs --tlscert and --tlskey")
+        changes["tls"] = tls
+    return replace(cfg, **changes).validate()  # type: ignore[arg-type]
+
+
+async def serve(config: ServerConfig) -> None:
+    """Run until SIGTERM/SIGINT, then stop cleanly."""
+    from jetstream_server.app.server import NatsServer
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    srv = NatsServer(config)
+    await srv.start()
+    # everything built so far (modules, config, recovered JetStream state) lives
+    # as long as the process: keep it out of the collector's generations, so
+    # collections triggered by message traffic stay short
+    gc.freeze()
+    try:
+        await stop.wait()
+        logging.getLogger(__name__).info("Trapped signal, shutting down")
+    finally:
+        await srv.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = config_from_args(sys.argv[1:] if argv is None else argv)
+    except ConfigError as exc:
+        sys.stderr.write(f"jetstream-server: configuration error: {exc}\n")
+        return 1
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return 0 if exc.code in (0, None) else 1
+    configure_logging(config.debug, config.trace)
+    try:
+        asyncio.run(serve(config))
+    except ConfigError as exc:
+        logging.getLogger(__name__).error("configuration error: %s", exc)
+        return 1
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            logging.getLogger(__name__).error(
+                "Error listening on port: %s:%d, %s", config.host, config.port, exc
+            )
+        else:
+            logging.getLogger(__name__).error("Could not start: %s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""The broker: one subject index routing every message, client or internal.
+
+Implements `jetstream_server.core.router.Router`. Subscriptions of client connections and
+internal handlers (services such as JetStream) live in the same
+`SubjectIndex`; a publish matches once (cached) and fans out.
+
+Invariants:
+- a message goes to every matching plain subscription and to exactly one
+  member of each matching queue group (chosen at random, as nats-server does);
+- client subscriptions are served before internal handlers for the same
+  message, so messages that a handler publishes re-entrantly reach client
+  connections after the message that triggered them (publish order);
+- `UNSUB <sid> <max>` removes a subscription once it has delivered `max`
+  messages; a queue member that is done is not picked again;
+- a client that connected with ``echo: false`` does not get its own messages;
+- a request (reply set) from a client that asked for ``no_responders`` and
+  has headers on, to a subject with no interest at all, is answered with a
+  ``NATS/1.0 503`` status message on its reply subject.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+from jetstream_server.core.router import MessageHandler
+from jetstream_server.core.subjects import SubjectIndex
+
+if TYPE_CHECKING:
+    from jetstream_server.app.connection import ClientConnection
+
+log = logging.getLogger(__name__)
+
+NO_RESPONDERS_HEADERS: Final = b"NATS/1.0 503\r\n\r\n"
+
+
+class Subscription:
+    """One subscription: a client's (conn + sid) or an internal handler."""
+
+    __slots__ = (
+        "id",
+        "subject",
+        "queue",
+        "sid",
+        "sid_b",
+        "conn",
+        "handler",
+        "max_msgs",
+        "delivered",
+        "closed",
+    )
+
+    def __init__(
+        self,
+        sub_id: int,
+        subject: str,
+        queue: str | None,
+        sid: str,
+        conn: ClientConnection | None,
+        handler: MessageHandler | None,
+    ) -> None:
+        self.id = sub_id
+        self.subject = subject
+        self.queue = queue
+        self.sid = sid
+        self.sid_b = sid.encode()
+        self.conn = conn
+        self.handler = handler
+        self.max_msgs: int | None = None
+        self.delivered = 0
+        self.closed = False
+
+    def __repr__(self) -> str:
+        owner = f"cid={self.conn.cid}" if self.conn is not None else "internal"
+        return f"Subscription({self.subject!r}, queue={self.queue!r}, sid={self.sid}, {owner})"
+
+
+class Broker:
+    """Routes messages between client connections and internal services."""
+
+    def __init__(self) -> None:
+        self.index: SubjectIndex[Subscription] = SubjectIndex()
+        self._internal: dict[int, Subscription] = {}
+        self._next_id = 1
+        self._choice: Callable[[list[Subscription]], Subscription] = random.choice
+
+    # -- Router ----------------------------------------------------------------
+    def publish(
+        self, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        self.route(subject, reply, headers, payload, None)
+
+    def publish_as(
+        self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        """Route by `target` but present the message as `subject` (JetStream
+        deliveries keep their stream subject while going to an inbox)."""
+        self.route(target, reply, headers, payload, None, msg_subject=subject)
+
+    def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
+        sub = self._new_sub(subject, queue, "", None, handler)
+        self._internal[sub.id] = sub
+        self.index.insert(subject, sub, queue)
+        return sub.id
+
+    def unsubscribe(self, sub_id: int) -> None:
+        sub = self._internal.pop(sub_id, None)
+        if sub is not None:
+            self.remove(sub)
+
+    def has_interest(self, subject: str) -> bool:
+        return bool(self.index.match(subject))
+
+    # -- client subscriptions ----------------------------------------------------
+    def _new_sub(
+        self,
+        subject: str,
+        queue: str | None,
+        sid: str,
+        conn: ClientConnection | None,
+        handler: MessageHandler | None,
+    ) -> Subscription:
+        sub = Subscription(self._next_id, subject, queue, sid, conn, handler)
+        self._next_id += 1
+        return sub
+
+    def add_client_sub(
+        self, conn: ClientConnection, subject: str, queue: str | None, sid: str
+    ) -> Subscription:
+        sub = self._new_sub(subject, queue, sid, conn, None)
+        self.index.insert(subject, sub, queue)
+        return sub
+
+    def remove(self, sub: Subscription) -> None:
+        if sub.closed:
+            return
+        sub.closed = True
+        self.index.remove(sub.subject, sub, sub.queue)
+        if sub.conn is not None:
+            sub.conn.forget_sub(sub)
+        else:
+            self._internal.pop(sub.id, None)
+
+    @property
+    def num_subscriptions(self) -> int:
+        return len(self.index)
+
+    # -- routing -----------------------------------------------------------------
+    def route(
+        self,
+        subject: str,
+        reply: str | None,
+        headers: bytes | None,
+        payload: bytes,
+        origin: ClientConnection | None,
+        msg_subject: str | None = None,
+    ) -> int:
+        """Deliver one message; returns how many subscriptions got it.
+
+        `msg_subject`, when given, is the subject subscribers see (routing is by
+        `subject`): JetStream deliveries keep their stream subject (publish_as)."""
+        result = self.index.match(subject)
+        plain = result.plain
+        queues = result.queues
+        if not plain and not queues:
+            if reply and origin is not None and origin.no_responders and origin.headers:
+                self._no_responders(reply, origin)
+            return 0
+        if msg_subject is not None:
+            subject = msg_subject
+        if len(plain) == 1 and not queues:
+            # the common cases: one internal subscriber (a stream, the API) or
+            # one client (an inbox, a deliver subject), nothing to sort out
+            sub = plain[0]
+            if sub.closed:
+                return 0
+            conn = sub.conn
+            if conn is None:
+                handler = sub.handler
+                assert handler is not None
+                try:
+                    handler(subject, reply, headers, payload)
+                except Exception:  # a faulty service must not take the broker down
+                    log.exception("internal handler for %r failed on %r", sub.subject, subject)
+                return 1
+            if conn is origin and not conn.echo:
+                return 0
+            conn.deliver(
+                sub,
+                subject.encode("utf-8", "surrogateescape"),
+                reply.encode("utf-8", "surrogateescape") if reply else None,
+                headers,
+                payload,
+            )
+            if sub.max_msgs is not None:
+                sub.delivered += 1
+                if sub.delivered >= sub.max_msgs:
+                    self.remove(sub)
+            return 1
+        subject_b = subject.encode("utf-8", "surrogateescape")
+        reply_b = reply.encode("utf-8", "surrogateescape") if reply else None
+        internal: list[Subscription] | None = None
+        delivered = 0
+        no_echo_from = origin if origin is not None and not origin.echo else None
+        for sub in plain:
+            conn = sub.conn
+            if conn is None:
+                if internal is None:
+                    internal = [sub]
+                else:
+                    internal.append(sub)
+                continue
+            if conn is no_echo_from or sub.closed:
+                continue
+            conn.deliver(sub, subject_b, reply_b, headers, payload)
+            delivered += 1
+            if sub.max_msgs is not None:
+                sub.delivered += 1
+                if sub.delivered >= sub.max_msgs:
+                    self.remove(sub)
+        if queues:
+            for members in queues.values():
+                candidates = [
+                    m
+                    for m in members
+                    if not m.closed and (m.conn is None or m.conn is not no_echo_from)
+                ]
+                if not candidates:
+                    continue
+                sub = candidates[0] if len(candidates) == 1 else self._choice(candidates)
+                if sub.conn is None:
+                    if internal is None:
+                        internal = [sub]
+                    else:
+                        internal.append(sub)
+                    continue
+                sub.conn.deliver(sub, subject_b, reply_b, headers, payload)
+                delivered += 1
+                if sub.max_msgs is not None:
+                    sub.delivered += 1
+                    if sub.delivered >= sub.max_msgs:
+                        self.remove(sub)
+        if internal is not None:
+            for sub in internal:
+                if sub.closed:
+                    continue
+                handler = sub.handler
+                assert handler is not None
+                delivered += 1
+                try:
+                    handler(subject, reply, headers, payload)
+                except Exception:  # a faulty service must not take the broker down
+                    log.exception("internal handler for %r failed on %r", sub.subject, subject)
+        return delivered
+
+    def _no_responders(self, reply: str, origin: ClientConnection) -> None:
+        reply_b = reply.encode("utf-8", "surrogateescape")
+        for sub in self.index.match(reply).plain:
+            if sub.conn is origin and not sub.closed:
+                origin.deliver(sub, reply_b, None, NO_RESPONDERS_HEADERS, b"")
+                return

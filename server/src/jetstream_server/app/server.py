@@ -1,0 +1,379 @@
+"""The server: the TCP listener, the broker, the services and the monitor.
+
+`NatsServer.start()` (on a running loop) starts the services on the broker,
+then the listener, then the monitoring HTTP server, and logs the same lines
+nats-server logs (``Listening for client connections on <host>:<port>``,
+``Starting http monitor on <host>:<port>``, ``Server is ready``), which
+`jetstream_testing.process` parses. `stop()` closes the listener, then the client
+connections, then the services (JetStream flushes its store), then the monitor.
+
+Invariants: services start before any client is accepted and close after
+the listener stopped; counters (`in_msgs`, `out_msgs`, ...) are the
+server-wide totals `/varz` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import platform
+import secrets
+import ssl
+import time
+from typing import Any, Final
+
+from jetstream_server.app.broker import Broker
+from jetstream_server.app.connection import ClientConnection
+from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.app.services import build_services
+from jetstream_server.app.tls import make_server_context
+from jetstream_server.config import ServerConfig
+from jetstream_server.core.clock import Clock
+from jetstream_server.core.router import Service
+
+log = logging.getLogger(__name__)
+
+SERVER_VERSION: Final = "2.12.0"
+GO_VERSION: Final = "go1.24.0"
+PROTO: Final = 1
+_ID_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def new_server_id() -> str:
+    """A nats-server-style id: 'N' followed by 55 base32 characters."""
+    return "N" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(55))
+
+
+class NatsServer:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        clock: Clock | None = None,
+        services: list[Service] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or LoopClock()
+        self.broker = Broker()
+        self.server_id = new_server_id()
+        self.server_name = config.server_name or self.server_id
+        self.services: list[Service] = [] if services is None else services
+        self._build_services = services is None
+        self.connections: dict[int, ClientConnection] = {}
+        self._cids = itertools.count(1)
+        self.total_connections = 0
+        # totals of closed connections; live ones are summed on demand (/varz),
+        # which keeps per-message counting to the connection's own counters
+        self._closed_totals = [0, 0, 0, 0]
+        self.slow_consumers = 0
+        self.start_time = time.time()
+        self.port = 0
+        self.http_port: int | None = None
+        self.tls_context: ssl.SSLContext | None = None
+        self._listener: asyncio.Server | None = None
+        self._monitor: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.ready = asyncio.Event()
+        # set while a connection's read is processed: flushes collect in _dirty
+        self.reading = False
+        self._dirty: list[ClientConnection] = []
+        self.stopped = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None, "server not started"
+        return self._loop
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        if isinstance(self.clock, LoopClock):
+            self.clock = LoopClock(self._loop)
+        cfg = self.config
+        log.info("Starting nats-server")
+        log.info("  Version:  %s (bundled Python JetStream server)", SERVER_VERSION)
+        log.info("  Name:     %s", self.server_name)
+        log.info("  ID:       %s", self.server_id)
+        if cfg.tls.enabled:
+            self.tls_context = make_server_context(cfg.tls)
+        if self._build_services:
+            self.services = build_services(cfg, self.clock)
+        started: list[Service] = []
+        try:
+            for service in self.services:
+                service.start(self.broker)
+                started.append(service)
+            if cfg.http_port is not None:
+                from jetstream_server.app.monitoring import MonitorServer
+
+                self._monitor = MonitorServer(self)
+                self.http_port = await self._monitor.start(cfg.host, cfg.http_port)
+                log.info("Starting http monitor on %s:%d", cfg.host, self.http_port)
+            self._listener = await self.loop.create_server(
+                self._new_connection,
+                host=cfg.host,
+                port=0 if cfg.port == -1 else cfg.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+        except BaseException:
+            for service in reversed(started):
+                service.close()
+            if self._monitor is not None:
+                await self._monitor.stop()
+            raise
+        sock = self._listener.sockets[0]
+        self.port = int(sock.getsockname()[1])
+        log.info("Listening for client connections on %s:%d", cfg.host, self.port)
+        if cfg.auth.required:
+            log.info("Client authentication required")
+        if self.tls_context is not None:
+            log.info("TLS required for client connections")
+        log.info("Server is ready")
+        self.ready.set()
+
+    # -- outbound batching --------------------------------------------------------
+    def schedule_flush(self, conn: ClientConnection) -> None:
+        """`conn` has bytes to write: after the current read, or on the next turn."""
+        if self.reading:
+            self._dirty.append(conn)
+        else:
+            self.loop.call_soon(conn._flush)
+
+    def flush_dirty(self) -> None:
+        dirty = self._dirty
+        if dirty:
+            self._dirty = []
+            for conn in dirty:
+                conn._flush()
+
+    def _new_connection(self) -> ClientConnection:
+        return ClientConnection(self, next(self._cids))
+
+    async def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        log.info("Initiating Shutdown...")
+        if self._listener is not None:
+            self._listener.close()
+        for conn in list(self.connections.values()):
+            conn.close()
+        if self._listener is not None:
+            try:
+                await asyncio.wait_for(self._listener.wait_closed(), 5.0)
+            except asyncio.TimeoutError:
+                log.warning("listener did not close within 5s")
+        for service in reversed(self.services):
+            try:
+                service.close()
+            except Exception:
+                log.exception("service %r failed to close", service)
+        if self._monitor is not None:
+            await self._monitor.stop()
+        log.info("Server Exiting..")
+
+    # -- connections ---------------------------------------------------------------
+    def connection_opened(self, conn: ClientConnection) -> None:
+        self.connections[conn.cid] = conn
+        self.total_connections += 1
+        log.debug("cid=%d client connection created from %s:%d", conn.cid, conn.ip, conn.port)
+
+    def connection_closed(self, conn: ClientConnection) -> None:
+        if self.connections.pop(conn.cid, None) is not None:
+            totals = self._closed_totals
+            totals[0] += conn.in_msgs
+            totals[1] += conn.in_bytes
+            totals[2] += conn.out_msgs
+            totals[3] += conn.out_bytes
+        log.debug("cid=%d client connection closed", conn.cid)
+
+    def _totals(self) -> list[int]:
+        totals = list(self._closed_totals)
+        for conn in self.connections.values():
+            totals[0] += conn.in_msgs
+            totals[1] += conn.in_bytes
+            totals[2] += conn.out_msgs
+            totals[3] += conn.out_bytes
+        return totals
+
+    @property
+    def in_msgs(self) -> int:
+        return self._totals()[0]
+
+    @property
+    def in_bytes(self) -> int:
+        return self._totals()[1]
+
+    @property
+    def out_msgs(self) -> int:
+        return self._totals()[2]
+
+    @property
+    def out_bytes(self) -> int:
+        return self._totals()[3]
+
+    def info_for(self, conn: ClientConnection | None) -> dict[str, Any]:
+        cfg = self.config
+        info: dict[str, Any] = {
+            "server_id": self.server_id,
+            "server_name": self.server_name,
+            "version": SERVER_VERSION,
+            "proto": PROTO,
+            "go": GO_VERSION,
+            "host": cfg.host,
+            "port": self.port,
+            "headers": True,
+            "max_payload": cfg.max_payload,
+            "jetstream": True,
+        }
+        if cfg.auth.required:
+            info["auth_required"] = True
+        if self.tls_context is not None:
+            info["tls_required"] = True
+            if cfg.tls.verify:
+                info["tls_verify"] = True
+        if cfg.jetstream.domain:
+            info["domain"] = cfg.jetstream.domain
+        if conn is not None:
+            info["client_id"] = conn.cid
+            info["client_ip"] = conn.ip
+        return info
+
+    # -- monitoring data -------------------------------------------------------------
+    def varz(self) -> dict[str, Any]:
+        cfg = self.config
+        now = time.time()
+        info = self.info_for(None)
+        js = self.jsz()
+        totals = self._totals()
+        varz: dict[str, Any] = {
+            **info,
+            "now": _rfc3339(now),
+            "start": _rfc3339(self.start_time),
+            "uptime": _uptime(now - self.start_time),
+            "mem": _rss_bytes(),
+            "cores": os.cpu_count() or 1,
+            "cpu": _cpu_percent(now - self.start_time),
+            "connections": len(self.connections),
+            "total_connections": self.total_connections,
+            "routes": 0,
+            "remotes": 0,
+            "leafnodes": 0,
+            "in_msgs": totals[0],
+            "out_msgs": totals[2],
+            "in_bytes": totals[1],
+            "out_bytes": totals[3],
+            "slow_consumers": self.slow_consumers,
+            "subscriptions": self.broker.num_subscriptions,
+            "http_host": cfg.host,
+            "http_port": self.http_port or 0,
+            "max_connections": 65536,
+            "max_control_line": cfg.max_control_line,
+            "max_pending": cfg.max_pending,
+            "ping_interval": int(cfg.ping_interval_s * 1e9),
+            "ping_max": cfg.max_pings_out,
+            "write_deadline": int(cfg.write_deadline_s * 1e9),
+            "auth_timeout": cfg.auth_timeout_s,
+            "tls_timeout": 2,
+            "jetstream": {
+                "config": {
+                    "max_memory": cfg.jetstream.max_memory_store,
+                    "max_storage": cfg.jetstream.max_file_store,
+                    "store_dir": cfg.jetstream.store_dir or "",
+                    "sync_interval": int(cfg.jetstream.sync_interval_s * 1e9),
+                    "sync_always": cfg.jetstream.sync_always,
+                    **({"domain": cfg.jetstream.domain} if cfg.jetstream.domain else {}),
+                },
+                **({"stats": js} if "disabled" not in js else {}),
+            },
+            "system": platform.system().lower(),
+        }
+        return varz
+
+    def connz(self) -> dict[str, Any]:
+        now = time.time()
+        conns = []
+        for conn in sorted(self.connections.values(), key=lambda c: c.cid):
+            conns.append(
+                {
+                    "cid": conn.cid,
+                    "kind": "Client",
+                    "type": "nats",
+                    "ip": conn.ip,
+                    "port": conn.port,
+                    "start": _rfc3339(conn.start),
+                    "last_activity": _rfc3339(conn.last_activity),
+                    "uptime": _uptime(now - conn.start),
+                    "idle": _uptime(now - conn.last_activity),
+                    "pending_bytes": conn.pending_bytes,
+                    "in_msgs": conn.in_msgs,
+                    "out_msgs": conn.out_msgs,
+                    "in_bytes": conn.in_bytes,
+                    "out_bytes": conn.out_bytes,
+                    "subscriptions": len(conn.subs),
+                    "name": conn.name,
+                    "lang": conn.lang,
+                    "version": conn.version,
+                    **({"authorized_user": conn.user} if conn.user else {}),
+                    **({"tls_version": "1.3"} if self.tls_context is not None else {}),
+                }
+            )
+        return {
+            "server_id": self.server_id,
+            "now": _rfc3339(now),
+            "num_connections": len(conns),
+            "total": len(conns),
+            "offset": 0,
+            "limit": 1024,
+            "connections": conns,
+        }
+
+    def jsz(self) -> dict[str, Any]:
+        for service in self.services:
+            jsz = getattr(service, "jsz", None)
+            if callable(jsz):
+                result = jsz()
+                return dict(result) if isinstance(result, dict) else {"data": result}
+        return {"disabled": True}
+
+
+def _rfc3339(ts: float) -> str:
+    secs = int(ts)
+    nanos = int((ts - secs) * 1e9)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{nanos:09d}Z"
+
+
+def _uptime(seconds: float) -> str:
+    """Go-ish compact duration as nats-server's /varz uptime ("1h2m3s", "4s")."""
+    total = int(seconds)
+    days, rem = divmod(total, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, secs = divmod(rem, 60)
+    out = ""
+    if days:
+        out += f"{days}d"
+    if days or hours:
+        out += f"{hours}h"
+    if days or hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs}s"
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _cpu_percent(elapsed: float) -> float:
+    times = os.times()
+    used = times.user + times.system
+    return round(100.0 * used / elapsed, 2) if elapsed > 0 else 0.0

@@ -1,0 +1,543 @@
+"""Server configuration: the frozen `ServerConfig` and the nats-server config file format.
+
+`ServerConfig` is built from defaults, then a config file (`-c`), then CLI
+flags (flags win). The file format is the subset of nats-server's that this
+server honours:
+
+    port: 4222            # `=`, `:` or whitespace separate key and value
+    host = "127.0.0.1"    # or `listen: 127.0.0.1:4222`
+    http_port 8222        // comments with # or //
+    max_payload: 1MB      # sizes: 1024, 1KB, 1MB, 1GB (also K/M/G, KiB...)
+    ping_interval: "2m"   # durations: "10s", "2m", "1h", "500ms" or seconds
+    authorization { user: a, password: b, token: t }
+    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
+    jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
+                sync_interval: "2m", sync_always: false, domain: hub }
+
+Invariants: every key the file may hold is checked; an unknown key, a value
+of the wrong kind or a syntax error raises `ConfigError` naming the key and
+line. Nothing here touches sockets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from jetstream_server.core.protocol import MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE
+
+DEFAULT_PORT: Final = 4222
+DEFAULT_HOST: Final = "0.0.0.0"
+DEFAULT_MAX_PENDING: Final = 64 * 1024 * 1024
+DEFAULT_PING_INTERVAL_S: Final = 120.0
+DEFAULT_MAX_PINGS_OUT: Final = 2
+DEFAULT_WRITE_DEADLINE_S: Final = 10.0
+DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message names the key (and line, for files)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(frozen=True, slots=True)
+class AuthSettings:
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.token is not None or self.user is not None
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    enabled: bool = False
+    cert_file: str | None = None
+    key_file: str | None = None
+    ca_file: str | None = None
+    verify: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JetStreamSettings:
+    store_dir: str | None = None
+    max_memory_store: int = -1
+    max_file_store: int = -1
+    sync_interval_s: float = 120.0
+    sync_always: bool = False
+    domain: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    http_port: int | None = None
+    server_name: str | None = None
+    max_payload: int = MAX_PAYLOAD_SIZE
+    max_pending: int = DEFAULT_MAX_PENDING
+    max_control_line: int = MAX_CONTROL_LINE_SIZE
+    ping_interval_s: float = DEFAULT_PING_INTERVAL_S
+    max_pings_out: int = DEFAULT_MAX_PINGS_OUT
+    write_deadline_s: float = DEFAULT_WRITE_DEADLINE_S
+    auth_timeout_s: float = DEFAULT_AUTH_TIMEOUT_S
+    auth: AuthSettings = field(default_factory=AuthSettings)
+    tls: TlsSettings = field(default_factory=TlsSettings)
+    jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    debug: bool = False
+    trace: bool = False
+
+    def with_changes(self, **changes: Any) -> ServerConfig:
+        return replace(self, **changes)
+
+    def validate(self) -> ServerConfig:
+        """Cross-field checks nats-server makes; raises `ConfigError`, returns self."""
+        if self.max_payload > self.max_pending:
+            raise ConfigError(
+                f"max_payload ({self.max_payload}) cannot be higher than max_pending "
+                f"({self.max_pending})"
+            )
+        if self.max_payload <= 0:
+            raise ConfigError(f"max_payload: must be positive, got {self.max_payload}")
+        if self.max_control_line <= 0:
+            raise ConfigError(f"max_control_line: must be positive, got {self.max_control_line}")
+        if not 0 <= self.port <= 65535 and self.port != -1:
+            raise ConfigError(f"port: {self.port} is not a valid port")
+        if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
+            raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        return self
+
+
+# -- value helpers ---------------------------------------------------------------
+
+_SIZE_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1024,
+    "KB": 1024,
+    "KIB": 1024,
+    "M": 1024**2,
+    "MB": 1024**2,
+    "MIB": 1024**2,
+    "G": 1024**3,
+    "GB": 1024**3,
+    "GIB": 1024**3,
+    "T": 1024**4,
+    "TB": 1024**4,
+    "TIB": 1024**4,
+}
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_size(value: object, key: str = "size") -> int:
+    """Bytes from an int or a string like ``1GB``/``512MB``/``64K`` (1024-based)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a size, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m and m.group(2).upper() in _SIZE_UNITS:
+            return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+    raise ConfigError(f"{key}: expected a size like 1024 or 1GB, got {value!r}")
+
+
+def parse_duration(value: object, key: str = "duration") -> float:
+    """Seconds from a number (seconds) or a Go-style duration string (``2m``, ``1h30m``)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            return float(text)
+        parts = _DURATION_RE.findall(text)
+        if parts and "".join(n + u for n, u in parts) == text:
+            return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    raise ConfigError(f"{key}: expected a duration like \"10s\" or \"2m\", got {value!r}")
+
+
+def _as_bool(value: object, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _as_int(value: object, key: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key}: expected an integer, got {value!r}")
+
+
+def _as_str(value: object, key: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ConfigError(f"{key}: expected a string, got {value!r}")
+
+
+# -- the config file lexer/parser ------------------------------------------------
+
+
+class _Lexer:
+    """Tokens of the nats-server config format: words, strings, `{ } [ ] = : ,`."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+        self.pos = 0
+        self.line = 1
+
+    def error(self, message: str, line: int | None = None) -> ConfigError:
+        return ConfigError(f"{self.source}:{line or self.line}: {message}")
+
+    def _skip(self) -> None:
+        text = self.text
+        while self.pos < len(text):
+            ch = text[self.pos]
+            if ch == "\n":
+                self.line += 1
+                self.pos += 1
+            elif ch in " \t\r;":
+                self.pos += 1
+            elif ch == "#" or text.startswith("//", self.pos):
+                nl = text.find("\n", self.pos)
+                self.pos = len(text) if nl < 0 else nl
+            else:
+                return
+
+    def next(self) -> tuple[str, Any, int] | None:
+        """(kind, value, line): kind is one of 'punct', 'str', 'word'; None at end."""
+        self._skip()
+        if self.pos >= len(self.text):
+            return None
+        text = self.text
+        ch = text[self.pos]
+        line = self.line
+        if ch in "{}[]=:,":
+            self.pos += 1
+            return ("punct", ch, line)
+        if ch in "\"'":
+            end = self.pos + 1
+            out = []
+            while end < len(text) and text[end] != ch:
+                if text[end] == "\\" and ch == '"' and end + 1 < len(text):
+                    end += 1
+                    out.append({"n": "\n", "t": "\t"}.get(text[end], text[end]))
+                elif text[end] == "\n":
+                    raise self.error("unterminated string")
+                else:
+                    out.append(text[end])
+                end += 1
+            if end >= len(text):
+                raise self.error("unterminated string")
+            self.pos = end + 1
+            return ("str", "".join(out), line)
+        end = self.pos
+        while end < len(text) and text[end] not in " \t\r\n{}[]=,;#\"'" and not (
+            text[end] == ":" and (end + 1 >= len(text) or text[end + 1] in " \t\r\n")
+        ):
+            if text.startswith("//", end):
+                break
+            end += 1
+        word = text[self.pos : end]
+        self.pos = end
+        return ("word", word, line)
+
+    def peek(self) -> tuple[str, Any, int] | None:
+        pos, line = self.pos, self.line
+        tok = self.next()
+        self.pos, self.line = pos, line
+        return tok
+
+
+def _word_value(word: str) -> Any:
+    low = word.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if re.fullmatch(r"-?\d+", word):
+        return int(word)
+    if re.fullmatch(r"-?\d+\.\d+", word):
+        return float(word)
+    return word
+
+
+def _parse_value(lex: _Lexer) -> tuple[Any, int]:
+    tok = lex.next()
+    if tok is None:
+        raise lex.error("value expected at end of file")
+    kind, value, line = tok
+    if kind == "str":
+        return value, line
+    if kind == "word":
+        return _word_value(value), line
+    if value == "{":
+        return _parse_map(lex, closing=True), line
+    if value == "[":
+        items: list[Any] = []
+        while True:
+            nxt = lex.peek()
+            if nxt is None:
+                raise lex.error("unterminated array", line)
+            if nxt[0] == "punct" and nxt[1] == "]":
+                lex.next()
+                return items, line
+            if nxt[0] == "punct" and nxt[1] == ",":
+                lex.next()
+                continue
+            items.append(_parse_value(lex)[0])
+    raise lex.error(f"unexpected {value!r}", line)
+
+
+class _Entries(dict[str, Any]):
+    """A parsed block that remembers the line of each key."""
+
+    lines: dict[str, int]
+
+
+def _parse_map(lex: _Lexer, closing: bool) -> _Entries:
+    out = _Entries()
+    out.lines = {}
+    while True:
+        tok = lex.next()
+        if tok is None:
+            if closing:
+                raise lex.error("missing '}'")
+            return out
+        kind, key, line = tok
+        if kind == "punct" and key == "}" and closing:
+            return out
+        if kind == "punct" and key == ",":
+            continue
+        if kind == "punct":
+            raise lex.error(f"unexpected {key!r}, expected a key", line)
+        if kind == "word" and ":" in key:
+            # `port:4222`, written without a space after the colon
+            key, _, inline = key.partition(":")
+            if inline:
+                out[key] = _word_value(inline)
+                out.lines[key] = line
+                continue
+            nxt = lex.peek()
+            value, _ = _parse_value(lex)
+            out[str(key)] = value
+            out.lines[str(key)] = line
+            continue
+        nxt = lex.peek()
+        if nxt is not None and nxt[0] == "punct" and nxt[1] in ("=", ":"):
+            lex.next()
+        elif nxt is None or nxt[2] != line and not (nxt[0] == "punct" and nxt[1] == "{"):
+            raise lex.error(f"key {key!r} has no value", line)
+        value, _ = _parse_value(lex)
+        out[str(key)] = value
+        out.lines[str(key)] = line
+    # unreachable
+
+
+def parse_config_text(text: str, source: str = "<config>") -> _Entries:
+    """Parse the nats-server config syntax into nested dicts (no validation)."""
+    return _parse_map(_Lexer(text, source), closing=False)
+
+
+_TOP_KEYS = {
+    "port", "host", "net", "listen", "http_port", "http", "monitor_port", "max_payload",
+    "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
+    "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
+}
+
+
+def _split_hostport(value: str, key: str) -> tuple[str | None, int | None]:
+    text = str(value)
+    if text.isdigit():
+        return None, int(text)
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        return text, None
+    if not port.isdigit() and port != "-1":
+        raise ConfigError(f"{key}: bad port in {value!r}")
+    return host.strip("[]") or None, int(port)
+
+
+# Top-level keys that set one ServerConfig field through one converter.
+_SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "max_payload": ("max_payload", parse_size),
+    "max_pending": ("max_pending", parse_size),
+    "max_control_line": ("max_control_line", parse_size),
+    "ping_interval": ("ping_interval_s", parse_duration),
+    "ping_max": ("max_pings_out", _as_int),
+    "write_deadline": ("write_deadline_s", parse_duration),
+    "auth_timeout": ("auth_timeout_s", parse_duration),
+    "server_name": ("server_name", _as_str),
+    "debug": ("debug", _as_bool),
+    "trace": ("trace", _as_bool),
+}
+
+
+def config_from_mapping(
+    entries: dict[str, Any], base: ServerConfig | None = None, source: str = "<config>"
+) -> ServerConfig:
+    """Apply a parsed config file onto `base` (defaults when None)."""
+    cfg = base or ServerConfig()
+    lines: dict[str, int] = getattr(entries, "lines", {})
+
+    def where(key: str) -> str:
+        return f"{source}:{lines[key]}: " if key in lines else f"{source}: "
+
+    changes: dict[str, Any] = {}
+    for key, value in entries.items():
+        k = key.lower()
+        try:
+            if k not in _TOP_KEYS:
+                raise ConfigError(f"unknown configuration key {key!r}")
+            if k == "port":
+                changes["port"] = _as_int(value, key)
+            elif k in ("host", "net"):
+                changes["host"] = _as_str(value, key)
+            elif k == "listen":
+                host, port = _split_hostport(value, key)
+                if host:
+                    changes["host"] = host
+                if port is not None:
+                    changes["port"] = port
+            elif k in ("http_port", "monitor_port"):
+                changes["http_port"] = _as_int(value, key)
+            elif k == "http":
+                _, port = _split_hostport(value, key)
+                if port is None:
+                    raise ConfigError(f"{key}: expected host:port or port, got {value!r}")
+                changes["http_port"] = port
+            elif k in _SCALAR_KEYS:
+                field_name, convert = _SCALAR_KEYS[k]
+                changes[field_name] = convert(value, key)
+            elif k == "authorization":
+                changes["auth"], timeout = _auth_block(value, key)
+                if timeout is not None:
+                    changes["auth_timeout_s"] = timeout
+            elif k == "tls":
+                changes["tls"] = _tls_block(value, key)
+            elif k == "jetstream":
+                changes["jetstream"] = _jetstream_block(value, key, cfg.jetstream)
+        except ConfigError as exc:
+            if exc.line is not None:
+                raise ConfigError(f"{source}:{exc.line}: {exc}", exc.line) from None
+            raise ConfigError(f"{where(key)}{exc}", lines.get(key)) from None
+    return replace(cfg, **changes)
+
+
+def _block(value: object, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a block {{ ... }}, got {value!r}")
+    return {str(k).lower(): v for k, v in value.items()}
+
+
+def _block_items(value: object, key: str) -> list[tuple[str, Any, int | None]]:
+    """(lower-case key, value, line) of a block, for errors that name the line."""
+    block = _block(value, key)
+    lines = {str(k).lower(): n for k, n in getattr(value, "lines", {}).items()}
+    return [(k, v, lines.get(k)) for k, v in block.items()]
+
+
+def _at(line: int | None, exc: ConfigError) -> ConfigError:
+    return exc if exc.line is not None else ConfigError(str(exc), line)
+
+
+def _auth_block(value: object, key: str) -> tuple[AuthSettings, float | None]:
+    """The credentials and the optional auth `timeout` (seconds)."""
+    items = _block_items(value, key)
+    user = password = token = None
+    timeout: float | None = None
+    for k, v, line in items:
+        try:
+            if k == "user":
+                user = _as_str(v, f"{key}.{k}")
+            elif k in ("password", "pass"):
+                password = _as_str(v, f"{key}.{k}")
+            elif k == "token":
+                token = _as_str(v, f"{key}.{k}")
+            elif k == "timeout":
+                timeout = parse_duration(v, f"{key}.{k}")
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    if (user is None) != (password is None):
+        raise ConfigError(f"{key}: user and password go together")
+    return AuthSettings(user=user, password=password, token=token), timeout
+
+
+def _tls_block(value: object, key: str) -> TlsSettings:
+    items = _block_items(value, key)
+    out: dict[str, Any] = {"enabled": True}
+    for k, v, line in items:
+        try:
+            if k in ("cert_file", "key_file", "ca_file"):
+                out[k] = _as_str(v, f"{key}.{k}")
+            elif k == "verify":
+                out["verify"] = _as_bool(v, f"{key}.{k}")
+            elif k == "timeout":
+                parse_duration(v, f"{key}.{k}")
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    if not out.get("cert_file") or not out.get("key_file"):
+        raise ConfigError(f"{key}: cert_file and key_file are required")
+    return TlsSettings(**out)
+
+
+def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
+    if isinstance(value, bool) or (isinstance(value, str) and value.lower() == "enabled"):
+        return base
+    items = _block_items(value, key)
+    out: dict[str, Any] = {}
+    for k, v, line in items:
+        try:
+            name = f"{key}.{k}"
+            if k in ("store_dir", "store"):
+                out["store_dir"] = _as_str(v, name)
+            elif k in ("max_memory_store", "max_mem", "max_memory"):
+                out["max_memory_store"] = parse_size(v, name)
+            elif k in ("max_file_store", "max_file", "max_store"):
+                out["max_file_store"] = parse_size(v, name)
+            elif k == "sync_interval":
+                if isinstance(v, str) and v.lower() == "always":
+                    out["sync_always"] = True
+                else:
+                    out["sync_interval_s"] = parse_duration(v, name)
+            elif k == "sync_always":
+                out["sync_always"] = _as_bool(v, name)
+            elif k == "domain":
+                out["domain"] = _as_str(v, name)
+            elif k == "enabled":
+                _as_bool(v, name)
+            else:
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return replace(base, **out)
+
+
+def load_config_file(path: str | Path, base: ServerConfig | None = None) -> ServerConfig:
+    """Read and validate a config file; `ConfigError` names the file, line and key."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}") from None
+    return config_from_mapping(parse_config_text(text, str(p)), base, str(p))

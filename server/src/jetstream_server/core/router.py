@@ -1,0 +1,51 @@
+"""The seam between the core NATS broker and the services built on it.
+
+The broker (`jetstream_server.app.broker`) routes every published message through one
+subject index. JetStream is a *service*: it subscribes internally (API
+subjects, stream subjects, ack subjects) and publishes like any client. The
+service never touches sockets or asyncio; the broker never knows JetStream.
+
+Invariants:
+- A handler is called synchronously, on the event-loop thread, for every
+  message whose subject matches its subscription (queue subscriptions: one
+  member of the group per message, as for clients).
+- `publish()` from inside a handler is allowed (re-entrant); messages reach
+  client connections in the order they were published.
+- An internal subscription counts as interest: a request to a subject only a
+  service serves does not get a no-responders status.
+- `headers` is the raw NATS header block or None; `payload` is bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+# (subject, reply, headers, payload)
+MessageHandler = Callable[[str, "str | None", "bytes | None", bytes], None]
+
+
+class Router(Protocol):
+    def publish(
+        self, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        """Deliver a message to every matching subscription (client or internal)."""
+        ...
+
+    def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
+        """Add an internal subscription; returns its id for `unsubscribe`."""
+        ...
+
+    def unsubscribe(self, sub_id: int) -> None: ...
+
+    def has_interest(self, subject: str) -> bool:
+        """True when at least one subscription (client or internal) matches."""
+        ...
+
+
+class Service(Protocol):
+    """Something that lives inside the server and talks through a `Router`."""
+
+    def start(self, router: Router) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,131 @@
+"""Acknowledgements: messages published to a delivery's reply subject, `$JS.ACK.>`.
+
+Reply subjects (nats-server's two formats):
+- v1, 9 tokens: `$JS.ACK.<stream>.<consumer>.<delivery_count>.<stream_seq>.
+  <consumer_seq>.<timestamp_ns>.<num_pending>`
+- v2, 12 tokens and up: `$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.
+  <delivery_count>.<stream_seq>.<consumer_seq>.<timestamp_ns>.<num_pending>.<random>`
+
+Payloads: empty or `+ACK`; `-NAK` optionally followed by `{"delay": ns}`;
+`+WPI` (in progress: restart the ack wait); `+TERM` optionally followed by a
+reason; `+NXT` optionally followed by a pull request (ack, then pull with the
+ack's own reply subject as the inbox). An ack sent as a request (a reply
+subject other than for `+NXT`) gets an empty reply once processed and, for a
+durable consumer on file storage, written (a process kill after the reply
+keeps the ack).
+
+Invariants: a malformed subject or payload is logged and dropped, never
+raised into the broker; an ack for an unknown stream or consumer sent as a
+request gets the no-responders status (nats-server has no subscriber there).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from jetstream_server.core.headers import status_headers
+
+if TYPE_CHECKING:
+    from jetstream_server.jetstream.consumer import Consumer
+
+logger = logging.getLogger(__name__)
+
+ACK_SUBJECT = "$JS.ACK.>"
+NO_RESPONDERS = status_headers(503)
+
+
+class AckSubject(NamedTuple):
+    """A parsed ack reply subject (a typed tuple: built once per ack, on the hot path)."""
+
+    stream: str
+    consumer: str
+    delivery_count: int
+    stream_seq: int
+    consumer_seq: int
+    timestamp_ns: int
+    num_pending: int
+
+
+def parse_ack_subject(subject: str) -> AckSubject | None:
+    tokens = subject.split(".")
+    if len(tokens) == 9:
+        base = 2
+    elif len(tokens) >= 12:
+        base = 4
+    else:
+        return None
+    if tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    try:
+        return AckSubject(
+            tokens[base],
+            tokens[base + 1],
+            int(tokens[base + 2]),
+            int(tokens[base + 3]),
+            int(tokens[base + 4]),
+            int(tokens[base + 5]),
+            int(tokens[base + 6]),
+        )
+    except ValueError:
+        return None
+
+
+def _find_consumer(engine: Any, stream_name: str, consumer_name: str) -> Consumer | None:
+    stream = engine.streams.get(stream_name)
+    if stream is None:
+        return None
+    consumer = stream.consumers.get(consumer_name)
+    return consumer  # type: ignore[no-any-return]
+
+
+def _parse_delay(rest: bytes) -> int:
+    rest = rest.strip()
+    if not rest:
+        return 0
+    try:
+        body = json.loads(rest)
+    except ValueError:
+        logger.debug("-NAK with a body that is not JSON: %r", rest[:64])
+        return 0
+    if isinstance(body, dict):
+        delay = body.get("delay", 0)
+        if isinstance(delay, int) and not isinstance(delay, bool):
+            return max(delay, 0)
+    return 0
+
+
+def handle_ack(engine: Any, subject: str, reply: str | None, payload: bytes) -> None:
+    """The `$JS.ACK.>` subscription handler."""
+    ack = parse_ack_subject(subject)
+    if ack is None:
+        logger.debug("ignoring malformed ack subject %r", subject)
+        return
+    consumer = _find_consumer(engine, ack.stream, ack.consumer)
+    if consumer is None:
+        # nats-server: nobody listens on the ack subject of a missing consumer.
+        if reply:
+            engine.publish(reply, None, NO_RESPONDERS, b"")
+        return
+    body = payload.strip()
+    kind = body[:4]
+    if kind == b"+NXT":
+        consumer.ack(ack.stream_seq, ack.consumer_seq)
+        if reply:
+            consumer.process_pull(reply, body[4:])
+        return
+    if not body or kind == b"+ACK":
+        consumer.ack(ack.stream_seq, ack.consumer_seq)
+    elif kind == b"-NAK":
+        consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
+    elif kind == b"+WPI":
+        consumer.progress(ack.stream_seq)
+    elif body.startswith(b"+TERM"):
+        consumer.term(ack.stream_seq, ack.consumer_seq)
+    else:
+        logger.debug("unknown ack payload %r on %s", body[:32], subject)
+    if reply:
+        # A double ack (ack as request) is answered once the ack is on disk.
+        consumer.flush()
+        engine.publish(reply, None, None, b"")

@@ -1,0 +1,123 @@
+"""Helpers shared by the API handlers: request bodies, paging, stream info.
+
+Pure functions over the engine's objects; no subscriptions, no publishing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from jetstream_server.jetstream.api.registry import ApiRequest
+from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.subject_match import subjects_overlap
+from jetstream_server.jetstream.timefmt import rfc3339_ns
+from jetstream_server.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from jetstream_server.jetstream.stream import Stream
+
+STREAM_NAMES_LIMIT = 1024
+STREAM_LIST_LIMIT = 256
+SUBJECTS_INFO_LIMIT = 100_000
+
+
+def request_body(req: ApiRequest) -> dict[str, Any]:
+    """The request's JSON object ({} for an empty body); ApiError INVALID_JSON otherwise."""
+    payload = req.payload.strip()
+    if not payload or payload == b"null":
+        return {}
+    try:
+        body = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError("INVALID_JSON", err=str(exc)) from exc
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ApiError("INVALID_JSON", err=f"expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+def int_field(body: dict[str, Any], key: str, default: int = 0) -> int:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must be an integer, got {value!r}")
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} is out of range: {value}")
+    return value
+
+
+def uint_field(body: dict[str, Any], key: str) -> int:
+    """An unsigned integer field (Go's uint64: a negative value does not decode)."""
+    value = int_field(body, key)
+    if value < 0:
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must not be negative, got {value}")
+    return value
+
+
+def str_field(body: dict[str, Any], key: str) -> str:
+    value = body.get(key) or ""
+    if not isinstance(value, str):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a string, got {value!r}")
+    return value
+
+
+def offset_of(body: dict[str, Any]) -> int:
+    return max(0, int_field(body, "offset"))  # nats-server treats a bad offset as 0
+
+
+def stream_state(
+    stream: Stream, subjects_filter: str = "", deleted_details: bool = False
+) -> dict[str, Any]:
+    st = stream.store.state()
+    empty_fresh = st.msgs == 0 and st.last_seq == 0
+    out: dict[str, Any] = {
+        "messages": st.msgs,
+        "bytes": st.bytes,
+        "first_seq": 0 if empty_fresh else st.first_seq,
+        "first_ts": rfc3339_ns(st.first_ts_ns if st.msgs else 0),
+        "last_seq": st.last_seq,
+        "last_ts": rfc3339_ns(st.last_ts_ns if st.last_seq else 0),
+    }
+    if st.num_subjects:
+        out["num_subjects"] = st.num_subjects
+    if subjects_filter:
+        subjects = stream.store.subjects(None if subjects_filter == ">" else subjects_filter)
+        if subjects:
+            out["subjects"] = {name: info.msgs for name, info in subjects.items()}
+    if st.num_deleted:
+        if deleted_details:
+            out["deleted"] = stream.store.deleted()
+        out["num_deleted"] = st.num_deleted
+    out["consumer_count"] = len(stream.consumers)
+    return out
+
+
+def stream_info(
+    stream: Stream, now_ns: int, subjects_filter: str = "", deleted_details: bool = False
+) -> dict[str, Any]:
+    return {
+        "config": stream.config.to_json(),
+        "created": rfc3339_ns(stream.created_ns),
+        "state": stream_state(stream, subjects_filter, deleted_details),
+        "ts": rfc3339_ns(now_ns),
+    }
+
+
+def stored_message_json(msg: StoredMessage) -> dict[str, Any]:
+    """A message as STREAM.MSG.GET answers it (base64 headers and data)."""
+    out: dict[str, Any] = {"subject": msg.subject, "seq": msg.seq}
+    if msg.headers:
+        out["hdrs"] = base64.b64encode(msg.headers).decode()
+    if msg.data:
+        out["data"] = base64.b64encode(msg.data).decode()
+    out["time"] = rfc3339_ns(msg.timestamp_ns)
+    return out
+
+
+def stream_matches_subject(stream: Stream, subject: str) -> bool:
+    """STREAM.NAMES/LIST `subject` filter: any stream subject that collides with it."""
+    return any(subjects_overlap(mine, subject) for mine in stream.config.subjects)

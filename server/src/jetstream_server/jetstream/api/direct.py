@@ -1,0 +1,284 @@
+"""DIRECT.GET: read messages straight from a stream, answered as messages.
+
+Two forms (ADR-31): `$JS.API.DIRECT.GET.<stream>` with a JSON body (`seq`,
+`last_by_subj`, `next_by_subj`, `batch`, `max_bytes`, `multi_last`,
+`up_to_seq`, `up_to_time`, `start_time`) and `$JS.API.DIRECT.GET.<stream>.<subject>`
+with an empty body (the last message on that subject).
+
+Each answer is the stored message (its payload, its own headers first) with
+`Nats-Stream`, `Nats-Subject`, `Nats-Sequence`, `Nats-Time-Stamp` appended.
+Batches add `Nats-Num-Pending` (matching messages still after this one) and
+`Nats-Last-Sequence` (the previous answered sequence, 0 first) to each
+message and end with the status `204 EOB` carrying the same two headers (and
+`Nats-UpTo-Sequence` for `multi_last`). A batch stops at `batch` messages or
+once the messages sent reach `max_bytes` (subject + headers + payload);
+`up_to_seq`/`up_to_time` bound `multi_last` only, as in nats-server. Statuses as nats-server sends them:
+`404 Message Not Found` (`404 No Results` for an empty `multi_last`),
+`408 Empty Request`, `408 Bad Request`. A stream
+without `allow_direct` (or no stream) has no direct-get responder: the
+requester gets `503`, which nats-py reports as no responders.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jetstream_server.core.headers import status_headers
+from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
+from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
+from jetstream_server.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from jetstream_server.jetstream.engine import JetStream
+    from jetstream_server.jetstream.stream import Stream
+
+MULTI_LAST_LIMIT = 1024
+
+
+def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -> bytes:
+    block = msg.headers
+    if block and block.startswith(b"NATS/1.0"):
+        if block.endswith(b"\r\n\r\n"):
+            block = block[:-2]
+        elif not block.endswith(b"\r\n"):
+            block += b"\r\n"
+    else:
+        block = b"NATS/1.0\r\n"
+    parts = [
+        block,
+        b"Nats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %s\r\n"
+        % (stream.name.encode(), msg.subject.encode(), msg.seq, rfc3339_ns(msg.timestamp_ns).encode()),
+    ]
+    for key, value in extra:
+        parts.append(f"{key}: {value}\r\n".encode())
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _status(engine: JetStream, reply: str | None, code: int, text: str, **extra: str) -> None:
+    if reply:
+        engine.publish(reply, None, status_headers(code, text, **extra), b"")
+
+
+def _direct_stream(engine: JetStream, req: ApiRequest) -> Stream | None:
+    stream = engine.streams.get(req.params[0])
+    if stream is None or not stream.config.allow_direct:
+        _status(engine, req.reply, 503, "")
+        return None
+    return stream
+
+
+@api_handler("DIRECT.GET.*.>", "direct_get")
+def direct_get_last(engine: JetStream, req: ApiRequest) -> None:
+    stream = _direct_stream(engine, req)
+    if stream is None or not req.reply:
+        return None
+    if req.payload.strip():
+        _status(engine, req.reply, 408, "Bad Request")
+        return None
+    msg = stream.store.load_last(req.params[1])
+    if msg is None:
+        _status(engine, req.reply, 404, "Message Not Found")
+    else:
+        engine.publish(req.reply, None, _headers(stream, msg, []), msg.data)
+    return None
+
+
+@api_handler("DIRECT.GET.*", "direct_get")
+def direct_get(engine: JetStream, req: ApiRequest) -> None:
+    stream = _direct_stream(engine, req)
+    if stream is None or not req.reply:
+        return None
+    reply = req.reply
+    payload = req.payload.strip()
+    if not payload:
+        _status(engine, reply, 408, "Empty Request")
+        return None
+    try:
+        body = json.loads(payload)
+        if not isinstance(body, dict):
+            raise ValueError("not an object")
+        params = _Params(body)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        _status(engine, reply, 408, "Bad Request")
+        return None
+    if params.empty():
+        _status(engine, reply, 408, "Empty Request")
+        return None
+    if not params.valid():
+        _status(engine, reply, 408, "Bad Request")
+        return None
+    if params.multi_last:
+        _multi_last(engine, stream, reply, params)
+    elif params.batch > 0:
+        _batch(engine, stream, reply, params)
+    else:
+        _single(engine, stream, reply, params)
+    return None
+
+
+class _Params:
+    __slots__ = ("seq", "last_by", "next_by", "batch", "max_bytes", "multi_last", "up_to_seq",
+                 "up_to_time_ns", "start_time_ns")
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.seq = _int(body, "seq")
+        self.last_by = _str(body, "last_by_subj")
+        self.next_by = _str(body, "next_by_subj")
+        self.batch = _int(body, "batch")
+        self.max_bytes = _int(body, "max_bytes")
+        multi = body.get("multi_last") or []
+        if not isinstance(multi, list) or not all(isinstance(s, str) and s for s in multi):
+            raise ValueError("multi_last must be a list of subjects")
+        self.multi_last: list[str] = multi
+        self.up_to_seq = _int(body, "up_to_seq")
+        self.up_to_time_ns = _time(body, "up_to_time")
+        self.start_time_ns = _time(body, "start_time")
+
+    def empty(self) -> bool:
+        return not (
+            self.seq or self.last_by or self.next_by or self.multi_last or self.start_time_ns
+            or self.batch
+        )
+
+    def valid(self) -> bool:
+        if self.seq < 0 or self.batch < 0 or self.max_bytes < 0 or self.up_to_seq < 0:
+            return False
+        if self.seq and self.last_by:
+            return False
+        if self.last_by and self.next_by:
+            return False
+        if self.start_time_ns and (self.seq or self.last_by):
+            return False
+        if self.multi_last and (self.seq or self.last_by or self.next_by):
+            return False
+        if self.up_to_seq and self.up_to_time_ns:
+            return False
+        if not (self.seq or self.last_by or self.next_by or self.multi_last or self.start_time_ns):
+            return False
+        return True
+
+
+def _int(body: dict[str, Any], key: str) -> int:
+    value = body.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{key} must be an integer")
+    return value
+
+
+def _str(body: dict[str, Any], key: str) -> str:
+    value = body.get(key) or ""
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string")
+    return value
+
+
+def _time(body: dict[str, Any], key: str) -> int:
+    value = body.get(key)
+    if not value:
+        return 0
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a time")
+    return parse_rfc3339_ns(value)
+
+
+def _single(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+    store = stream.store
+    if p.last_by:
+        msg = store.load_last(p.last_by)
+    elif p.next_by:
+        msg = store.load_next(max(p.seq, 1), [p.next_by])
+    elif p.start_time_ns:
+        msg = store.load_next(store.seq_for_time(p.start_time_ns))
+    else:
+        msg = store.load(p.seq)
+    if msg is None:
+        _status(engine, reply, 404, "Message Not Found")
+        return
+    engine.publish(reply, None, _headers(stream, msg, []), msg.data)
+
+
+def _batch(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+    store = stream.store
+    filters = [p.next_by] if p.next_by else None
+    if p.start_time_ns:
+        start = store.seq_for_time(p.start_time_ns)
+    else:
+        start = max(p.seq, 1)
+    # nats-server applies up_to_seq/up_to_time to multi_last only
+    end = store.state().last_seq
+    total = _count(store, start, end, filters)
+    sent = 0
+    last_seq = 0
+    size = 0
+    for msg in store.iter_range(start, end, filters):
+        if sent >= p.batch or (p.max_bytes and size >= p.max_bytes):
+            break
+        size += _wire_size(msg)
+        sent += 1
+        extra = [("Nats-Num-Pending", str(total - sent)), ("Nats-Last-Sequence", str(last_seq))]
+        engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        last_seq = msg.seq
+    if sent == 0:
+        _status(engine, reply, 404, "Message Not Found")
+        return
+    _status(engine, reply, 204, "EOB", Nats_Num_Pending=str(total - sent),
+            Nats_Last_Sequence=str(last_seq))
+
+
+def _wire_size(msg: StoredMessage) -> int:
+    """What a message counts against a batch's max_bytes (nats-server: subject,
+    headers and payload); the batch stops once the total reaches max_bytes."""
+    return len(msg.subject) + len(msg.headers or b"") + len(msg.data)
+
+
+def _count(store: Any, start: int, end: int, filters: list[str] | None) -> int:
+    """Matching messages with start <= seq <= end."""
+    last = store.state().last_seq
+    pending = int(store.num_pending(start, filters))
+    if end < last:
+        pending -= int(store.num_pending(end + 1, filters))
+    return max(pending, 0)
+
+
+def _multi_last(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+    store = stream.store
+    up_to = store.state().last_seq
+    if p.up_to_seq:
+        up_to = min(up_to, p.up_to_seq)
+    if p.up_to_time_ns:
+        up_to = min(up_to, store.seq_for_time(p.up_to_time_ns + 1) - 1)
+    found: dict[str, StoredMessage] = {}
+    for filt in p.multi_last:
+        for subject, info in store.subjects(filt).items():
+            if subject in found:
+                continue
+            if info.last_seq <= up_to:
+                msg = store.load(info.last_seq)
+            elif info.first_seq <= up_to:
+                msg = store.load_prev(up_to, [subject])
+            else:
+                msg = None
+            if msg is not None:
+                found[subject] = msg
+    msgs = sorted(found.values(), key=lambda m: m.seq)
+    limit = p.batch if p.batch > 0 else MULTI_LAST_LIMIT
+    sent = 0
+    last_seq = 0
+    size = 0
+    for msg in msgs:
+        if sent >= limit or (p.max_bytes and size >= p.max_bytes):
+            break
+        size += _wire_size(msg)
+        sent += 1
+        extra = [("Nats-Num-Pending", str(len(msgs) - sent)), ("Nats-Last-Sequence", str(last_seq))]
+        engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        last_seq = msg.seq
+    if sent == 0:
+        _status(engine, reply, 404, "No Results")
+        return
+    _status(engine, reply, 204, "EOB", Nats_Num_Pending=str(len(msgs) - sent),
+            Nats_Last_Sequence=str(last_seq), Nats_UpTo_Sequence=str(up_to))

@@ -1,0 +1,245 @@
+"""Push delivery: a consumer that sends to its `deliver_subject`.
+
+Delivers while someone is interested in the deliver subject (a queue group
+`deliver_group` gets each message once, the broker picks the member). With
+`flow_control`, a `100 FlowControl Request` (reply subject
+`$JS.FC.<stream>.<consumer>.<n>`) follows every `FC_CHUNK_BYTES` delivered;
+delivery stalls while `FC_MAX_PENDING_BYTES` are not covered by an answered
+request. With `idle_heartbeat`, a `100 Idle Heartbeat` carrying
+`Nats-Last-Consumer` / `Nats-Last-Stream` (and `Nats-Consumer-Stalled: <fc
+reply>` while stalled) goes out when nothing was sent for that long.
+`rate_limit_bps` paces delivery with a token bucket (bits per second). Ordered
+consumers (nats-py, ADR-17) are ordinary push consumers with ack none, flow
+control and heartbeats; their gap detection relies on consumer sequences
+being dense, which `Consumer.commit` guarantees.
+
+Invariants: bytes outstanding = sent - covered by answered FC requests;
+delivery never runs while stalled; all timers and the FC subscription are
+released by `close()`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+from jetstream_server.core.clock import TimerHandle
+from jetstream_server.core.headers import status_headers
+from jetstream_server.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from jetstream_server.jetstream.consumer import Consumer
+
+logger = logging.getLogger(__name__)
+
+NS: Final = 1_000_000_000
+FC_CHUNK_BYTES: Final = 256 * 1024
+FC_MAX_PENDING_BYTES: Final = 2 * 1024 * 1024
+FC_CHUNK_MSGS: Final = 2048
+INTEREST_POLL_MIN_S: Final = 0.05
+INTEREST_POLL_MAX_S: Final = 1.0
+FLOW_CONTROL_REQUEST: Final = status_headers(100, "FlowControl Request")
+
+
+class PushDelivery:
+    """The push side of one consumer."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.engine = consumer.engine
+        self.clock = consumer.clock
+        self._hb_timer: TimerHandle | None = None
+        self._poll_timer: TimerHandle | None = None
+        self._poll_delay = INTEREST_POLL_MIN_S
+        self._fc_sid: int | None = None
+        self._fc_seq = 0
+        self._fc_out: dict[str, int] = {}  # fc reply subject -> sent bytes it covers
+        self._sent_bytes = 0
+        self._covered_bytes = 0
+        self._since_fc_bytes = 0
+        self._since_fc_msgs = 0
+        self.last_sent_ns = self.clock.now_ns()
+        self._rl_tokens = 0.0
+        self._rl_last_ns = 0
+        self._rl_timer: TimerHandle | None = None
+        self.reconfigure()
+
+    # -- configuration ---------------------------------------------------------
+    @property
+    def deliver_subject(self) -> str:
+        return self.consumer.config.deliver_subject
+
+    def reconfigure(self) -> None:
+        cfg = self.consumer.config
+        if cfg.flow_control and self._fc_sid is None:
+            prefix = f"$JS.FC.{self.consumer.stream.name}.{self.consumer.name}"
+            self._fc_prefix = prefix
+            self._fc_sid = self.engine.subscribe(prefix + ".*", self._on_fc_reply)
+        elif not cfg.flow_control and self._fc_sid is not None:
+            self.engine.unsubscribe(self._fc_sid)
+            self._fc_sid = None
+            self._fc_out.clear()
+            self._covered_bytes = self._sent_bytes
+        if self._hb_timer is not None:
+            self._hb_timer.cancel()
+            self._hb_timer = None
+        if cfg.idle_heartbeat_ns > 0:
+            self._hb_timer = self.clock.call_later(cfg.idle_heartbeat_ns / NS, self._heartbeat)
+
+    def close(self) -> None:
+        for timer in (self._hb_timer, self._poll_timer, self._rl_timer):
+            if timer is not None:
+                timer.cancel()
+        self._hb_timer = self._poll_timer = self._rl_timer = None
+        if self._fc_sid is not None:
+            self.engine.unsubscribe(self._fc_sid)
+            self._fc_sid = None
+
+    def has_interest(self) -> bool:
+        return bool(self.deliver_subject) and self.engine.has_interest(self.deliver_subject)
+
+    # -- flow control ----------------------------------------------------------
+    @property
+    def stalled(self) -> bool:
+        return (
+            self._fc_sid is not None
+            and self._sent_bytes - self._covered_bytes >= FC_MAX_PENDING_BYTES
+        )
+
+    def _send_fc(self) -> None:
+        self._fc_seq += 1
+        subject = f"{self._fc_prefix}.{self._fc_seq}"
+        self._fc_out[subject] = self._sent_bytes
+        self._since_fc_bytes = 0
+        self._since_fc_msgs = 0
+        self.engine.publish(self.deliver_subject, subject, FLOW_CONTROL_REQUEST, b"")
+
+    def _on_fc_reply(
+        self, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        covered = self._fc_out.pop(subject, None)
+        if covered is None:
+            return
+        # An answer covers everything sent before that request, older requests included.
+        for older in [s for s, b in self._fc_out.items() if b <= covered]:
+            del self._fc_out[older]
+        if covered > self._covered_bytes:
+            self._covered_bytes = covered
+        self.consumer.kick()
+
+    def _latest_fc(self) -> str | None:
+        if not self._fc_out:
+            return None
+        return max(self._fc_out.items(), key=lambda item: item[1])[0]
+
+    # -- heartbeats ------------------------------------------------------------
+    def _heartbeat(self) -> None:
+        self._hb_timer = None
+        consumer = self.consumer
+        if consumer.closed:
+            return
+        interval = consumer.config.idle_heartbeat_ns
+        if interval <= 0:
+            return
+        now = self.clock.now_ns()
+        idle = now - self.last_sent_ns
+        if idle >= interval:
+            extra = {
+                "Nats_Last_Consumer": str(consumer.dseq),
+                "Nats_Last_Stream": str(consumer.sseq - 1),
+            }
+            if self.stalled:
+                latest = self._latest_fc()
+                if latest is not None:
+                    extra["Nats_Consumer_Stalled"] = latest
+            if self.has_interest():
+                self.engine.publish(
+                    self.deliver_subject, None, status_headers(100, "Idle Heartbeat", **extra), b""
+                )
+            self.last_sent_ns = now
+            delay = interval
+        else:
+            delay = interval - idle
+        self._hb_timer = self.clock.call_later(delay / NS, self._heartbeat)
+
+    # -- interest --------------------------------------------------------------
+    def _poll_interest(self) -> None:
+        if self._poll_timer is not None:
+            return
+        self._poll_timer = self.clock.call_later(self._poll_delay, self._on_poll)
+        self._poll_delay = min(self._poll_delay * 2, INTEREST_POLL_MAX_S)
+
+    def _on_poll(self) -> None:
+        self._poll_timer = None
+        if not self.consumer.closed:
+            self.consumer.kick()
+
+    # -- rate limit ------------------------------------------------------------
+    def _take_tokens(self, size: int, rate: float) -> bool:
+        """Token bucket for `rate_limit_bps` (burst: one second of the rate, and
+        always at least one message). False: wait; a wake-up is scheduled."""
+        now = self.clock.now_ns()
+        burst = max(rate, float(size))
+        if self._rl_last_ns:
+            self._rl_tokens = min(burst, self._rl_tokens + (now - self._rl_last_ns) / NS * rate)
+        else:
+            self._rl_tokens = burst
+        self._rl_last_ns = now
+        if self._rl_tokens >= size:
+            self._rl_tokens -= size
+            return True
+        if self._rl_timer is None:
+            delay = (size - self._rl_tokens) / rate
+            self._rl_timer = self.clock.call_later(delay, self._rl_wake)
+        return False
+
+    def _rl_wake(self) -> None:
+        self._rl_timer = None
+        if not self.consumer.closed:
+            self.consumer.kick()
+
+    # -- delivery --------------------------------------------------------------
+    def run(self, hint: StoredMessage | None) -> None:
+        consumer = self.consumer
+        if consumer.paused:
+            return
+        target = self.deliver_subject
+        if not self.engine.has_interest(target):
+            self._poll_interest()
+            return
+        self._poll_delay = INTEREST_POLL_MIN_S
+        deliver = self.engine.deliver
+        flow = self._fc_sid is not None
+        rate = consumer.config.rate_limit_bps / 8  # bytes per second
+        sent_any = False
+        headers_only = consumer.config.headers_only
+        # `not (flow and self.stalled)`, without a property call per message
+        while not flow or self._sent_bytes - self._covered_bytes < FC_MAX_PENDING_BYTES:
+            if not consumer.spend():
+                break
+            nxt = consumer.next_message(hint)
+            hint = None
+            if nxt is None:
+                break
+            msg, dc = nxt
+            if headers_only:
+                headers, payload = consumer.frame(msg)
+            else:
+                headers, payload = msg.headers, msg.data
+            if rate and not self._take_tokens(len(headers or b"") + len(payload), rate):
+                consumer.unget(msg, dc)
+                break
+            reply = consumer.commit(msg, dc)
+            deliver(target, msg.subject, reply, headers, payload)
+            sent_any = True
+            if flow:
+                size = len(msg.subject) + len(reply) + len(headers or b"") + len(payload)
+                self._sent_bytes += size
+                self._since_fc_bytes += size
+                self._since_fc_msgs += 1
+                if self._since_fc_bytes >= FC_CHUNK_BYTES or self._since_fc_msgs >= FC_CHUNK_MSGS:
+                    self._send_fc()
+        if sent_any:
+            self.last_sent_ns = self.clock.now_ns()
+            if flow and self.stalled and self._since_fc_msgs:
+                self._send_fc()

@@ -1,0 +1,57 @@
+"""The seam between streams (stream.py, engine.py) and consumers (consumer.py).
+
+Two parts of JetStream are written side by side; this module pins what each
+may ask of the other. Keep these signatures stable.
+
+Stream side (implemented by `jetstream_server.jetstream.stream.Stream`):
+- `name: str`, `config` (StreamConfig: `.retention` "limits"|"interest"|"workqueue",
+  `.storage` "file"|"memory", `.subjects`, `.max_consumers`, ...),
+  `store: StreamStore`, `directory: pathlib.Path | None` (where a file-backed
+  stream keeps its files; consumers persist their state under
+  `directory / "obs" / <consumer name>`; None for memory streams),
+  `consumers: dict[str, StreamListener]`.
+- `add_consumer(name, consumer)`: registers a listener (raises ApiError
+  MAXIMUM_CONSUMERS_LIMIT when `max_consumers` is reached);
+  `remove_consumer(name)`.
+- `acknowledged(seq)`: a consumer reports that `seq` is acknowledged; for
+  workqueue retention the stream removes it, for interest retention it
+  removes it once no consumer `wants()` it; for limits, nothing happens.
+
+Consumer side (implemented by `jetstream_server.jetstream.consumer.Consumer`):
+- `StreamListener` below: the stream calls these synchronously, on the loop
+  thread, after the store has the message (and after the group-commit fsync
+  when `sync_always`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from jetstream_server.store.base import StoredMessage
+
+
+class StreamListener(Protocol):
+    name: str
+
+    def on_stored(self, msg: StoredMessage) -> None:
+        """A new message is in the stream (deliver to waiting pulls / push)."""
+        ...
+
+    def on_purged(self, first_seq: int) -> None:
+        """Everything below `first_seq` was purged or compacted away (and possibly
+        some messages above it matching a purge filter): drop pending state for
+        messages that are gone; move delivered/ack floor up as nats-server does."""
+        ...
+
+    def wants(self, seq: int, subject: str) -> bool:
+        """Interest retention: True while this consumer still needs `seq`
+        (its filter matches `subject` and it has not acknowledged it)."""
+        ...
+
+    def on_stream_deleted(self) -> None:
+        """The stream is gone: stop, answer waiting pulls with 409 Consumer Deleted."""
+        ...
+
+    def stop(self) -> None:
+        """Server shutdown: persist state, cancel timers."""
+        ...

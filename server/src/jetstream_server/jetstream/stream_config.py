@@ -1,0 +1,366 @@
+"""Stream configuration: parsing, defaults and validation as nats-server does them.
+
+`StreamConfig.from_json(dict)` applies the defaults nats-server fills in
+(`max_*` of 0 -> -1, `duplicate_window` 2 min or `max_age` when smaller,
+`storage` file, `retention` limits, `discard` old, `num_replicas` 1,
+`subjects` = [name] when none are given) and raises `ApiError` with the
+nats-server error for invalid input. `to_json()` answers the config in
+nats-server's key order. Keys this server does not act on (placement,
+sources, republish, ...) are kept in `extra` and echoed back unchanged.
+
+Invariant: a `StreamConfig` that exists has passed validation; durations are
+nanoseconds (`max_age`, `duplicate_window`, as on the wire).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
+
+DEFAULT_DUPLICATE_WINDOW_NS = 120 * 1_000_000_000
+NS_PER_S = 1_000_000_000
+
+RETENTIONS = ("limits", "interest", "workqueue")
+STORAGES = ("file", "memory")
+DISCARDS = ("old", "new")
+COMPRESSIONS = ("none", "s2")
+
+# nats-server's stored-config metadata key for the API level a stream needs.
+REQUIRED_LEVEL_KEY = "_nats.req.level"
+
+_KNOWN_KEYS = (
+    "name",
+    "description",
+    "subjects",
+    "retention",
+    "max_consumers",
+    "max_msgs",
+    "max_bytes",
+    "max_age",
+    "max_msgs_per_subject",
+    "max_msg_size",
+    "discard",
+    "discard_new_per_subject",
+    "storage",
+    "num_replicas",
+    "no_ack",
+    "duplicate_window",
+    "compression",
+    "allow_direct",
+    "mirror_direct",
+    "sealed",
+    "deny_delete",
+    "deny_purge",
+    "allow_rollup_hdrs",
+    "allow_msg_ttl",
+    "subject_delete_marker_ttl",
+    "first_seq",
+    "consumer_limits",
+    "metadata",
+)
+
+# Features of nats-server this server does not implement: refused by name
+# rather than accepted and silently ignored.
+UNSUPPORTED_KEYS = ("mirror", "sources", "republish", "subject_transform")
+
+_NAME_FORBIDDEN = (".", "*", ">")
+_PATH_SEPARATORS = ("\\", "/")
+
+
+def invalid(message: str) -> ApiError:
+    return ApiError("STREAM_INVALID_CONFIG", err=message)
+
+
+def validate_stream_name(name: Any) -> str:
+    """nats-server refuses empty names, `.`, `*`, `>`, path separators and whitespace."""
+    if isinstance(name, str) and any(c in name for c in _PATH_SEPARATORS):
+        raise ApiError("STREAM_NAME_CONTAINS_PATH_SEPARATORS")
+    if (
+        not isinstance(name, str)
+        or not name
+        or any(c in name for c in _NAME_FORBIDDEN)
+        or any(c.isspace() for c in name)
+    ):
+        raise invalid("stream name is required and can not contain '.', '*', '>', '\\', '/'")
+    return name
+
+
+def _int(raw: dict[str, Any], key: str, default: int = 0) -> int:
+    """An int64 field as Go decodes it: integers only, in range."""
+    value = raw.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a number, got {value!r}")
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} overflows int64: {value}")
+    return value
+
+
+def _bool(raw: dict[str, Any], key: str) -> bool:
+    value = raw.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a boolean, got {value!r}")
+    return value
+
+
+def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    value = raw.get(key)
+    if value is None or value == "":
+        return choices[0]
+    if value not in choices:
+        raise ApiError("INVALID_JSON", err=f"can not unmarshal {json.dumps(json.dumps(value))}")
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    name: str
+    subjects: tuple[str, ...] = ()
+    description: str = ""
+    retention: str = "limits"
+    max_consumers: int = -1
+    max_msgs: int = -1
+    max_bytes: int = -1
+    max_age: int = 0  # ns, 0 = unlimited
+    max_msgs_per_subject: int = -1
+    max_msg_size: int = -1
+    discard: str = "old"
+    discard_new_per_subject: bool = False
+    storage: str = "file"
+    num_replicas: int = 1
+    no_ack: bool = False
+    duplicate_window: int = DEFAULT_DUPLICATE_WINDOW_NS  # ns
+    compression: str = "none"
+    allow_direct: bool = False
+    mirror_direct: bool = False
+    sealed: bool = False
+    deny_delete: bool = False
+    deny_purge: bool = False
+    allow_rollup_hdrs: bool = False
+    allow_msg_ttl: bool = False
+    subject_delete_marker_ttl: int = 0  # ns
+    first_seq: int = 0
+    consumer_limits: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # -- parsing -------------------------------------------------------------
+    @classmethod
+    def from_json(cls, raw: Any, *, name: str | None = None) -> StreamConfig:
+        """Parse a client's config (already decoded JSON) and fill defaults."""
+        if not isinstance(raw, dict):
+            raise ApiError("INVALID_JSON", err="stream config must be a JSON object")
+        stream_name = validate_stream_name(raw.get("name", name))
+        subjects_raw = raw.get("subjects") or []
+        if not isinstance(subjects_raw, list) or not all(isinstance(s, str) for s in subjects_raw):
+            raise ApiError("INVALID_JSON", err="field 'subjects' must be a list of strings")
+        subjects = tuple(subjects_raw) if subjects_raw else (stream_name,)
+
+        def limit(key: str) -> int:
+            value = _int(raw, key)
+            return -1 if value == 0 else value
+
+        max_age = _int(raw, "max_age")
+        dup = _int(raw, "duplicate_window")
+        metadata = raw.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError("INVALID_JSON", err="field 'metadata' must be an object")
+        consumer_limits = raw.get("consumer_limits") or {}
+        if not isinstance(consumer_limits, dict):
+            raise ApiError("INVALID_JSON", err="field 'consumer_limits' must be an object")
+        description = raw.get("description") or ""
+        if not isinstance(description, str):
+            raise ApiError("INVALID_JSON", err="field 'description' must be a string")
+        cfg = cls(
+            name=stream_name,
+            subjects=subjects,
+            description=description,
+            retention=_choice(raw, "retention", RETENTIONS),
+            max_consumers=limit("max_consumers"),
+            max_msgs=limit("max_msgs"),
+            max_bytes=limit("max_bytes"),
+            max_age=max_age,
+            max_msgs_per_subject=limit("max_msgs_per_subject"),
+            max_msg_size=limit("max_msg_size"),
+            discard=_choice(raw, "discard", DISCARDS),
+            discard_new_per_subject=_bool(raw, "discard_new_per_subject"),
+            storage=_choice(raw, "storage", STORAGES),
+            num_replicas=_int(raw, "num_replicas") or 1,
+            no_ack=_bool(raw, "no_ack"),
+            duplicate_window=dup,
+            compression=_choice(raw, "compression", COMPRESSIONS),
+            allow_direct=_bool(raw, "allow_direct"),
+            mirror_direct=_bool(raw, "mirror_direct"),
+            sealed=_bool(raw, "sealed"),
+            deny_delete=_bool(raw, "deny_delete"),
+            deny_purge=_bool(raw, "deny_purge"),
+            allow_rollup_hdrs=_bool(raw, "allow_rollup_hdrs"),
+            allow_msg_ttl=_bool(raw, "allow_msg_ttl"),
+            subject_delete_marker_ttl=_int(raw, "subject_delete_marker_ttl"),
+            first_seq=_int(raw, "first_seq"),
+            consumer_limits=dict(consumer_limits),
+            metadata={str(k): str(v) for k, v in metadata.items()},
+            extra={k: v for k, v in raw.items() if k not in _KNOWN_KEYS and k != "created"},
+        )
+        return cfg.with_defaults().validated()
+
+    def with_defaults(self) -> StreamConfig:
+        dup = self.duplicate_window
+        if dup <= 0:
+            dup = DEFAULT_DUPLICATE_WINDOW_NS
+            if 0 < self.max_age < dup:
+                dup = self.max_age
+        # The server's own keys: the required level is recomputed, the
+        # answer-only ones a client may echo back are not stored.
+        metadata = {k: v for k, v in self.metadata.items() if k not in ("_nats.level", "_nats.ver")}
+        metadata[REQUIRED_LEVEL_KEY] = str(self.required_api_level())
+        # A sealed stream takes nothing new; nats-server reports it with discard new.
+        discard = "new" if self.sealed else self.discard
+        # Subject delete markers carry Nats-TTL and Nats-Rollup: nats-server
+        # turns both features on for such a stream.
+        markers = self.subject_delete_marker_ttl > 0
+        return replace(
+            self, duplicate_window=dup, metadata=metadata, discard=discard,
+            allow_msg_ttl=self.allow_msg_ttl or markers,
+            allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
+        )
+
+    def required_api_level(self) -> int:
+        """The JetStream API level (ADR-44) the features of this config need."""
+        if self.allow_msg_ttl or self.subject_delete_marker_ttl > 0:
+            return 1
+        return 0
+
+    def validated(self) -> StreamConfig:
+        """Raise the nats-server error for a config it would refuse."""
+        for key in UNSUPPORTED_KEYS:
+            if self.extra.get(key):
+                raise invalid(f"{key} is not supported by this server")
+        if self.num_replicas < 0:
+            raise ApiError("REPLICAS_COUNT_CANNOT_BE_NEGATIVE")
+        if self.num_replicas > 1:
+            raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
+        if self.max_age < 0:
+            raise invalid("max age can not be negative")
+        if self.duplicate_window < 0:
+            raise invalid("duplicates window can not be negative")
+        if self.max_age and self.duplicate_window > self.max_age:
+            raise invalid("duplicates window can not be larger then max age")
+        if self.max_msg_size > 0 and self.max_msg_size > (1 << 31):
+            raise invalid("max message size too large")
+        if self.discard_new_per_subject and (
+            self.discard != "new" or self.max_msgs_per_subject <= 0
+        ):
+            if self.discard != "new":
+                raise invalid("discard new per subject requires discard new policy to be set")
+            raise invalid("discard new per subject requires max msgs per subject > 0")
+        if self.first_seq < 0:
+            raise invalid("first sequence can not be negative")
+        if 0 < self.subject_delete_marker_ttl < NS_PER_S:
+            raise invalid("subject delete marker TTL must be at least 1 second")
+        if self.subject_delete_marker_ttl < 0:
+            raise invalid("subject delete marker TTL must not be negative")
+        seen: list[str] = []
+        for subject in self.subjects:
+            if not is_valid_subject(subject):
+                raise invalid("invalid subject")
+            if subject == ">" and not self.no_ack:
+                raise invalid("capturing all subjects requires no-ack to be true")
+            if not self.no_ack and subjects_overlap(subject, "$JS.API.>"):
+                raise invalid("subjects that overlap with jetstream api require no-ack to be true")
+            for other in seen:
+                if subjects_overlap(subject, other):
+                    raise invalid(f'subject "{other}" overlaps with "{subject}"')
+            seen.append(subject)
+        return self
+
+    # -- output --------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The config as nats-server answers it (key order kept)."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out.update(
+            {
+                "subjects": list(self.subjects),
+                "retention": self.retention,
+                "max_consumers": self.max_consumers,
+                "max_msgs": self.max_msgs,
+                "max_bytes": self.max_bytes,
+                "max_age": self.max_age,
+                "max_msgs_per_subject": self.max_msgs_per_subject,
+                "max_msg_size": self.max_msg_size,
+                "discard": self.discard,
+            }
+        )
+        if self.discard_new_per_subject:
+            out["discard_new_per_subject"] = True
+        out.update(
+            {
+                "storage": self.storage,
+                "num_replicas": self.num_replicas,
+            }
+        )
+        if self.no_ack:
+            out["no_ack"] = True
+        out.update(
+            {
+                "duplicate_window": self.duplicate_window,
+                "compression": self.compression,
+                "allow_direct": self.allow_direct,
+                "mirror_direct": self.mirror_direct,
+                "sealed": self.sealed,
+                "deny_delete": self.deny_delete,
+                "deny_purge": self.deny_purge,
+                "allow_rollup_hdrs": self.allow_rollup_hdrs,
+                "consumer_limits": dict(self.consumer_limits),
+                "allow_msg_ttl": self.allow_msg_ttl,
+            }
+        )
+        if self.subject_delete_marker_ttl:
+            out["subject_delete_marker_ttl"] = self.subject_delete_marker_ttl
+        if self.first_seq:
+            out["first_seq"] = self.first_seq
+        out.update(self.extra)
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+    # -- comparisons used by the API ------------------------------------------
+    def same_as(self, other: StreamConfig) -> bool:
+        """Equal for STREAM.CREATE idempotency (metadata the server adds ignored)."""
+
+        def strip(c: StreamConfig) -> dict[str, Any]:
+            d = c.to_json()
+            meta = {k: v for k, v in (d.pop("metadata", {}) or {}).items() if not k.startswith("_nats.")}
+            d["metadata"] = meta
+            return d
+
+        return strip(self) == strip(other)
+
+    def check_update(self, new: StreamConfig) -> None:
+        """Raise the nats-server error for an update it would refuse."""
+        if new.storage != self.storage:
+            raise invalid("stream configuration update can not change storage type")
+        if new.retention != self.retention:
+            if not (self.retention == "limits" and new.retention == "interest") and not (
+                self.retention == "interest" and new.retention == "limits"
+            ):
+                raise invalid("stream configuration update can not change retention policy to/from workqueue")
+        if self.sealed and not new.sealed:
+            raise invalid("stream configuration update can not unseal a sealed stream")
+        if self.deny_delete and not new.deny_delete:
+            raise invalid("stream configuration update can not cancel deny message deletes")
+        if self.deny_purge and not new.deny_purge:
+            raise invalid("stream configuration update can not cancel deny purge")
+        if new.num_replicas != self.num_replicas and new.num_replicas > 1:
+            raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
+        if self.allow_msg_ttl and not new.allow_msg_ttl:
+            raise invalid("message TTL status can not be disabled")

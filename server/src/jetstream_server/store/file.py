@@ -1,0 +1,736 @@
+"""`FileStore`: a stream kept in append-only block files (storage "file").
+
+Directory layout (the store owns everything in it):
+
+    LOCK                 flock'ed while open: one store per directory
+    msgs/<n:010d>.blk    block files, record format in `codec`
+    index.snap           index snapshot, present only after a clean close
+
+Writes: every `store()` encodes one record and hands it to the OS with one
+`os.write` on an O_APPEND descriptor before returning, so a killed process
+loses nothing that was acknowledged. `sync()` fsyncs the current block (and the
+directory after block files came or went). With `sync_always=True` the caller
+(the stream) calls `sync()` itself, once per batch of stores (group commit).
+Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
+on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
+stream is synced too. A finished block keeps its descriptor until the next
+sync() fsyncs it (at most `MAX_UNSYNCED_BLOCKS` wait).
+
+Deletes append a DELETE record; `erase=True` also rewrites the message record
+in place (payload zeroed, kind ERASED). `compact`/full purge append a FLOOR
+record (a full purge first rolls to a new block). Front blocks are removed
+once every sequence in them is gone. A block other than the current one whose
+live messages are all gone is retired: the records in it that still matter
+are appended to the current block first. A block other than the current one whose live
+messages fill less than half of it is rewritten (temp file, fsync, rename)
+with only its present messages, the tombstones that may still hide records in
+earlier blocks, and FLOOR records: disk use stays proportional to live data
+even when old messages pin `first_seq` (KV buckets). A tombstone is obsolete
+once the block that held its message was rewritten after it (every tombstone
+carries an operation stamp, every block header the stamp of its last write)
+or retired (the index marks such sequences `NO_RECORD`).
+
+Reads: the `MessageIndex` (in memory, ~30 bytes per message: sequence,
+timestamp, subject id, size, block offset) answers every query; payloads are
+read on demand through a process-wide bounded LRU of 64 KiB block chunks
+(`cache`). Not thread-safe: one owner (the server's loop thread) per store.
+
+Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
+directory is loaded without reading the blocks, after verifying the last
+record of the last block. Otherwise every block is scanned; a block is
+truncated at its first bad record (short, bad checksum, out of order), a block
+with a bad header is dropped, each with a WARNING and the details in
+`recovery` (RecoveryReport); later blocks are still read. The snapshot is
+deleted once loaded, so it can never describe a later state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import fcntl
+import logging
+import os
+import shutil
+import time
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+
+from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.store import codec
+from jetstream_server.store.base import RecoveryReport, StoredMessage, StoreError
+from jetstream_server.store.blocks import Block, block_files, block_path
+from jetstream_server.store.cache import CHUNK_SIZE, SHARED
+from jetstream_server.store.index import DELETED, MessageIndex
+from jetstream_server.store.indexed import IndexedStore
+from jetstream_server.store.recovery import scan_blocks
+from jetstream_server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
+MIN_BLOCK_SIZE = 4096
+MAX_BLOCK_SIZE = 1 << 31
+MSGS_DIR = "msgs"
+SNAPSHOT_FILE = "index.snap"
+LOCK_FILE = "LOCK"
+SNAPSHOT_VERSION = 1
+MAX_READ_FDS = 64
+MAX_UNSYNCED_BLOCKS = 8
+REWRITE_MIN_BYTES = 64 * 1024
+NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
+_HEAD = codec.RECORD_HEAD_SIZE
+
+
+class FileStore(IndexedStore):
+    """Messages in block files under `directory`; identical semantics to `MemoryStore`."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        sync_always: bool = False,
+        sync_interval_s: float = 120.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
+            raise ValueError(f"block_size must be in [{MIN_BLOCK_SIZE}, {MAX_BLOCK_SIZE}]")
+        if sync_interval_s <= 0:
+            raise ValueError("sync_interval_s must be positive")
+        self._offsets = array("I")
+        super().__init__(MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD)))
+        self._dir = Path(directory)
+        self._msgs_dir = self._dir / MSGS_DIR
+        self._block_size = block_size
+        self._sync_always = sync_always
+        self._sync_interval_ns = int(sync_interval_s * 1e9)
+        self._clock = clock
+        self._blocks: list[Block] = []
+        self._firsts: list[int] = []
+        self._wfd = -1
+        self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
+        self._stamp = 1  # operation stamp: the next tombstone or block (re)write gets it
+        self._unsynced = False
+        self._dir_dirty = False
+        self._cache = SHARED
+        self._token = SHARED.new_token()
+        # (block number, chunk, bytes) of the last chunk read: consecutive reads
+        # skip the shared cache; dropped wherever this store's chunks are dropped
+        self._last_chunk: tuple[int, int, bytes] | None = None
+        self._open_fds = 0
+        self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
+        self._touched: set[Block] = set()
+        self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
+        self._recovery = RecoveryReport()
+        self._timer: TimerHandle | None = None
+        self._msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = self._lock()
+        try:
+            self._open()
+        except BaseException:
+            self._release_fds()
+            raise
+        self._last_sync_ns = self._now_ns()
+        if clock is not None and not sync_always:
+            self._arm_timer()
+
+    # -- opening -------------------------------------------------------------
+    def _lock(self) -> int:
+        fd = os.open(self._dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise StoreError(f"store directory {self._dir} is in use by another store") from err
+            raise
+        return fd
+
+    def _open(self) -> None:
+        for leftover in self._msgs_dir.glob("*.tmp"):
+            leftover.unlink()  # an interrupted block rewrite; the original is intact
+        files = block_files(self._msgs_dir)
+        snap = self._dir / SNAPSHOT_FILE
+        used = False
+        if snap.exists():
+            try:
+                used = self._load_snapshot(snap, files)
+            except (SnapshotError, ValueError, KeyError, TypeError, OSError) as err:
+                log.warning(
+                    "store %s: ignoring index snapshot (%s); scanning blocks", self._dir, err
+                )
+                self._recovery.notes.append(f"snapshot ignored: {err}")
+                self._reset_index()
+            snap.unlink()
+            self._dir_dirty = True
+        if not used:
+            self._scan(files)
+        if not self._blocks:
+            self._create_block(1, self._index.last_seq + 1)
+        else:
+            last = self._blocks[-1]
+            self._wfd = os.open(last.path, os.O_WRONLY | os.O_APPEND)
+        self._recovery.recovered_msgs = self._index.msgs
+        self._drop_dead_blocks()
+        for blk in self._blocks:
+            self._recount_live(blk)
+
+    def _reset_index(self) -> None:
+        del self._offsets[:]
+        self._index = MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD))
+        self._blocks.clear()
+        self._firsts.clear()
+        self._tail = None
+
+    def _load_snapshot(self, snap: Path, files: list[tuple[int, Path]]) -> bool:
+        meta, arrays = read_snapshot(snap)
+        if meta.get("version") != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot version {meta.get('version')}")
+        described = meta["blocks"]
+        if [b[0] for b in described] != [number for number, _ in files]:
+            raise SnapshotError("block files differ from the snapshot")
+        for (number, size, mtime_ns, _first, _stamp), (_n, path) in zip(
+            described, files, strict=True
+        ):
+            st = path.stat()
+            if st.st_size != size or st.st_mtime_ns != mtime_ns:
+                raise SnapshotError(f"block {number} changed since the snapshot")
+        offsets = arrays.pop("offsets")
+        self._index.restore(meta["index"], arrays)
+        if len(offsets) != len(self._index.sids):
+            raise SnapshotError("snapshot offsets disagree with the index")
+        self._offsets.extend(offsets)
+        for number, size, _mtime, first, stamp in described:
+            path = block_path(self._msgs_dir, number)
+            self._add_block(Block(number, path, first, stamp, size))
+        self._stamp = int(meta["stamp"])
+        tail = meta.get("tail")
+        self._tail = (int(tail[0]), int(tail[1])) if tail else None
+        self._verify_tail()
+        self._recovery.used_snapshot = True
+        return True
+
+    def _verify_tail(self) -> None:
+        """The last record of the last block must be intact (snapshot path)."""
+        if not self._blocks:
+            return
+        blk = self._blocks[-1]
+        with open(blk.path, "rb") as fh:
+            codec.decode_block_header(fh.read(codec.BLOCK_HEADER_SIZE))
+            if self._tail is None:
+                if blk.size != codec.BLOCK_HEADER_SIZE:
+                    raise SnapshotError("last block has records the snapshot does not know")
+                return
+            offset, rec_len = self._tail
+            if offset + rec_len != blk.size:
+                raise SnapshotError("snapshot tail is not at the end of the last block")
+            fh.seek(offset)
+            raw = fh.read(rec_len)
+        scan = codec.scan_record(raw, 0, len(raw))
+        if isinstance(scan, str):
+            raise SnapshotError(f"last record is damaged: {scan}")
+
+    def _scan(self, files: list[tuple[int, Path]]) -> None:
+        result = scan_blocks(str(self._dir), files, self._index, self._offsets, self._recovery)
+        for blk in result.blocks:
+            self._add_block(blk)
+        self._tail = result.tail
+        self._stamp = max(self._stamp, result.next_stamp)
+        if result.changed:
+            self._dir_dirty = True
+
+    def _add_block(self, blk: Block) -> None:
+        self._blocks.append(blk)
+        self._firsts.append(blk.first_seq)
+
+    def _create_block(self, number: int, first_seq: int) -> Block:
+        path = block_path(self._msgs_dir, number)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            stamp = self._next_stamp()
+            self._write_all(fd, codec.encode_block_header(first_seq, stamp))
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        if self._wfd >= 0:
+            if self._unsynced:
+                # the next sync() fsyncs the finished block too
+                self._unsynced_fds.append(self._wfd)
+            else:
+                os.close(self._wfd)
+        self._wfd = fd
+        blk = Block(number, path, first_seq, stamp, codec.BLOCK_HEADER_SIZE)
+        self._add_block(blk)
+        self._tail = None
+        self._dir_dirty = True
+        self._unsynced = True
+        return blk
+
+    # -- writing -------------------------------------------------------------
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
+        written = os.write(fd, data)
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view) :]
+
+    def _roll(self, first_seq: int) -> Block:
+        try:
+            blk = self._create_block(self._blocks[-1].number + 1, first_seq)
+            if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
+                fd = self._unsynced_fds.pop(0)
+                os.fsync(fd)
+                os.close(fd)
+        except OSError as err:
+            raise StoreError(f"starting a new block in {self._msgs_dir} failed: {err}") from err
+        return blk
+
+    def _append(self, data: bytes, last_len: int) -> tuple[Block, int]:
+        """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
+        blk = self._blocks[-1]
+        if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
+            blk = self._roll(self._index.last_seq + 1)
+        offset = blk.size
+        try:
+            self._write_all(self._wfd, data)
+        except OSError as err:
+            try:
+                os.ftruncate(self._wfd, offset)
+            except OSError:
+                log.exception("store %s: cannot undo a partial write", self._dir)
+            raise StoreError(f"writing to {blk.path} failed: {err}") from err
+        blk.size += len(data)
+        self._tail = (blk.size - last_len, last_len)
+        self._unsynced = True
+        return blk, offset
+
+    def _put(
+        self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
+    ) -> None:
+        rec = codec.encode_record(
+            codec.KIND_MSG, seq, timestamp_ns, subject.encode(), headers or b"", data
+        )
+        blk, offset = self._append(rec, len(rec))
+        blk.live_bytes += len(rec) - codec.SIZE_TO_RECLEN
+        self._offsets.append(offset)
+        if not self._sync_always:
+            # maybe_sync() inlined (once per message); the write above left us unsynced
+            clock = self._clock
+            now = clock.now_ns() if clock is not None else time.monotonic_ns()
+            if now - self._last_sync_ns >= self._sync_interval_ns:
+                self.sync()
+
+    def _drop(self, seqs: Sequence[int], erase: bool) -> None:
+        index = self._index
+        sizes, pos_of = index.sizes, index.pos_of
+        for seq in seqs:
+            blk = self._block_for(seq)
+            blk.live_bytes -= sizes[pos_of(seq)]
+            self._touched.add(blk)
+        stamp = self._next_stamp()
+        if len(seqs) == 1:
+            recs = codec.encode_delete(seqs[0], stamp)
+        else:
+            recs = b"".join([codec.encode_delete(seq, stamp) for seq in seqs])
+        self._append(recs, codec.RECORD_FIXED)
+        if erase:
+            for seq in seqs:
+                try:
+                    self._erase(seq)
+                except OSError:
+                    # the tombstone is written: the message is gone either way
+                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
+
+    def _erase(self, seq: int) -> None:
+        index = self._index
+        pos = index.pos_of(seq)
+        offset = self._offsets[pos]
+        blk = self._block_for(seq)
+        head = self._read(blk, offset, _HEAD)
+        _rec_len, _kind, _seq, ts, slen, hlen, dlen = codec.RECORD_HEAD.unpack_from(head, 0)
+        subject = index.names[index.sids[pos]].encode()
+        rec = codec.encode_erased(seq, ts, subject, hlen, dlen)
+        fd = os.open(blk.path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, rec, offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
+            self._cache.discard((self._token, blk.number, chunk))
+        self._last_chunk = None
+
+    def _floor(self, seq: int) -> int:
+        index = self._index
+        if seq > index.last_seq:
+            self._roll(seq)
+        self._append(codec.encode_floor(seq, index.last_ts), codec.RECORD_FIXED)
+        if seq <= index.last_seq:
+            self._discount_below(seq)
+        removed = index.floor(seq)
+        self._drop_dead_blocks()
+        return removed
+
+    def _discount_below(self, seq: int) -> None:
+        """Take the messages below `seq` off their blocks' live bytes (O(removed))."""
+        index = self._index
+        sizes, lower = index.sizes, index.lower
+        i = bisect.bisect_right(self._firsts, index.first_seq) - 1
+        while i < len(self._blocks) and self._firsts[i] < seq:
+            blk = self._blocks[i]
+            lo = lower(max(blk.first_seq, index.first_seq))
+            nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
+            hi = lower(min(nxt, seq))
+            if hi > lo:
+                blk.live_bytes -= sum(sizes[lo:hi])
+            i += 1
+
+    def _removed(self) -> None:
+        if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
+            self._drop_dead_blocks()
+        touched, self._touched = self._touched, set()
+        current = self._blocks[-1]
+        for blk in sorted(touched, key=lambda b: b.number):
+            if blk is current or blk not in self._blocks:
+                continue
+            try:
+                if blk.live_bytes <= 0:
+                    self._retire(blk)
+                elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
+                    self._rewrite(blk)
+            except OSError:
+                # compaction is an optimization: the removal itself is already durable
+                log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+
+    def _next_stamp(self) -> int:
+        stamp = self._stamp
+        self._stamp += 1
+        return stamp
+
+    def _needed_delete(self, seq: int, stamp: int, blk: Block) -> bool:
+        """Must a tombstone for `seq` (stamped `stamp`), found in `blk`, be kept?
+        Only while the record it hides may still be on disk in an earlier block:
+        a block (re)written after the tombstone no longer holds that record."""
+        if seq < self._firsts[0] or seq >= blk.first_seq:
+            return False
+        index = self._index
+        if seq >= index.known_from:
+            # the index has an entry for every sequence whose record may be on disk
+            pos = index.pos_of(seq)
+            if pos < 0 or self._offsets[pos] == NO_RECORD:
+                return False  # never stored, or its block was rewritten or retired since
+        return stamp >= self._block_for(seq).stamp
+
+    def _forget_records(self, blk: Block) -> None:
+        """Every deleted sequence in `blk`'s range has no record on disk any more."""
+        lo, hi = self._block_range(blk)
+        sids, offsets = self._index.sids, self._offsets
+        pos = lo
+        while True:
+            try:
+                pos = sids.index(DELETED, pos, hi)
+            except ValueError:
+                return
+            offsets[pos] = NO_RECORD
+            pos += 1
+
+    def _kept_records(
+        self, blk: Block, raw: bytes
+    ) -> tuple[list[bytes], list[tuple[int, int]]] | None:
+        """The records of `blk` worth keeping, and (seq, offset-in-list-order) of
+        its present messages; None if the block is damaged (then leave it alone)."""
+        index = self._index
+        parts: list[bytes] = []
+        moves: list[tuple[int, int]] = []
+        size = 0
+        pos, end = codec.BLOCK_HEADER_SIZE, len(raw)
+        while pos < end:
+            scan = codec.scan_record(raw, pos, end)
+            if isinstance(scan, str):
+                log.warning(
+                    "store %s: leaving %s as is: %s at %d", self._dir, blk.path.name, scan, pos
+                )
+                return None
+            kind, seq, rec_len = scan[0], scan[1], scan[6]
+            if kind == codec.KIND_MSG and index.present(seq):
+                moves.append((seq, size))
+            elif not (
+                (kind == codec.KIND_DELETE and self._needed_delete(seq, scan[2], blk))
+                or (kind == codec.KIND_FLOOR and seq > self._firsts[0])
+            ):
+                pos += rec_len
+                continue
+            parts.append(raw[pos : pos + rec_len])
+            size += rec_len
+            pos += rec_len
+        return parts, moves
+
+    def _retire(self, blk: Block) -> None:
+        """Remove a block with no present message: the records in it that still
+        matter (tombstones hiding records in earlier blocks, FLOOR records) are
+        appended to the current block first, then fsynced, then the file goes."""
+        kept = self._kept_records(blk, blk.path.read_bytes())
+        if kept is None:
+            return
+        parts, _moves = kept
+        if parts:
+            self._append(b"".join(parts), len(parts[-1]))
+        self._fsync_data()
+        self._forget_records(blk)
+        i = self._blocks.index(blk)
+        del self._blocks[i]
+        del self._firsts[i]
+        self._close_block(blk)
+        blk.path.unlink()
+        self._dir_dirty = True
+        self._index.maybe_compact()
+
+    def _block_range(self, blk: Block) -> tuple[int, int]:
+        """Positions in the index of the sequences this block may hold."""
+        index = self._index
+        i = self._blocks.index(blk)
+        nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
+        lo, hi = index.lower(blk.first_seq), index.lower(nxt)
+        return lo, max(lo, hi)
+
+    def _recount_live(self, blk: Block) -> None:
+        lo, hi = self._block_range(blk)
+        blk.live_bytes = sum(self._index.sizes[lo:hi]) if hi > lo else 0
+
+    def _rewrite(self, blk: Block) -> None:
+        """Rewrite a mostly-dead block with only what still matters: present
+        messages, tombstones that may hide records in earlier blocks, FLOOR
+        records. Atomic: temp file, fsync, rename."""
+        raw = blk.path.read_bytes()
+        kept = self._kept_records(blk, raw)
+        if kept is None:
+            return
+        parts, moves = kept
+        stamp = self._next_stamp()
+        parts.insert(0, codec.encode_block_header(blk.first_seq, stamp))
+        size = sum(len(p) for p in parts)
+        tmp = blk.path.with_name(blk.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._write_all(fd, b"".join(parts))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, blk.path)
+        self._dir_dirty = True
+        self._close_block(blk)  # its reader still sees the replaced file
+        blk.stamp = stamp
+        offsets, pos_of = self._offsets, self._index.pos_of
+        for seq, offset in moves:
+            offsets[pos_of(seq)] = offset + codec.BLOCK_HEADER_SIZE
+        self._forget_records(blk)
+        self._index.maybe_compact()
+        log.debug("store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, size)
+        blk.size = size
+
+    def _close_block(self, blk: Block) -> None:
+        if blk.rfd >= 0:
+            os.close(blk.rfd)
+            blk.rfd = -1
+            self._open_fds -= 1
+        self._cache.forget(self._token, blk.number)
+        self._last_chunk = None
+
+    def _drop_dead_blocks(self) -> None:
+        """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
+        first = self._index.first_seq
+        while len(self._blocks) > 1 and self._firsts[1] <= first:
+            blk = self._blocks.pop(0)
+            self._firsts.pop(0)
+            self._close_block(blk)
+            blk.path.unlink()
+            self._dir_dirty = True
+
+    # -- reading -------------------------------------------------------------
+    def _block_for(self, seq: int) -> Block:
+        return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
+
+    def _read(self, blk: Block, offset: int, length: int) -> bytes:
+        buf, rel = self._read_in(blk, offset, length)
+        return buf[rel : rel + length]
+
+    def _read_in(self, blk: Block, offset: int, length: int) -> tuple[bytes, int]:
+        """A buffer holding the `length` bytes at `offset` (unless the file is
+        shorter), and where they start in it: a cached chunk, no copy."""
+        chunk = offset // CHUNK_SIZE
+        start = chunk * CHUNK_SIZE
+        end = offset + length
+        if blk.rfd < 0:
+            self._open_reader(blk)
+        if end > start + CHUNK_SIZE:
+            return os.pread(blk.rfd, length, offset), 0
+        last = self._last_chunk
+        if (
+            last is not None
+            and last[0] == blk.number
+            and last[1] == chunk
+            and len(last[2]) >= end - start
+        ):
+            return last[2], offset - start  # the chunk the previous read used
+        key = (self._token, blk.number, chunk)
+        cached = self._cache.get(key)
+        if cached is None or len(cached) < end - start:
+            cached = os.pread(blk.rfd, CHUNK_SIZE, start)
+            self._cache.put(key, cached)
+        self._last_chunk = (blk.number, chunk, cached)
+        return cached, offset - start
+
+    def _open_reader(self, blk: Block) -> None:
+        if self._open_fds >= MAX_READ_FDS:
+            for other in self._blocks:  # close the oldest open reader
+                if other.rfd >= 0:
+                    os.close(other.rfd)
+                    other.rfd = -1
+                    self._open_fds -= 1
+                    break
+        blk.rfd = os.open(blk.path, os.O_RDONLY)
+        self._open_fds += 1
+
+    def _get(self, seq: int, pos: int) -> StoredMessage:
+        index = self._index
+        offset = self._offsets[pos]
+        rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
+        blk = self._blocks[-1] if seq >= self._firsts[-1] else self._block_for(seq)
+        raw, rel = self._read_in(blk, offset, rec_len)
+        scan = codec.scan_record(raw, rel, min(len(raw), rel + rec_len))
+        if isinstance(scan, str) or scan[0] != codec.KIND_MSG or scan[1] != seq:
+            why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
+            raise StoreError(
+                f"record for sequence {seq} in {blk.path.name} at offset {offset} is damaged: {why}"
+            )
+        _kind, _seq, ts, slen, hlen, dlen, _ = scan
+        start = rel + _HEAD + slen
+        headers = raw[start : start + hlen] if hlen else None
+        data = raw[start + hlen : start + hlen + dlen]
+        return StoredMessage(index.names[index.sids[pos]], seq, ts, headers, data)
+
+    # -- durability and lifecycle -----------------------------------------------
+    def _now_ns(self) -> int:
+        return self._clock.now_ns() if self._clock is not None else time.monotonic_ns()
+
+    def maybe_sync(self, now_ns: int | None = None) -> bool:
+        """fsync if the last sync is `sync_interval_s` old; True when it synced."""
+        now = self._now_ns() if now_ns is None else now_ns
+        if self._unsynced and now - self._last_sync_ns >= self._sync_interval_ns:
+            self.sync()
+            return True
+        return False
+
+    def _arm_timer(self) -> None:
+        assert self._clock is not None
+        self._timer = self._clock.call_later(self._sync_interval_ns / 1e9, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        try:
+            self.maybe_sync()
+        except OSError:
+            log.exception("store %s: periodic fsync failed", self._dir)
+        self._arm_timer()
+
+    def _fsync_data(self) -> None:
+        while self._unsynced_fds:
+            fd = self._unsynced_fds[0]
+            os.fsync(fd)
+            os.close(fd)
+            self._unsynced_fds.pop(0)
+        if self._unsynced:
+            os.fsync(self._wfd)
+            self._unsynced = False
+
+    def sync(self) -> None:
+        self._check_open()
+        self._fsync_data()
+        if self._dir_dirty:
+            dfd = os.open(self._msgs_dir, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+            self._dir_dirty = False
+        self._last_sync_ns = self._now_ns()
+
+    @property
+    def pending_sync(self) -> bool:
+        """True while some stored bytes have not been fsynced yet."""
+        return self._unsynced or self._dir_dirty
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        return self._recovery
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    def _snapshot(self) -> None:
+        meta, arrays = self._index.export()
+        arrays = dict(arrays, offsets=self._offsets)
+        blocks = []
+        for blk in self._blocks:
+            st = blk.path.stat()
+            blocks.append([blk.number, st.st_size, st.st_mtime_ns, blk.first_seq, blk.stamp])
+        write_snapshot(
+            self._dir / SNAPSHOT_FILE,
+            {
+                "version": SNAPSHOT_VERSION,
+                "blocks": blocks,
+                "tail": self._tail,
+                "stamp": self._stamp,
+                "index": meta,
+            },
+            arrays,
+        )
+        dfd = os.open(self._dir, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def _release_fds(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for blk in self._blocks:
+            if blk.rfd >= 0:
+                os.close(blk.rfd)
+                blk.rfd = -1
+        self._open_fds = 0
+        for fd in self._unsynced_fds:
+            os.close(fd)
+        self._unsynced_fds.clear()
+        if self._wfd >= 0:
+            os.close(self._wfd)
+            self._wfd = -1
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+        self._cache.forget(self._token)
+        self._last_chunk = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.sync()
+            self._snapshot()
+        finally:
+            self._closed = True
+            self._release_fds()
+
+    def destroy(self) -> None:
+        self._closed = True
+        self._release_fds()
+        shutil.rmtree(self._dir, ignore_errors=True)

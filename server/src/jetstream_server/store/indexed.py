@@ -1,0 +1,252 @@
+"""`IndexedStore`: the whole `StreamStore` contract on top of a `MessageIndex`.
+
+Both backends derive from it, so purge/compact/filter/pending semantics are
+written once and are identical by construction. A backend supplies payload
+storage only, through these hooks:
+
+- `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
+  append one entry to each of its index columns (called before the index
+  append, so a failed write leaves the index untouched);
+- `_get(seq, pos)`: the `StoredMessage` for a present sequence at index
+  position `pos`;
+- `_drop(seqs, erase)`: the sequences are about to be removed (tombstones,
+  erasure); called before the index changes;
+- `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
+  the default only updates the index;
+- `_removed()`: after removals reached the index (default: nothing).
+
+Purge semantics follow nats-server 2.15 (checked against the real server):
+with no subject (or ">"), `up_to_seq` is `compact(up_to_seq)` (so beyond
+`last_seq` it moves `last_seq` up) and `keep` compacts up to the `keep`-th
+newest message (exactly `keep` messages stay); with a subject, the
+matching messages below `up_to_seq` (if given) are removed, oldest first,
+leaving the newest `keep` matching ones. `up_to_seq` 0/None means no bound. Not thread-safe: one owner (the
+server's event loop thread) calls a store.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterator, Sequence
+
+from jetstream_server.store.base import (
+    RECORD_OVERHEAD,
+    StoredMessage,
+    StoreError,
+    StoreState,
+    StreamStore,
+    SubjectInfo,
+)
+from jetstream_server.store.filters import matches_all
+from jetstream_server.store.index import DELETED, MessageIndex
+
+MAX_MESSAGE_BYTES = 0xFFFFFFFF
+_BYTES = (bytes, bytearray, memoryview)
+
+
+class IndexedStore(StreamStore):
+    """Contract logic shared by the memory and file backends."""
+
+    def __init__(self, index: MessageIndex) -> None:
+        self._index = index
+        self._closed = False
+
+    # -- backend hooks ---------------------------------------------------------
+    @abstractmethod
+    def _put(
+        self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
+    ) -> None: ...
+
+    @abstractmethod
+    def _get(self, seq: int, pos: int) -> StoredMessage: ...
+
+    def _load(self, seq: int) -> StoredMessage | None:
+        if not seq:
+            return None
+        return self._get(seq, self._index.pos_of(seq))
+
+    @abstractmethod
+    def _drop(self, seqs: Sequence[int], erase: bool) -> None: ...
+
+    def _floor(self, seq: int) -> int:
+        return self._index.floor(seq)
+
+    def _removed(self) -> None:
+        """Called after messages were removed from the index (file: drop dead blocks)."""
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("store is closed")
+
+    # -- writing ---------------------------------------------------------------
+    def store(self, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int) -> int:
+        if self._closed:
+            raise StoreError("store is closed")
+        if not subject:
+            raise ValueError("subject must not be empty")
+        if not isinstance(data, _BYTES) or (
+            headers is not None and not isinstance(headers, _BYTES)
+        ):
+            raise TypeError("headers and data must be bytes-like")
+        # message_size(), inlined: once per published message
+        size = len(subject) + (len(headers) if headers else 0) + len(data) + RECORD_OVERHEAD
+        if size > MAX_MESSAGE_BYTES:
+            raise ValueError(f"message of {size} bytes is too large to store")
+        index = self._index
+        seq = index.last_seq + 1
+        sid = index.sid_of.get(subject)
+        if sid is None:
+            sid = index.intern(subject)  # may refuse (too many subjects) before anything is written
+        try:
+            self._put(seq, subject, headers, data, timestamp_ns)
+        except BaseException:
+            index.release_if_unused(sid)
+            raise
+        index.append(subject, timestamp_ns, size, sid=sid)
+        return seq
+
+    def skip_to(self, seq: int) -> None:
+        self._check_open()
+        index = self._index
+        if index.msgs:
+            raise StoreError(f"skip_to({seq}) needs an empty store, it holds {index.msgs} messages")
+        if seq < index.last_seq + 1:
+            raise ValueError(f"skip_to({seq}) would move back below last sequence {index.last_seq}")
+        if seq > index.last_seq + 1:
+            self._floor(seq)
+
+    def remove(self, seq: int, erase: bool = False) -> bool:
+        self._check_open()
+        if not self._index.present(seq):
+            return False
+        self._drop((seq,), erase)
+        self._index.remove(seq)
+        self._removed()
+        return True
+
+    def _remove_many(self, seqs: Sequence[int]) -> int:
+        if not seqs:
+            return 0
+        self._drop(seqs, False)
+        remove = self._index.remove
+        for seq in seqs:
+            remove(seq)
+        self._removed()
+        return len(seqs)
+
+    def purge(
+        self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
+    ) -> int:
+        self._check_open()
+        if up_to_seq and keep:
+            raise ValueError("purge: up_to_seq and keep are mutually exclusive")
+        if (up_to_seq is not None and up_to_seq < 0) or (keep is not None and keep < 0):
+            raise ValueError("purge: up_to_seq and keep must not be negative")
+        index = self._index
+        if matches_all(subject):
+            if up_to_seq:
+                return self.compact(up_to_seq)
+            if keep:
+                if keep >= index.msgs:
+                    return 0
+                return self.compact(index.seq_keeping_newest(keep))
+            return self._floor(index.last_seq + 1)
+        sids = index.resolve(subject)  # None: the filter happens to match every subject
+        total = index.msgs if sids is None else index.total_msgs(sids)
+        limit = total
+        if keep:
+            if keep >= total:
+                return 0
+            limit = total - keep
+        if limit <= 0:
+            return 0
+        hi = up_to_seq - 1 if up_to_seq else index.last_seq
+        lo = index.first_seq if sids is None else index.first_seq_for(sids)
+        seqs = index.seqs_matching(sids, lo, hi, limit)
+        return self._remove_many(seqs)
+
+    def compact(self, seq: int) -> int:
+        self._check_open()
+        if seq <= 0:
+            return self._floor(self._index.last_seq + 1)
+        if seq <= self._index.first_seq:
+            return 0
+        return self._floor(seq)
+
+    # -- reading ---------------------------------------------------------------
+    def load(self, seq: int) -> StoredMessage | None:
+        self._check_open()
+        pos = self._index.present_at(seq)
+        return None if pos < 0 else self._get(seq, pos)
+
+    def load_next(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        if filters is None:
+            # every subject and the entry at the start is present (an in-order
+            # consumer): no subject resolution, no scan
+            seq = start_seq if start_seq > index.first_seq else index.first_seq
+            if seq <= index.last_seq:
+                pos = index.lower(seq)
+                sids = index.sids
+                if pos < len(sids) and sids[pos] != DELETED:
+                    return self._get(index.seqs[pos], pos)
+        seq = index.next_seq(start_seq, index.resolve(filters))
+        return self._load(seq)
+
+    def load_last(self, subject_filter: str | None = None) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        seq = index.last_seq_for(index.resolve(subject_filter))
+        return self._load(seq)
+
+    def load_prev(
+        self, start_seq: int, filters: Sequence[str] | None = None
+    ) -> StoredMessage | None:
+        self._check_open()
+        index = self._index
+        seq = index.prev_seq(start_seq, index.resolve(filters))
+        return self._load(seq)
+
+    def iter_range(
+        self, start_seq: int, end_seq: int, filters: Sequence[str] | None = None
+    ) -> Iterator[StoredMessage]:
+        self._check_open()
+        index = self._index
+        sids = index.resolve(filters)
+        seq = start_seq
+        while seq <= end_seq:
+            found = index.next_seq(seq, sids)
+            if not found or found > end_seq:
+                return
+            yield self._get(found, index.pos_of(found))
+            seq = found + 1
+
+    def seq_for_time(self, timestamp_ns: int) -> int:
+        self._check_open()
+        return self._index.seq_for_time(timestamp_ns)
+
+    # -- per-subject index -----------------------------------------------------
+    def subject_info(self, subject: str) -> SubjectInfo | None:
+        self._check_open()
+        return self._index.subject_info(subject)
+
+    def subjects(self, subject_filter: str | None = None) -> dict[str, SubjectInfo]:
+        self._check_open()
+        return self._index.subjects(subject_filter)
+
+    def num_pending(self, start_seq: int, filters: Sequence[str] | None = None) -> int:
+        self._check_open()
+        index = self._index
+        return index.count_from(start_seq, index.resolve(filters))
+
+    # -- state -----------------------------------------------------------------
+    def state(self) -> StoreState:
+        self._check_open()
+        return self._index.state()
+
+    def deleted(self) -> list[int]:
+        self._check_open()
+        return self._index.deleted()

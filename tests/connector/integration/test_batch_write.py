@@ -1,0 +1,214 @@
+"""`df.write.format("jetstream")` against both servers: columns, ids, dedup, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from sink_helpers import create_stream, read_stream, stream_info
+
+from jetstream_testing.process import ServerProcess
+
+pytestmark = pytest.mark.spark
+
+
+def write(df: DataFrame, url: str, **options: str) -> None:
+    df.write.format("jetstream").mode("append").option("servers", url).options(**options).save()
+
+
+def assert_nothing_published(url: str, stream: str) -> None:
+    assert stream_info(url, stream)["state"]["messages"] == 0
+
+
+# data kind, subject from (column|option), headers kind, with msg_id: every pair of values
+COMBOS = [
+    ("binary", "column", None, False),
+    ("string", "option", None, True),
+    ("binary", "option", "single", False),
+    ("string", "column", "multi", False),
+    ("binary", "column", "multi", True),
+    ("string", "option", "single", True),
+    ("string", "column", "single", False),
+    ("binary", "option", "multi", True),
+]
+
+
+@pytest.mark.parametrize(("data_kind", "subject_from", "headers_kind", "with_id"), COMBOS)
+def test_column_combinations(
+    spark: SparkSession,
+    server: ServerProcess,
+    data_kind: str,
+    subject_from: str,
+    headers_kind: str | None,
+    with_id: bool,
+) -> None:
+    create_stream(server.url, "OUT", ["out.>"])
+    n = 20
+    rows: list[dict[str, Any]] = []
+    for i in range(n):
+        row: dict[str, Any] = {"data": f"payload-{i}" if data_kind == "string" else f"payload-{i}".encode()}
+        row["subject"] = f"out.col.{i % 3}"
+        if headers_kind == "single":
+            row["headers"] = {"X-Row": str(i), "X-Fixed": "f"}
+        elif headers_kind == "multi":
+            row["headers"] = {"X-Row": [str(i), "again"], "X-None": None}
+        if with_id:
+            row["msg_id"] = f"mine-{i}"
+        rows.append(row)
+    types = {
+        "data": "string" if data_kind == "string" else "binary",
+        "subject": "string",
+        "headers": "map<string,string>" if headers_kind == "single" else "map<string,array<string>>",
+        "msg_id": "string",
+    }
+    names = [c for c in ("data", "subject", "headers", "msg_id") if c in rows[0]]
+    df = spark.createDataFrame(
+        [tuple(r[c] for c in names) for r in rows], ", ".join(f"{c} {types[c]}" for c in names)
+    ).repartition(2)
+    options = {"subject": "out.opt"} if subject_from == "option" else {}
+    write(df, server.url, **options)
+
+    msgs = read_stream(server.url, "OUT")
+    assert len(msgs) == n
+    by_data = {m.data: m for m in msgs}
+    assert set(by_data) == {f"payload-{i}".encode() for i in range(n)}
+    for i in range(n):
+        m = by_data[f"payload-{i}".encode()]
+        assert m.subject == ("out.opt" if subject_from == "option" else f"out.col.{i % 3}")
+        if with_id:
+            assert m.msg_id == f"mine-{i}"
+        else:
+            assert m.msg_id is not None and m.msg_id.count(":") == 2  # <write id>:<partition>:<row>
+        if headers_kind == "single":
+            assert m.headers["X-Row"] == [str(i)] and m.headers["X-Fixed"] == ["f"]
+        elif headers_kind == "multi":
+            assert m.headers["X-Row"] == [str(i), "again"] and "X-None" not in m.headers
+    assert len({m.msg_id for m in msgs}) == n
+
+
+def test_rewriting_the_same_ids_is_deduplicated(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "DUP", ["dup"])
+    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(50)], "msg_id string, data string")
+    write(df, server.url, subject="dup")
+    write(df, server.url, subject="dup")
+    assert stream_info(server.url, "DUP")["state"]["messages"] == 50
+
+
+def test_source_coordinates_give_ids_that_survive_a_rerun(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "SRC2", ["dst.>"])
+    # two output rows per source message (an explode): both kept, and a rerun adds nothing
+    df = spark.createDataFrame(
+        [("SRC", seq, f"{seq}-{part}") for seq in range(1, 31) for part in ("a", "b")],
+        "stream string, seq long, data string",
+    ).coalesce(1)
+    write(df, server.url, subject="dst.x")
+    write(df, server.url, subject="dst.x")
+    msgs = read_stream(server.url, "SRC2")
+    assert len(msgs) == 60
+    assert {m.msg_id for m in msgs} == {f"SRC:{s}:{k}" for s in range(1, 31) for k in (0, 1)}
+
+
+def test_stream_option_sends_expected_stream(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "EXP", ["exp.>"])
+    create_stream(server.url, "OTHER", ["other.>"])
+    ok = spark.createDataFrame([("exp.a", "1"), ("exp.b", "2")], "subject string, data string")
+    write(ok, server.url, stream="EXP")
+    assert stream_info(server.url, "EXP")["state"]["messages"] == 2
+    stray = spark.createDataFrame([("other.a", "3")], "subject string, data string")
+    with pytest.raises(Exception, match="(?i)expected stream does not match.*10060"):
+        write(stray, server.url, stream="EXP")
+    assert_nothing_published(server.url, "OTHER")
+
+
+@pytest.mark.parametrize(
+    ("schema", "row", "options", "message"),
+    [
+        ("value binary", (b"x",), {"subject": "bad.a"}, "needs a column 'data'"),
+        ("data int", (1,), {"subject": "bad.a"}, "column 'data' has type int"),
+        ("data string, headers string", ("x", "h"), {"subject": "bad.a"}, "column 'headers' has type string"),
+        ("data string", ("x",), {"subject": "bad.a", "maxInflite": "3"}, "unknown option.*maxinflite"),
+        ("data string", ("x",), {"subject": "bad.a", "stream": "MISSING"}, "stream 'MISSING' not found"),
+        ("data string", ("x",), {"subject": "nothing.here"}, "no stream captures subject 'nothing.here'"),
+        ("data string", ("x",), {"subject": "elsewhere.a", "stream": "BAD"}, "'elsewhere.a' is not captured by stream 'BAD'"),
+        ("data string", ("x",), {}, "no subject"),
+    ],
+)
+def test_bad_columns_options_and_targets_fail_before_publishing(
+    spark: SparkSession,
+    server: ServerProcess,
+    schema: str,
+    row: tuple[Any, ...],
+    options: dict[str, str],
+    message: str,
+) -> None:
+    create_stream(server.url, "BAD", ["bad.>"])
+    create_stream(server.url, "ELSE", ["elsewhere.>"])
+    with pytest.raises(Exception, match=message):
+        write(spark.createDataFrame([row], schema), server.url, **options)
+    assert_nothing_published(server.url, "BAD")
+    assert_nothing_published(server.url, "ELSE")
+
+
+def test_overwrite_mode_is_refused(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "OW", ["ow"])
+    df = spark.createDataFrame([("x",)], "data string")
+    with pytest.raises(Exception, match="mode overwrite is not supported"):
+        df.write.format("jetstream").mode("overwrite").option("servers", server.url).option("subject", "ow").save()
+
+
+def test_null_subject_in_a_row_fails_the_task_naming_the_column(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "NS", ["ns.>"])
+    df = spark.createDataFrame([("ns.a", "1"), (None, "2")], "subject string, data string").coalesce(1)
+    with pytest.raises(Exception, match="column 'subject' is null in row 1"):
+        write(df, server.url)
+
+
+def test_dedup_window_check_fail_mode_refuses_warn_mode_writes(spark: SparkSession, server: ServerProcess) -> None:
+    create_stream(server.url, "SHORT", ["short"], duplicate_window=5 * 10**9)
+    df = spark.createDataFrame([("x",)], "data string")
+    with pytest.raises(Exception, match="duplicate_window 5s, shorter than dedupWindowCheck=10m"):
+        write(df, server.url, subject="short", dedupWindowCheck="10m", dedupWindowCheckMode="fail")
+    assert_nothing_published(server.url, "SHORT")
+    write(df, server.url, subject="short", dedupWindowCheck="10m")
+    write(df, server.url, subject="short", dedupWindowCheck="1s", dedupWindowCheckMode="fail")
+    assert stream_info(server.url, "SHORT")["state"]["messages"] == 2
+
+
+def test_target_check_warns_on_a_short_dedup_window(server: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
+    from spark_jetstream.dedup_check import check_target
+    from spark_jetstream.write_options import WriteOptions
+
+    create_stream(server.url, "WIN", ["win.>"], duplicate_window=30 * 10**9)
+    with caplog.at_level("WARNING", logger="spark_jetstream.dedup_check"):
+        info = check_target(WriteOptions.from_options({"servers": server.url, "subject": "win.a", "dedupWindowCheck": "1m"}))
+    assert info.stream == "WIN" and info.duplicate_window_ns == 30 * 10**9
+    assert info.warning is not None and "duplicate_window 30s, shorter than dedupWindowCheck=1m" in info.warning
+    assert "shorter than dedupWindowCheck=1m" in caplog.text
+    ok = check_target(WriteOptions.from_options({"servers": server.url, "stream": "WIN", "dedupWindowCheck": "30s"}))
+    assert ok.stream == "WIN" and ok.warning is None
+    unchecked = check_target(WriteOptions.from_options({"servers": server.url}))
+    assert unchecked.stream is None  # subjects come from the column: nothing to check up front
+
+
+def test_unreachable_server_fails_naming_the_servers() -> None:
+    from spark_jetstream.dedup_check import TargetError, check_target
+    from spark_jetstream.write_options import WriteOptions
+
+    with pytest.raises(TargetError, match="cannot connect to nats://127.0.0.1:1"):
+        check_target(WriteOptions.from_options({"servers": "nats://127.0.0.1:1", "subject": "a", "connectTimeout": "1"}))
+
+
+def test_publish_instructions_in_the_headers_column_are_dropped(spark: SparkSession, server: ServerProcess) -> None:
+    # rows read from a stream carry their original publisher's Nats-Expected-* and Nats-Msg-Id
+    create_stream(server.url, "COPY", ["copy"])
+    headers = {
+        "Nats-Expected-Stream": ["ORIGINAL"],
+        "Nats-Expected-Last-Sequence": ["999"],
+        "Nats-Msg-Id": ["original-id"],
+        "X-Keep": ["yes"],
+    }
+    df = spark.createDataFrame([("a", headers, "id-1")], "data string, headers map<string,array<string>>, msg_id string")
+    write(df, server.url, subject="copy")
+    (msg,) = read_stream(server.url, "COPY")
+    assert msg.headers == {"Nats-Msg-Id": ["id-1"], "X-Keep": ["yes"]}

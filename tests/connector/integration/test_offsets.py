@@ -1,0 +1,141 @@
+"""Offsets and the driver-side stream reader logic, without Spark (both servers).
+
+The stream reader is driven directly: initialOffset, latestOffset under each
+read limit, AvailableNow pinning, reportLatestOffset, minMessagesPerTrigger
+with maxTriggerDelay on an injected clock, and data-loss skipping.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadMaxBytes,
+    ReadMaxRows,
+    ReadMinRows,
+)
+from read_helpers import fill
+
+from jetstream_testing.process import ServerProcess
+from spark_jetstream.batch_reader import DataLossError
+from spark_jetstream.offsets import Offset, OffsetError, cap_end
+from spark_jetstream.options import ReadOptions
+from spark_jetstream.stream_reader import JetStreamStreamReader
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_reader(url: str, clock: FakeClock | None = None, **opts: str) -> JetStreamStreamReader:
+    options = ReadOptions.from_options({"servers": url, "stream": "S", **opts}, streaming=True)
+    return JetStreamStreamReader(options, clock=clock or FakeClock())
+
+
+def off(seq: int) -> dict:
+    return {"stream": "S", "seq": seq}
+
+
+def test_offset_round_trip_and_errors() -> None:
+    assert Offset.from_dict('{"stream": "S", "seq": 7}').to_dict() == off(7)
+    assert Offset.from_dict(off(3), "S") == Offset("S", 3)
+    with pytest.raises(OffsetError, match="checkpoint holds an offset of stream 'S' but option stream is 'T'"):
+        Offset.from_dict(off(3), "T")
+    with pytest.raises(OffsetError, match="not a jetstream offset"):
+        Offset.from_dict({"partition": 1})
+    with pytest.raises(OffsetError, match=">= 0"):
+        Offset.from_dict(off(-1))
+
+
+def test_cap_end() -> None:
+    assert cap_end(10, 100, max_messages=None, max_bytes=None, avg_msg_bytes=50) == 100
+    assert cap_end(10, 100, max_messages=5, max_bytes=None, avg_msg_bytes=50) == 15
+    assert cap_end(10, 100, max_messages=None, max_bytes=500, avg_msg_bytes=50) == 20
+    assert cap_end(10, 100, max_messages=5, max_bytes=100, avg_msg_bytes=50) == 12
+    assert cap_end(10, 100, max_messages=None, max_bytes=1, avg_msg_bytes=50) == 11  # always progress
+    assert cap_end(10, 5, max_messages=3, max_bytes=None, avg_msg_bytes=50) == 10  # never backwards
+
+
+async def test_initial_offsets(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "S", [("s.a", b"x") for _ in range(6)], subjects=["s.>"])
+    await js.purge_stream("S", seq=3)  # first_seq = 3
+    assert make_reader(server.url).initialOffset() == off(2)
+    assert make_reader(server.url, startingOffsets="latest").initialOffset() == off(6)
+    assert make_reader(server.url, startingOffsets="5").initialOffset() == off(4)
+    far_future = str(4102444800000)  # 2100-01-01
+    assert make_reader(server.url, startingTimestamp=far_future).initialOffset() == off(6)
+    assert make_reader(server.url, startingTimestamp="0").initialOffset() == off(2)
+
+
+async def test_latest_offset_limits(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "S", [("s.a", b"x" * 40) for _ in range(20)], subjects=["s.>"])
+    r = make_reader(server.url, maxMessagesPerTrigger="6")
+    assert r.getDefaultReadLimit() == ReadMaxRows(6)
+    assert r.latestOffset(off(0), ReadMaxRows(6)) == off(6)
+    assert r.latestOffset(off(0), ReadMaxRows(4)) == off(4)  # the engine's limit is tighter
+    assert r.latestOffset(off(0), ReadAllAvailable()) == off(20)  # configured limit ignored
+    assert r.latestOffset(off(18), ReadMaxRows(6)) == off(20)
+    assert r.latestOffset(off(20), ReadMaxRows(6)) == off(20)
+    assert r.reportLatestOffset() == off(20)
+    info = await js.stream_info("S")
+    avg = info.state.bytes // info.state.messages
+    rb = make_reader(server.url, maxBytesPerTrigger=str(5 * avg))
+    assert rb.getDefaultReadLimit() == ReadMaxBytes(5 * avg)
+    assert rb.latestOffset(off(0), ReadMaxBytes(5 * avg)) == off(5)
+    assert make_reader(server.url).getDefaultReadLimit() == ReadAllAvailable()
+
+
+async def test_available_now_pins_the_target(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "S", [("s.a", b"x") for _ in range(5)], subjects=["s.>"])
+    r = make_reader(server.url, maxMessagesPerTrigger="2", minMessagesPerTrigger="2", maxTriggerDelay="1h")
+    r.prepareForTriggerAvailableNow()
+    await fill(js, "S", [("s.a", b"late") for _ in range(5)])
+    assert r.latestOffset(off(0), ReadMaxRows(2)) == off(2)
+    assert r.latestOffset(off(4), ReadMaxRows(2)) == off(5)  # 1 < minMessages, but AvailableNow must finish
+    assert r.latestOffset(off(5), ReadMaxRows(2)) == off(5)  # pinned: later messages wait for the next run
+
+
+async def test_min_messages_wait_for_max_trigger_delay(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "S", [("s.a", b"x") for _ in range(3)] + [("s.b", b"y") for _ in range(5)], subjects=["s.>"])
+    clock = FakeClock()
+    r = make_reader(server.url, clock, subjects="s.a", minMessagesPerTrigger="4", maxTriggerDelay="30s")
+    assert r.getDefaultReadLimit() == ReadMinRows(4)
+    # 8 sequences but only 3 match the filter: held back
+    assert r.latestOffset(off(0), ReadMinRows(4)) == off(0)
+    clock.now += 29
+    assert r.latestOffset(off(0), ReadMinRows(4)) == off(0)
+    clock.now += 1
+    assert r.latestOffset(off(0), ReadMinRows(4)) == off(8)  # delay passed: release
+    await fill(js, "S", [("s.a", b"x") for _ in range(4)])
+    assert r.latestOffset(off(8), ReadMinRows(4)) == off(12)  # enough: no wait
+    assert r.latestOffset(off(0), ReadAllAvailable()) == off(12)
+
+
+async def test_data_loss_in_latest_offset_and_partitions(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "S", [("s.a", b"x") for _ in range(10)], subjects=["s.>"])
+    await js.purge_stream("S", seq=5)
+    strict = make_reader(server.url)
+    with pytest.raises(DataLossError, match=r"stream 'S'.*sequences 3\.\.4.*failOnDataLoss=false"):
+        strict.latestOffset(off(2), ReadAllAvailable())
+    with pytest.raises(DataLossError, match=r"sequences 1\.\.4"):
+        strict.partitions(off(0), off(10))
+    lenient = make_reader(server.url, failOnDataLoss="false")
+    assert lenient.latestOffset(off(2), ReadAllAvailable()) == off(10)
+    parts = lenient.partitions(off(2), off(10))
+    assert [(p.start, p.end) for p in parts] == [(4, 10)]
+    await js.delete_stream("S")
+    with pytest.raises(DataLossError, match="stream 'S' not found"):
+        strict.latestOffset(off(10), ReadAllAvailable())
+    assert lenient.latestOffset(off(10), ReadAllAvailable()) == off(10)
+    assert lenient.partitions(off(10), off(12)) == []
+    strict.stop()
+    lenient.stop()
+
+
+async def test_new_query_on_missing_stream_names_the_option(server: ServerProcess) -> None:
+    with pytest.raises(LookupError, match=r"stream 'S' not found.*\(option stream\)"):
+        make_reader(server.url).initialOffset()

@@ -1,0 +1,108 @@
+"""The pipelined publisher against both servers: acks, dedup, errors, reconnect."""
+
+from __future__ import annotations
+
+import pytest
+from sink_helpers import create_stream, read_stream, stream_info
+
+from jetstream_testing.process import ServerProcess
+from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.lean_client import LeanConnection
+from spark_jetstream.publisher import Publisher, PublishError, PublishTimeoutError
+
+
+def headers(msg_id: str, extra: bytes = b"") -> bytes:
+    return b"NATS/1.0\r\nNats-Msg-Id: " + msg_id.encode() + b"\r\n" + extra + b"\r\n"
+
+
+def publish(url: str, subjects: list[bytes], ids: list[str], payloads: list[bytes], **kw: object) -> Publisher:
+    pub = Publisher(ConnectionOptions(servers=(url,)), **kw)  # type: ignore[arg-type]
+    try:
+        pub.publish_many(subjects, [headers(i) for i in ids], payloads)
+        pub.flush()
+    finally:
+        pub.close()
+    return pub
+
+
+def test_window_smaller_than_batch_every_message_acked_in_order(server: ServerProcess) -> None:
+    create_stream(server.url, "P", ["p.>"])
+    n = 3000
+    ids = [f"id-{i}" for i in range(n)]
+    pub = publish(server.url, [b"p.a"] * n, ids, [b"%d" % i for i in range(n)], max_in_flight=64)
+    assert pub.stats.published == n and pub.stats.duplicates == 0
+    msgs = read_stream(server.url, "P")
+    assert [m.data for m in msgs] == [b"%d" % i for i in range(n)]
+    assert [m.msg_id for m in msgs] == ids
+
+
+def test_same_ids_again_are_acked_as_duplicates_and_not_stored(server: ServerProcess) -> None:
+    create_stream(server.url, "D", ["d"])
+    ids = [f"x{i}" for i in range(500)]
+    first = publish(server.url, [b"d"] * 500, ids, [b"v"] * 500, max_in_flight=100)
+    again = publish(server.url, [b"d"] * 500, ids, [b"v"] * 500, max_in_flight=100)
+    assert (first.stats.published, first.stats.duplicates) == (500, 0)
+    assert (again.stats.published, again.stats.duplicates) == (0, 500)
+    assert stream_info(server.url, "D")["state"]["messages"] == 500
+
+
+def test_subject_without_stream_fails_naming_the_subject(server: ServerProcess) -> None:
+    create_stream(server.url, "E", ["e"])
+    with pytest.raises(PublishError, match="no stream captures subject 'nowhere.x'"):
+        publish(server.url, [b"e", b"nowhere.x"], ["a", "b"], [b"1", b"2"])
+
+
+def test_expected_stream_mismatch_fails_with_the_server_error(server: ServerProcess) -> None:
+    create_stream(server.url, "A1", ["a1"])
+    pub = Publisher(ConnectionOptions(servers=(server.url,)))
+    try:
+        pub.publish_many([b"a1"], [headers("m1", b"Nats-Expected-Stream: OTHER\r\n")], [b"x"])
+        with pytest.raises(PublishError, match=r"'m1'.*'a1'.*(?i:expected stream).*10060"):
+            pub.flush()
+    finally:
+        pub.close()
+    assert stream_info(server.url, "A1")["state"]["messages"] == 0
+
+
+def test_message_over_stream_limit_fails_with_err_code(server: ServerProcess) -> None:
+    create_stream(server.url, "M", ["m"], max_msg_size=100)
+    with pytest.raises(PublishError, match="10054"):
+        publish(server.url, [b"m"], ["big"], [b"z" * 500])
+
+
+def test_message_over_max_payload_fails_before_sending(server: ServerProcess) -> None:
+    create_stream(server.url, "B", ["b"])
+    with pytest.raises(PublishError, match="max_payload"):
+        publish(server.url, [b"b"], ["huge"], [b"z" * (2 * 1024 * 1024)])
+    assert stream_info(server.url, "B")["state"]["messages"] == 0
+
+
+def test_no_ack_times_out_naming_the_message(server: ServerProcess) -> None:
+    # a plain subscriber that never replies: the publish has a responder but no ack
+    with LeanConnection.connect(ConnectionOptions(servers=(server.url,))) as silent:
+        silent.subscribe("quiet")
+        silent.flush()
+        with pytest.raises(PublishTimeoutError, match="'q1'.*'quiet'"):
+            publish(server.url, [b"quiet"], ["q1"], [b"x"], ack_timeout_s=0.5)
+
+
+def test_server_restart_mid_publish_reconnects_and_stores_each_once(server: ServerProcess) -> None:
+    create_stream(server.url, "R", ["r"])
+    n = 2000
+    pub = Publisher(ConnectionOptions(servers=(server.url,)), max_in_flight=4096, ack_timeout_s=20)
+    try:
+        pub.publish_many([b"r"] * 1000, [headers(f"r{i}") for i in range(1000)], [b"v"] * 1000)
+        server.restart()
+        pub.publish_many([b"r"] * 1000, [headers(f"r{i}") for i in range(1000, n)], [b"v"] * 1000)
+        stats = pub.flush()
+    finally:
+        pub.close()
+    assert stats.reconnects >= 1
+    assert stats.published + stats.duplicates == n
+    msgs = read_stream(server.url, "R")
+    assert sorted(m.msg_id or "" for m in msgs) == sorted(f"r{i}" for i in range(n))
+
+
+def test_no_server_fails_after_the_ack_timeout_naming_the_servers() -> None:
+    with pytest.raises(PublishError, match=r"could not connect to nats://127.0.0.1:1 within ackTimeout=0.3s"):
+        Publisher(ConnectionOptions(servers=("nats://127.0.0.1:1",), connect_timeout_s=0.2), ack_timeout_s=0.3)

@@ -1,0 +1,99 @@
+"""Monitoring HTTP (`-m`): /healthz, /varz, /connz, /jsz on both servers."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from jetstream_testing.process import ServerProcess, start_server
+
+
+@pytest.fixture
+def monitored(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
+    proc = start_server(server_kind, store_dir, http_port=-1)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _get(proc: ServerProcess, path: str) -> Any:
+    assert proc.monitor_port, "the server did not log its monitor port"
+    with urllib.request.urlopen(f"http://127.0.0.1:{proc.monitor_port}{path}", timeout=5) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("application/json")
+        return json.loads(r.read())
+
+
+def test_healthz(monitored: ServerProcess) -> None:
+    assert _get(monitored, "/healthz") == {"status": "ok"}
+
+
+async def test_varz_counts(monitored: ServerProcess) -> None:
+    before = _get(monitored, "/varz")
+    for key in (
+        "server_id", "version", "host", "port", "connections", "total_connections", "in_msgs",
+        "out_msgs", "in_bytes", "out_bytes", "slow_consumers", "subscriptions", "uptime", "mem",
+        "cpu", "start", "now", "max_payload", "jetstream",
+    ):
+        assert key in before, key
+    assert before["port"] == monitored.port
+    assert before["max_payload"] == 1024 * 1024
+    nc = await nats.connect(monitored.url, name="varz-test")
+    try:
+        sub = await nc.subscribe("m.x")
+        for _ in range(3):
+            await nc.publish("m.x", b"12345")
+        for _ in range(3):
+            await sub.next_msg(2)
+        varz = _get(monitored, "/varz")
+        assert varz["connections"] == 1
+        assert varz["total_connections"] >= 1
+        assert varz["in_msgs"] - before["in_msgs"] == 3
+        assert varz["out_msgs"] - before["out_msgs"] == 3
+        assert varz["in_bytes"] - before["in_bytes"] == 15
+        assert varz["subscriptions"] >= 1
+    finally:
+        await nc.close()
+
+
+async def test_connz_lists_clients(monitored: ServerProcess) -> None:
+    nc = await nats.connect(monitored.url, name="connz-test")
+    try:
+        await nc.subscribe("c.1")
+        await nc.subscribe("c.2")
+        await nc.publish("c.1", b"abc")
+        await nc.flush()
+        connz = _get(monitored, "/connz")
+        assert connz["num_connections"] == 1
+        assert connz["total"] == 1
+        (conn,) = connz["connections"]
+        assert conn["name"] == "connz-test"
+        assert conn["lang"] == "python3"
+        assert conn["ip"] == "127.0.0.1"
+        assert conn["subscriptions"] == 2
+        assert conn["in_msgs"] == 1
+        assert conn["in_bytes"] == 3
+        assert conn["out_msgs"] == 1
+        for key in ("cid", "port", "version", "out_bytes"):
+            assert key in conn
+    finally:
+        await nc.close()
+
+
+def test_jsz_answers(monitored: ServerProcess) -> None:
+    jsz = _get(monitored, "/jsz")
+    assert isinstance(jsz, dict)
+
+
+def test_unknown_path_is_404(monitored: ServerProcess) -> None:
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(f"http://127.0.0.1:{monitored.monitor_port}/nope", timeout=5)
+    assert info.value.code == 404

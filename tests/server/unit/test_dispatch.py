@@ -1,0 +1,147 @@
+"""The `$JS.API` dispatcher without a server: envelopes, errors, routing, robustness."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from router_double import RouterDouble
+
+from jetstream_server.core.clock import FakeClock
+from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
+from jetstream_server.jetstream.dispatch import api_tokens, dispatch, request_body, response_type
+from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.errors import ERRORS, ApiError
+
+
+class Settings:
+    store_dir = None
+    max_memory_store = -1
+    max_file_store = -1
+    sync_interval_s = 120.0
+    sync_always = False
+    domain = "hub"
+
+
+def make() -> tuple[JetStream, RouterDouble]:
+    router = RouterDouble()
+    engine = JetStream(Settings(), FakeClock())
+    engine.start(router)
+    return engine, router
+
+
+def call(engine: JetStream, router: RouterDouble, subject: str, payload: bytes) -> list[Any]:
+    box = router.inbox("reply")
+    dispatch(engine, subject, "reply", None, payload)
+    return [m.json() for m in box.take()]
+
+
+def test_api_tokens_and_response_type() -> None:
+    assert api_tokens("$JS.API.STREAM.INFO.S") == ("STREAM", "INFO", "S")
+    assert api_tokens("$JS.hub.API.INFO", "hub") == ("INFO",)
+    assert api_tokens("$JS.other.API.INFO", "hub") is None
+    assert api_tokens("foo.bar") is None
+    assert response_type("stream_info") == "io.nats.jetstream.api.v1.stream_info_response"
+    assert response_type("x_response") == "io.nats.jetstream.api.v1.x_response"
+
+
+def test_request_body_variants() -> None:
+    def req(payload: bytes) -> ApiRequest:
+        return ApiRequest("s", (), (), None, None, payload)
+
+    assert request_body(req(b"")) == {} and request_body(req(b"null")) == {}
+    assert request_body(req(b" {} ")) == {} and request_body(req(b'{"a":1}')) == {"a": 1}
+    for bad in (b"{", b"[1]", b"\xff"):
+        try:
+            request_body(req(bad))
+        except ApiError as exc:
+            assert exc.err_code == 10025 and exc.description.startswith("invalid JSON: ")
+        else:
+            raise AssertionError(bad)
+
+
+def test_errors_are_enveloped_and_counted() -> None:
+    engine, router = make()
+    [resp] = call(engine, router, "$JS.API.STREAM.INFO.NOPE", b"")
+    assert resp == {
+        "type": "io.nats.jetstream.api.v1.stream_info_response",
+        "error": {"code": 404, "err_code": 10059, "description": "stream not found"},
+        "total": 0, "offset": 0, "limit": 0,
+    }
+    [resp] = call(engine, router, "$JS.hub.API.STREAM.CREATE.S", b"{oops")
+    assert resp["error"]["err_code"] == 10025
+    assert engine.api_total == 2 and engine.api_errors == 2
+
+
+def test_handler_crash_becomes_500_and_server_keeps_serving() -> None:
+    @api_handler("TEST.BOOM", "test_boom")
+    def boom(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+        raise RuntimeError("kaboom")
+
+    engine, router = make()
+    [resp] = call(engine, router, "$JS.API.TEST.BOOM", b"")
+    assert resp["type"] == "io.nats.jetstream.api.v1.test_boom_response"
+    assert resp["error"]["code"] == 500 and "kaboom" in resp["error"]["description"]
+    [resp] = call(engine, router, "$JS.API.INFO", b"")
+    assert resp["type"] == "io.nats.jetstream.api.v1.account_info_response"
+
+
+def test_unknown_api_is_silent_and_no_reply_is_fine() -> None:
+    engine, router = make()
+    assert call(engine, router, "$JS.API.NOPE", b"") == []
+    dispatch(engine, "$JS.API.INFO", None, None, b"")  # no reply subject: nothing to send
+
+
+def test_error_table_is_complete_and_formats() -> None:
+    assert len(ERRORS) > 200
+    codes = [spec.err_code for spec in ERRORS.values()]
+    assert len(codes) == len(set(codes))
+    exc = ApiError("STREAM_WRONG_LAST_SEQUENCE", seq=7)
+    assert exc.to_json() == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 7"}
+    assert ApiError("STREAM_RESTORE", other="x").description == "restore failed: {err}"
+    assert json.dumps(ApiError("BAD_REQUEST").to_json())
+
+
+def test_fuzzed_requests_always_answer_json_or_status() -> None:
+    """Any payload to any stream API subject gets a typed JSON answer (or a
+    direct-get status), never an exception into the broker."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    engine, router = make()
+    call(engine, router, "$JS.API.STREAM.CREATE.S",
+         json.dumps({"name": "S", "subjects": ["s.>"], "allow_direct": True}).encode())
+    router.publish("s.a", None, None, b"x")
+    suffixes = [
+        "INFO", "STREAM.CREATE.S", "STREAM.UPDATE.S", "STREAM.INFO.S", "STREAM.LIST",
+        "STREAM.NAMES", "STREAM.PURGE.S", "STREAM.MSG.GET.S", "STREAM.MSG.DELETE.S",
+        "DIRECT.GET.S", "DIRECT.GET.S.s.a", "STREAM.DELETE.NOPE",
+    ]
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers(-2, 2**63) | st.text(max_size=8),
+        lambda children: st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["seq", "name", "subjects", "filter", "keep", "batch", "offset",
+                             "last_by_subj", "multi_last", "subjects_filter", "max_msgs"]),
+            children, max_size=4,
+        ),
+        max_leaves=8,
+    )
+    payloads = st.binary(max_size=40) | json_values.map(lambda v: json.dumps(v).encode())
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(suffixes), payloads)
+    def check(suffix: str, payload: bytes) -> None:
+        box = router.inbox("fuzz")
+        router.publish("$JS.API." + suffix, "fuzz", None, payload)
+        for msg in box.take():
+            if msg.headers:  # direct get: a message or a status
+                continue
+            body = msg.json()
+            assert body["type"].startswith("io.nats.jetstream.api.v1.")
+            if "error" in body:
+                assert set(body["error"]) == {"code", "err_code", "description"}
+                assert "internal error" not in body["error"]["description"], (suffix, payload)
+        router.unsubscribe(max(router._subs))  # the inbox just made
+
+    check()

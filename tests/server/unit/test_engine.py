@@ -1,0 +1,416 @@
+"""Unit tests of the JetStream engine with the in-memory router double and a FakeClock.
+
+No sockets, no server process: API requests and publishes go through
+tests/router_double.py; time moves only with FakeClock.advance.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from router_double import RouterDouble
+
+from jetstream_server.config import JetStreamSettings
+from jetstream_server.core.clock import FakeClock
+from jetstream_server.core.headers import encode_headers
+from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.store.base import StoredMessage
+
+API = "$JS.API."
+
+
+Settings = JetStreamSettings
+
+
+class Env:
+    def __init__(self, settings: Settings | None = None, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock()
+        self.router = RouterDouble()
+        self.engine = JetStream(settings or Settings(), self.clock)
+        self.engine.start(self.router)
+
+    def api(self, suffix: str, body: object = b"") -> dict:
+        return self.router.request_json(API + suffix, body)
+
+    def create(self, **config: object) -> dict:
+        config.setdefault("name", "S")
+        config.setdefault("subjects", ["s.>"])
+        resp = self.api(f"STREAM.CREATE.{config['name']}", config)
+        assert "error" not in resp, resp
+        return resp
+
+    def pub(self, subject: str, data: bytes = b"x", **headers: str) -> dict:
+        hdr = encode_headers({k.replace("_", "-"): v for k, v in headers.items()}) if headers else None
+        return self.router.request_json(subject, data, hdr)
+
+    def info(self, name: str = "S", **body: object) -> dict:
+        return self.api(f"STREAM.INFO.{name}", body)
+
+    def state(self, name: str = "S") -> dict:
+        return self.info(name)["state"]
+
+
+@pytest.fixture
+def env() -> Env:
+    return Env()
+
+
+def test_create_defaults_and_info(env: Env) -> None:
+    resp = env.create()
+    assert resp["type"] == "io.nats.jetstream.api.v1.stream_create_response"
+    cfg = resp["config"]
+    assert cfg["max_msgs"] == -1 and cfg["max_bytes"] == -1 and cfg["max_age"] == 0
+    assert cfg["duplicate_window"] == 120_000_000_000
+    assert cfg["storage"] == "file" and cfg["retention"] == "limits" and cfg["discard"] == "old"
+    assert resp["state"]["first_seq"] == 0 and resp["state"]["first_ts"] == "0001-01-01T00:00:00Z"
+    assert resp["did_create"] is True
+    assert env.info()["config"]["name"] == "S"
+
+
+def test_publish_ack_and_dedup(env: Env) -> None:
+    env.create()
+    assert env.pub("s.a") == {"stream": "S", "seq": 1}
+    assert env.pub("s.a", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2}
+    assert env.pub("s.b", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2, "duplicate": True}
+    assert env.state()["messages"] == 2
+
+
+def test_dedup_window_expires_with_clock(env: Env) -> None:
+    env.create(duplicate_window=2_000_000_000)
+    env.pub("s.a", Nats_Msg_Id="m1")
+    env.clock.advance(3)
+    assert env.pub("s.a", Nats_Msg_Id="m1") == {"stream": "S", "seq": 2}
+
+
+def test_expectations(env: Env) -> None:
+    env.create()
+    env.pub("s.a", Nats_Msg_Id="id1")
+    err = env.pub("s.a", Nats_Expected_Stream="OTHER")
+    assert err["error"]["err_code"] == 10060 and err["stream"] == "S" and err["seq"] == 0
+    assert env.pub("s.a", Nats_Expected_Last_Sequence="5")["error"]["description"] == "wrong last sequence: 1"
+    assert env.pub("s.a", Nats_Expected_Last_Sequence="1")["seq"] == 2
+    assert env.pub("s.b", Nats_Expected_Last_Subject_Sequence="0")["seq"] == 3
+    err = env.pub("s.b", Nats_Expected_Last_Subject_Sequence="0")
+    assert err["error"] == {"code": 400, "err_code": 10071, "description": "wrong last sequence: 3"}
+    err = env.pub("s.a", Nats_Expected_Last_Msg_Id="nope")
+    assert err["error"]["err_code"] == 10070
+
+
+def test_max_age_expires_with_fake_clock(env: Env) -> None:
+    env.create(max_age=5_000_000_000)
+    env.pub("s.a")
+    env.clock.advance(3)
+    env.pub("s.a")
+    env.clock.advance(2.5)
+    st = env.state()
+    assert st["messages"] == 1 and st["first_seq"] == 2
+    env.clock.advance(3)
+    assert env.state()["messages"] == 0
+
+
+def test_msg_ttl(env: Env) -> None:
+    env.create(allow_msg_ttl=True)
+    env.pub("s.a", Nats_TTL="2s")
+    env.pub("s.a", Nats_TTL="never")
+    env.pub("s.a")
+    assert env.pub("s.a", Nats_TTL="bogus")["error"]["err_code"] == 10165
+    env.clock.advance(2.1)
+    st = env.state()
+    assert st["messages"] == 2 and st["first_seq"] == 2
+
+
+def test_ttl_disabled(env: Env) -> None:
+    env.create()
+    assert env.pub("s.a", Nats_TTL="2s")["error"]["err_code"] == 10166
+
+
+class Listener:
+    def __init__(self, name: str, wanted: set[int] | None = None) -> None:
+        self.name = name
+        self.stored: list[int] = []
+        self.purged: list[int] = []
+        self.wanted = wanted if wanted is not None else set()
+        self.deleted = False
+
+    def on_stored(self, msg: StoredMessage) -> None:
+        self.stored.append(msg.seq)
+        self.wanted.add(msg.seq)
+
+    def on_purged(self, first_seq: int) -> None:
+        self.purged.append(first_seq)
+
+    def wants(self, seq: int, subject: str) -> bool:
+        return seq in self.wanted
+
+    def on_stream_deleted(self) -> None:
+        self.deleted = True
+
+    def stop(self) -> None:
+        pass
+
+
+def test_interest_retention_without_consumers_keeps_nothing(env: Env) -> None:
+    env.create(retention="interest")
+    assert env.pub("s.a")["seq"] == 1
+    assert env.state()["messages"] == 0
+
+
+def test_interest_and_workqueue_ack(env: Env) -> None:
+    env.create(retention="interest")
+    stream = env.engine.lookup_stream("S")
+    a, b = Listener("a"), Listener("b")
+    stream.add_consumer("a", a)
+    stream.add_consumer("b", b)
+    env.pub("s.a")
+    assert a.stored == [1] and env.state()["messages"] == 1
+    a.wanted.discard(1)
+    stream.acknowledged(1)
+    assert env.state()["messages"] == 1
+    b.wanted.discard(1)
+    stream.acknowledged(1)
+    assert env.state()["messages"] == 0
+
+    env.create(name="W", subjects=["w"], retention="workqueue")
+    wq = env.engine.lookup_stream("W")
+    wq.add_consumer("c", Listener("c"))
+    env.pub("w")
+    assert env.state("W")["messages"] == 1
+    wq.acknowledged(1)
+    assert env.state("W")["messages"] == 0
+
+
+def test_purge_notifies_and_delete_tells_consumers(env: Env) -> None:
+    env.create()
+    stream = env.engine.lookup_stream("S")
+    listener = Listener("c")
+    stream.add_consumer("c", listener)
+    for _ in range(3):
+        env.pub("s.a")
+    assert env.api("STREAM.PURGE.S", {"keep": 1}) == {
+        "type": "io.nats.jetstream.api.v1.stream_purge_response", "success": True, "purged": 2
+    }
+    assert listener.purged == [3]
+    env.api("STREAM.DELETE.S")
+    assert listener.deleted
+
+
+def test_sync_always_group_commit_orders_acks_after_flush() -> None:
+    env = Env(Settings(sync_always=True))
+    env.create(storage="memory")
+    box = env.router.inbox("acks")
+    for i in range(3):
+        env.router.publish("s.a", "acks", None, b"%d" % i)
+    env.router.publish("s.a", "acks", encode_headers({"Nats-Expected-Stream": "X"}), b"")
+    assert box.messages == []  # held until the group commit
+    env.clock.advance(0)
+    acks = [m.json() for m in box.messages]
+    assert [a.get("seq") for a in acks] == [1, 2, 3, 0]
+    assert acks[3]["error"]["err_code"] == 10060
+
+
+def test_max_consumers(env: Env) -> None:
+    env.create(max_consumers=1)
+    stream = env.engine.lookup_stream("S")
+    stream.add_consumer("a", Listener("a"))
+    with pytest.raises(Exception) as info:
+        stream.add_consumer("b", Listener("b"))
+    assert getattr(info.value, "err_code", None) == 10026
+
+
+def test_domain_pub_ack_and_api() -> None:
+    env = Env(Settings(domain="hub"))
+    resp = env.router.request_json("$JS.hub.API.STREAM.CREATE.S", {"name": "S", "subjects": ["s"]})
+    assert resp["config"]["name"] == "S"
+    assert env.pub("s") == {"stream": "S", "seq": 1, "domain": "hub"}
+
+
+def test_api_without_handler_is_silent(env: Env) -> None:
+    assert env.router.request(API + "NOPE.NOTHING") == []
+
+
+def test_file_streams_persist_meta(tmp_path: Path) -> None:
+    env = Env(Settings(store_dir=str(tmp_path)))
+    env.create(name="F", subjects=["f"])
+    meta = tmp_path / "jetstream" / "$G" / "streams" / "F" / "meta.json"
+    assert meta.exists()
+    env.create(name="M", subjects=["m"], storage="memory")
+    assert not (tmp_path / "jetstream" / "$G" / "streams" / "M").exists()
+    env.api("STREAM.DELETE.F")
+    assert not meta.parent.exists()
+
+
+def test_no_ack_stream_sends_no_pub_ack(env: Env) -> None:
+    env.create(no_ack=True)
+    assert env.router.request("s.a", b"x") == []
+    assert env.state()["messages"] == 1
+
+
+def test_first_seq(env: Env) -> None:
+    env.create(first_seq=100)
+    assert env.pub("s.a") == {"stream": "S", "seq": 100}
+
+
+def test_group_commit_sync_failure_fails_the_acks() -> None:
+    """Fault injection: the fsync of a group commit fails; nobody gets a success ack."""
+    env = Env(Settings(sync_always=True))
+    env.create(storage="memory")
+    stream = env.engine.lookup_stream("S")
+
+    def broken_sync() -> None:
+        raise OSError(5, "I/O error")
+
+    stream.store.sync = broken_sync  # type: ignore[method-assign]
+    box = env.router.inbox("acks")
+    env.router.publish("s.a", "acks", None, b"1")
+    env.router.publish("s.a", "acks", None, b"2")
+    env.clock.advance(0)
+    acks = [m.json() for m in box.messages]
+    assert [a["error"]["err_code"] for a in acks] == [10077, 10077]
+
+
+def test_periodic_sync_keeps_running_after_a_failure() -> None:
+    env = Env(Settings(sync_interval_s=10))
+    env.create(storage="memory")
+    stream = env.engine.lookup_stream("S")
+    calls: list[int] = []
+
+    def flaky_sync() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+
+    stream.store.sync = flaky_sync  # type: ignore[method-assign]
+    env.clock.advance(10)
+    env.clock.advance(10)
+    assert len(calls) == 2
+    assert env.pub("s.a")["seq"] == 1
+
+
+def test_ttl_and_dedup_rebuilt_on_reopen(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create(allow_msg_ttl=True)
+    first.pub("s.a", Nats_TTL="5s", Nats_Msg_Id="a")
+    first.pub("s.a", Nats_Msg_Id="b")
+    first.engine.close()
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert second.pub("s.b", Nats_Msg_Id="a") == {"stream": "S", "seq": 1, "duplicate": True}
+    assert second.pub("s.b", Nats_Expected_Last_Msg_Id="b")["seq"] == 3
+    clock.advance(6)
+    st = second.state()
+    assert st["messages"] == 2 and st["first_seq"] == 2
+    second.engine.close()
+
+
+def _stream_dir(root: Path, name: str = "S") -> Path:
+    return root / "jetstream" / "$G" / "streams" / name
+
+
+def test_clean_close_saves_dedup_table_and_reopen_uses_it_once(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create()
+    first.pub("s.a", Nats_Msg_Id="a")
+    first.pub("s.a", Nats_Msg_Id="b")
+    first.engine.close()
+    snapshot = _stream_dir(tmp_path) / "dedup.json"
+    assert snapshot.exists()
+    # Prove the reopen takes the table from the snapshot, not from the messages:
+    # a snapshot that knows an id no stored message carries.
+    body = json.loads(snapshot.read_text())
+    body["ids"].append(["only-in-snapshot", 2, body["ids"][-1][2]])
+    snapshot.write_text(json.dumps(body))
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert not snapshot.exists()  # read once: a crash from here on rebuilds from messages
+    assert second.pub("s.b", Nats_Msg_Id="only-in-snapshot")["duplicate"] is True
+    assert second.pub("s.b", Nats_Msg_Id="a") == {"stream": "S", "seq": 1, "duplicate": True}
+    assert second.pub("s.b", Nats_Expected_Last_Msg_Id="b")["seq"] == 3
+    second.engine.close()
+
+
+def test_stale_or_damaged_dedup_table_is_ignored(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create()
+    first.pub("s.a", Nats_Msg_Id="a")
+    first.engine.close()
+    snapshot = _stream_dir(tmp_path) / "dedup.json"
+    body = json.loads(snapshot.read_text())
+    body["last_seq"] = 99  # does not match the store: rebuilt from the messages
+    body["ids"] = []
+    snapshot.write_text(json.dumps(body))
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert second.pub("s.b", Nats_Msg_Id="a")["duplicate"] is True
+    second.engine.close()
+    snapshot.write_text("{not json")
+    third = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert not snapshot.exists()
+    assert third.pub("s.b", Nats_Msg_Id="a")["duplicate"] is True
+    third.engine.close()
+
+
+def test_ttl_never_is_exempt_from_max_age_and_finite_ttl_is_not(env: Env) -> None:
+    env.create(allow_msg_ttl=True, max_age=1_000_000_000)
+    env.pub("s.a", Nats_TTL="never")
+    env.pub("s.b", Nats_TTL="3s")
+    env.pub("s.c")
+    env.clock.advance(1.5)
+    assert env.info(subjects_filter=">")["state"]["subjects"] == {"s.a": 1}
+    env.pub("s.d")
+    env.clock.advance(1.5)
+    assert env.info(subjects_filter=">")["state"]["subjects"] == {"s.a": 1}
+
+
+def test_subject_delete_markers(env: Env) -> None:
+    resp = env.create(max_age=1_000_000_000, subject_delete_marker_ttl=2_000_000_000)
+    assert resp["config"]["allow_msg_ttl"] is True and resp["config"]["allow_rollup_hdrs"] is True
+    assert resp["config"]["metadata"]["_nats.req.level"] == "1"
+    stream = env.engine.lookup_stream("S")
+    listener = Listener("c")
+    stream.add_consumer("c", listener)
+    env.pub("s.a")
+    env.pub("s.a")
+    env.pub("s.b", Nats_TTL="1s")
+    env.clock.advance(1.1)
+    st = env.info(subjects_filter=">")["state"]
+    assert st["subjects"] == {"s.a": 1, "s.b": 1} and st["first_seq"] == 4 and st["last_seq"] == 5
+    assert listener.stored == [1, 2, 3, 4, 5]
+    marker = env.api("STREAM.MSG.GET.S", {"seq": 4})["message"]
+    import base64
+
+    assert base64.b64decode(marker["hdrs"]) == (
+        b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: 2s\r\nNats-Rollup: sub\r\n\r\n"
+    )
+    env.clock.advance(2.1)  # the markers expire, leaving no markers of their own
+    st = env.state()
+    assert st["messages"] == 0 and st["last_seq"] == 5
+
+
+def test_marker_ttl_validation(env: Env) -> None:
+    resp = env.api("STREAM.CREATE.B", {"name": "B", "subject_delete_marker_ttl": 500_000_000})
+    assert resp["error"]["description"] == "subject delete marker TTL must be at least 1 second"
+
+
+def test_removals_counter_moves_on_every_stream_side_removal(env: Env) -> None:
+    env.create(max_msgs=2, allow_rollup_hdrs=True)
+    stream = env.engine.lookup_stream("S")
+    seen = stream.removals
+    env.pub("s.a")
+    env.pub("s.a")
+    assert stream.removals == seen  # nothing removed yet
+    env.pub("s.a")  # max_msgs drops the oldest
+    assert stream.removals > seen
+    env.create(name="R", subjects=["r.>"], allow_rollup_hdrs=True)
+    other = env.engine.lookup_stream("R")
+    for subject in ("r.a", "r.b", "r.c"):
+        env.pub(subject)
+    seen = other.removals
+    env.pub("r.d", Nats_Rollup="sub")  # nothing else on r.d: nothing removed
+    assert other.removals == seen
+    env.pub("r.e", Nats_Rollup="all")
+    assert other.removals > seen
+    seen = other.removals
+    env.api("STREAM.MSG.DELETE.R", {"seq": 5})
+    assert other.removals > seen
