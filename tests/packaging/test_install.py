@@ -1,0 +1,160 @@
+"""What a user gets from `pip install`: each distribution alone, in a fresh
+virtual environment, and no clash with a user's own `server.py` or `jobs/`.
+
+- `./server` (jetstream-server) alone pulls in nothing (no pyspark, pyarrow or
+  nats-py) and its `jetstream-server -p -1 -js` command serves clients;
+- `.` (spark-jetstream) alone brings pyspark and pyarrow, not nats-py and not
+  the server, and `format("jetstream")` writes to and reads from a real
+  nats-server;
+- every installed distribution of this repository puts only its own
+  distinctive top-level packages into site-packages, so a user project with a
+  `server.py` and a `jobs/` package imports its own modules and ours side by side.
+
+The fresh environments install from the repository's own directories with
+pip, as a user would (build isolation included); pyspark comes from pip's cache
+when it is there.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import venv
+from pathlib import Path
+
+import pytest
+
+from jetstream_testing.process import ServerProcess, nats_server_binary
+
+pytestmark = pytest.mark.packaging
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = {"jetstream-server": {"jetstream_server"}, "spark-jetstream": {"spark_jetstream"},
+        "jetstream-testing": {"jetstream_testing"}}
+
+
+def _fresh_venv(path: Path) -> Path:
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    return path / "bin" / "python"
+
+
+def _pip_install(python: Path, *targets: str, timeout: float = 900) -> None:
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *targets],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+    assert done.returncode == 0, f"pip install {targets} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _installed(python: Path) -> set[str]:
+    """Distribution names seen by `python`, run outside the repository (whose build
+    leftovers, such as an egg-info directory, would count when the root is the cwd)."""
+    out = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m, json; "
+         "print(json.dumps(sorted(d.metadata['Name'].lower() for d in m.distributions())))"],
+        capture_output=True, text=True, timeout=60, check=True, cwd=python.parent,
+    ).stdout
+    return set(json.loads(out))
+
+
+def _run(python: Path, code: str, *, cwd: Path, timeout: float = 300,
+         env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [str(python), "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, check=False, env=env,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_server_alone_has_no_dependencies_and_serves(tmp_path: Path) -> None:
+    python = _fresh_venv(tmp_path / "venv")
+    _pip_install(python, "./server")
+    installed = _installed(python)
+    assert "jetstream-server" in installed
+    assert not installed & {"pyspark", "pyarrow", "nats-py", "py4j", "spark-jetstream"}, installed
+    command = [str(python.parent / "jetstream-server")]
+    with ServerProcess(command, store_dir=tmp_path / "store") as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+            sock.settimeout(10)
+            info = sock.recv(4096)
+            assert info.startswith(b"INFO {"), info
+            assert json.loads(info[5:].split(b"\r\n")[0])["jetstream"] is True
+            sock.sendall(b"CONNECT {\"verbose\":false}\r\nPING\r\n")
+            assert sock.recv(64).startswith(b"PONG")
+
+
+@pytest.mark.timeout(1500)
+def test_connector_alone_reads_and_writes_a_real_nats_server(tmp_path: Path) -> None:
+    python = _fresh_venv(tmp_path / "venv")
+    _pip_install(python, ".")
+    installed = _installed(python)
+    assert {"spark-jetstream", "pyspark", "pyarrow"} <= installed
+    assert not installed & {"jetstream-server", "nats-py", "jetstream-testing"}, installed
+    with ServerProcess([nats_server_binary()], store_dir=tmp_path / "store") as srv:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+        out = _run(python, f"""
+            import json, socket
+            from spark_jetstream import register
+            from spark_jetstream.local import local_spark_session
+
+            # create the stream through the JetStream API with a bare socket:
+            # nothing but the connector is installed here
+            with socket.create_connection(("127.0.0.1", {srv.port}), timeout=10) as s:
+                s.recv(4096)
+                body = json.dumps({{"name": "PKG", "subjects": ["pkg.>"]}}).encode()
+                s.sendall(b'CONNECT {{"verbose":false}}\\r\\nSUB _R 1\\r\\n'
+                          + b"PUB $JS.API.STREAM.CREATE.PKG _R %d\\r\\n" % len(body) + body + b"\\r\\n")
+                reply = b""
+                while b"MSG _R" not in reply or not reply.endswith(b"\\r\\n"):
+                    reply += s.recv(65536)
+                assert b'"error"' not in reply, reply
+
+            spark = local_spark_session("packaging-test", cores=1)
+            register(spark)
+            url = "nats://127.0.0.1:{srv.port}"
+            rows = spark.createDataFrame([(f"m{{i}}",) for i in range(25)], "data string")
+            rows.write.format("jetstream").option("servers", url).option("subject", "pkg.a").mode("append").save()
+            back = spark.read.format("jetstream").option("servers", url).option("stream", "PKG").load()
+            got = sorted(r.data.decode() for r in back.collect())
+            print(json.dumps(got))
+            spark.stop()
+        """, cwd=tmp_path, timeout=900, env=env)
+    assert json.loads(out.strip().splitlines()[-1]) == sorted(f"m{i}" for i in range(25))
+
+
+def test_installed_distributions_add_only_distinctive_top_level_packages() -> None:
+    for dist_name, expected in OURS.items():
+        dist = importlib.metadata.distribution(dist_name)
+        tops = {
+            Path(str(f)).parts[0]
+            for f in dist.files or ()
+            if not Path(str(f)).parts[0].endswith((".dist-info", ".egg-info"))
+            and Path(str(f)).parts[0] not in ("..", "bin")
+        }
+        tops = {t.removesuffix(".py") for t in tops if not t.endswith(".pth")}
+        assert tops == expected, f"{dist_name} installs top-level {sorted(tops)}"
+
+
+def test_a_user_project_with_its_own_server_and_jobs_imports_both(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "jobs").mkdir(parents=True)
+    (project / "server.py").write_text("WHO = 'the user server module'\n")
+    (project / "jobs" / "__init__.py").write_text("WHO = 'the user jobs package'\n")
+    out = _run(Path(sys.executable), """
+        import server, jobs
+        from jetstream_server import EmbeddedServer
+        import spark_jetstream
+        assert server.WHO == "the user server module", server.__file__
+        assert jobs.WHO == "the user jobs package", jobs.__file__
+        with EmbeddedServer(port=0) as srv:
+            print(srv.url)
+        print(spark_jetstream.JetStreamDataSource.name())
+    """, cwd=project, timeout=120)
+    lines = out.split()
+    assert lines[0].startswith("nats://127.0.0.1:") and lines[-1] == "jetstream"
