@@ -40,7 +40,7 @@ from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.consumer_config import ConsumerConfig, format_time
 from jetstream_server.jetstream.consumer_store import ConsumerState, ConsumerStore
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.pull import (
     CONSUMER_DELETED,
     EXCEEDED_MAX_WAITING,
@@ -1010,9 +1010,9 @@ class Consumer:
         """CONSUMER.RESET (ADR-60); returns `reset_seq` or raises ApiError 10204."""
         if seq > 0:
             if self.config.deliver_policy not in ("all", "by_start_sequence", "by_start_time"):
-                raise ApiError("CONSUMER_INVALID_RESET", err="not allowed")
+                raise ApiError(Err.CONSUMER_INVALID_RESET, err="not allowed")
             if self.config.deliver_policy != "all" and seq < self.start_seq_for_policy():
-                raise ApiError("CONSUMER_INVALID_RESET", err="below start seq")
+                raise ApiError(Err.CONSUMER_INVALID_RESET, err="below start seq")
             reset_seq = seq
         else:
             reset_seq = self.asflr + 1

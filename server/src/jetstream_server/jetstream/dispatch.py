@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from jetstream_server.jetstream.api import handlers as _handlers  # noqa: F401  (registers the routes)
 from jetstream_server.jetstream.api.common import request_body  # noqa: F401  (re-exported)
 from jetstream_server.jetstream.api.registry import TYPE_PREFIX, ApiRequest, resolve
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 
 if TYPE_CHECKING:
     from jetstream_server.jetstream.engine import JetStream
@@ -86,7 +86,7 @@ def dispatch(
         body = {"error": exc.to_json(), **ERROR_EXTRAS.get(name, {})}
     except Exception as exc:  # answered as a 500 with the reason; the server keeps serving
         logger.exception("JetStream API %s failed", subject)
-        error = ApiError("STREAM_GENERAL_ERROR", err=f"internal error: {exc}")
+        error = ApiError(Err.STREAM_GENERAL_ERROR, err=f"internal error: {exc}")
         body = {"error": error.to_json(), **ERROR_EXTRAS.get(name, {})}
     if name not in _UNCOUNTED:
         engine.api_total += 1

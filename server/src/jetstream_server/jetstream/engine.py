@@ -35,7 +35,7 @@ from typing import Any
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.router import Router
 from jetstream_server.jetstream import persistence
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
@@ -204,7 +204,7 @@ class JetStream:
     def lookup_stream(self, name: str) -> Stream:
         stream = self.streams.get(name)
         if stream is None:
-            raise ApiError("STREAM_NOT_FOUND")
+            raise ApiError(Err.STREAM_NOT_FOUND)
         return stream
 
     # -- stream lifecycle ------------------------------------------------------------
@@ -222,7 +222,7 @@ class JetStream:
             for mine in config.subjects:
                 for theirs in other.config.subjects:
                     if subjects_overlap(mine, theirs):
-                        raise ApiError("STREAM_SUBJECT_OVERLAP")
+                        raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""
@@ -236,7 +236,7 @@ class JetStream:
         )
         if reserved + config.max_bytes > limit:
             raise ApiError(
-                "MEMORY_RESOURCES_EXCEEDED" if config.storage == "memory" else "STORAGE_RESOURCES_EXCEEDED"
+                Err.MEMORY_RESOURCES_EXCEEDED if config.storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
             )
 
     def _store_limit_check(self) -> Callable[[Stream, int], None] | None:
@@ -250,7 +250,7 @@ class JetStream:
             return
         if self.usage(storage) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
-            raise ApiError("INSUFFICIENT_RESOURCES")
+            raise ApiError(Err.INSUFFICIENT_RESOURCES)
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
@@ -277,7 +277,7 @@ class JetStream:
             if directory is not None:
                 persistence.remove_stream_dir(directory)
             logger.exception("could not create the store of stream %s", config.name)
-            raise ApiError("STREAM_CREATE", err=str(exc)) from exc
+            raise ApiError(Err.STREAM_CREATE, err=str(exc)) from exc
         stream = Stream(
             config, store, self.clock, directory=directory, created_ns=created,
             account_check=self._store_limit_check(),
@@ -339,7 +339,7 @@ class JetStream:
             ack = PubAck(0, error=exc)
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
-            ack = PubAck(seq=0, error=ApiError("STREAM_STORE_FAILED", err=str(exc)))
+            ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
         if self.sync_always and (ack.msg is not None or self._pending):
             self._pending.append((stream, reply, ack))
             if ack.msg is not None:
@@ -367,7 +367,7 @@ class JetStream:
                 stream.store.sync()
             except Exception as exc:  # the messages are not durable: tell their publishers
                 logger.exception("stream %s: sync failed", name)
-                failed = ApiError("STREAM_STORE_FAILED", err=str(exc))
+                failed = ApiError(Err.STREAM_STORE_FAILED, err=str(exc))
                 pending = [
                     (s, r, PubAck(seq=0, error=failed) if s is stream else a) for s, r, a in pending
                 ]

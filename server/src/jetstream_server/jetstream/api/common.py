@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from jetstream_server.jetstream.api.registry import ApiRequest
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.store.base import StoredMessage
@@ -31,11 +31,11 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
     try:
         body = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError("INVALID_JSON", err=str(exc)) from exc
+        raise ApiError(Err.INVALID_JSON, err=str(exc)) from exc
     if body is None:
         return {}
     if not isinstance(body, dict):
-        raise ApiError("INVALID_JSON", err=f"expected a JSON object, got {type(body).__name__}")
+        raise ApiError(Err.INVALID_JSON, err=f"expected a JSON object, got {type(body).__name__}")
     return body
 
 
@@ -44,9 +44,9 @@ def int_field(body: dict[str, Any], key: str, default: int = 0) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be an integer, got {value!r}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} must be an integer, got {value!r}")
     if not -(1 << 63) <= value < (1 << 64):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} is out of range: {value}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} is out of range: {value}")
     return value
 
 
@@ -54,14 +54,14 @@ def uint_field(body: dict[str, Any], key: str) -> int:
     """An unsigned integer field (Go's uint64: a negative value does not decode)."""
     value = int_field(body, key)
     if value < 0:
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must not be negative, got {value}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} must not be negative, got {value}")
     return value
 
 
 def str_field(body: dict[str, Any], key: str) -> str:
     value = body.get(key) or ""
     if not isinstance(value, str):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a string, got {value!r}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} must be a string, got {value!r}")
     return value
 
 

@@ -35,7 +35,7 @@ from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
 from jetstream_server.jetstream.consumer import Consumer, EngineHost
 from jetstream_server.jetstream.consumer_config import ConsumerConfig, parse_time
 from jetstream_server.jetstream.consumer_store import ConsumerStore, list_consumer_stores
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
 
@@ -63,7 +63,7 @@ def lookup_consumer(engine: JetStream, stream_name: str, name: str) -> Consumer:
     stream = engine.lookup_stream(stream_name)
     consumer = stream.consumers.get(name)
     if not isinstance(consumer, Consumer):
-        raise ApiError("CONSUMER_NOT_FOUND")
+        raise ApiError(Err.CONSUMER_NOT_FOUND)
     return consumer
 
 
@@ -74,9 +74,9 @@ def _check_workqueue(stream: Stream, name: str, config: ConsumerConfig) -> None:
             continue
         theirs = other.config.filters
         if not mine and not theirs:
-            raise ApiError("CONSUMER_WQ_MULTIPLE_UNFILTERED")
+            raise ApiError(Err.CONSUMER_WQ_MULTIPLE_UNFILTERED)
         if not mine or not theirs or any(subjects_overlap(a, b) for a in mine for b in theirs):
-            raise ApiError("CONSUMER_WQ_CONSUMER_NOT_UNIQUE")
+            raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_UNIQUE)
 
 
 def _persistent(stream: Stream, config: ConsumerConfig) -> bool:
@@ -94,16 +94,16 @@ def create_consumer(
         if existing.config.same_as(config):
             return existing
         if action == "create":
-            raise ApiError("CONSUMER_ALREADY_EXISTS")
+            raise ApiError(Err.CONSUMER_ALREADY_EXISTS)
         reason = existing.config.update_error(config)
         if reason is not None:
-            raise ApiError("CONSUMER_CREATE", err=reason)
+            raise ApiError(Err.CONSUMER_CREATE, err=reason)
         if stream.config.retention == "workqueue":
             _check_workqueue(stream, name, config)
         existing.update_config(config)
         return existing
     if action == "update":
-        raise ApiError("CONSUMER_DOES_NOT_EXIST")
+        raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (
@@ -154,41 +154,41 @@ def _create(engine: JetStream, req: ApiRequest, *, form: str) -> dict[str, Any]:
     body = request_body(req)
     stream_name = req.params[0]
     if body.get("stream_name") != stream_name:
-        raise ApiError("STREAM_MISMATCH")
+        raise ApiError(Err.STREAM_MISMATCH)
     raw = body.get("config")
     if raw is None:
         raw = {}
     config = ConsumerConfig.from_json(raw)
     action = body.get("action", "") or ""
     if action not in ("", "create", "update"):
-        raise ApiError("INVALID_JSON", err=f"unknown consumer action {action!r}")
+        raise ApiError(Err.INVALID_JSON, err=f"unknown consumer action {action!r}")
     stream = engine.lookup_stream(stream_name)
     if form == "legacy":
         if config.durable_name:
-            raise ApiError("CONSUMER_EPHEMERAL_WITH_DURABLE_NAME")
+            raise ApiError(Err.CONSUMER_EPHEMERAL_WITH_DURABLE_NAME)
         name = config.name or ephemeral_name()
     elif form == "durable":
         name = req.params[1]
         if not config.durable_name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_SET")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_SET)
         if config.durable_name != name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT)
     else:
         name = req.params[1]
         if any(c in name for c in "*>\\/"):
             raise ApiError(
-                "STREAM_INVALID_CONFIG", err="consumer name can not contain '.', '*', '>', '\\', '/'"
+                Err.STREAM_INVALID_CONFIG, err="consumer name can not contain '.', '*', '>', '\\', '/'"
             )
         if config.durable_name and config.durable_name != name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT)
         if form == "filtered":
             if config.filter_subjects:
-                raise ApiError("CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED")
+                raise ApiError(Err.CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED)
             wanted = config.filter_subject or (
                 config.filter_subjects[0] if config.filter_subjects else ""
             )
             if wanted != req.params[2]:
-                raise ApiError("CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH")
+                raise ApiError(Err.CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH)
     from dataclasses import replace
 
     config = replace(config, name=name)
@@ -266,11 +266,11 @@ def consumer_pause(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     consumer = lookup_consumer(engine, req.params[0], req.params[1])
     text = body.get("pause_until") or ""
     if not isinstance(text, str):
-        raise ApiError("INVALID_JSON", err="pause_until must be an RFC 3339 time")
+        raise ApiError(Err.INVALID_JSON, err="pause_until must be an RFC 3339 time")
     try:
         until_ns = parse_time(text) if text else 0
     except ValueError as exc:
-        raise ApiError("INVALID_JSON", err=str(exc)) from None
+        raise ApiError(Err.INVALID_JSON, err=str(exc)) from None
     consumer.pause(until_ns)
     now = engine.clock.now_ns()
     if until_ns > now:
@@ -290,7 +290,7 @@ def consumer_reset(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
         seq = 0
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
         raise ApiError(
-            "INVALID_JSON",
+            Err.INVALID_JSON,
             err=f"json: cannot unmarshal {seq!r} into Go struct field "
             "JSApiConsumerResetRequest.seq of type uint64",
         )

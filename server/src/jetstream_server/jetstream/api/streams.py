@@ -23,7 +23,7 @@ from jetstream_server.jetstream.api.common import (
     uint_field,
 )
 from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _config_from_request(req: ApiRequest) -> StreamConfig:
     if body.get("name", "") != name:
         if not body.get("name"):
             validate_stream_name(name)
-        raise ApiError("STREAM_MISMATCH")
+        raise ApiError(Err.STREAM_MISMATCH)
     return StreamConfig.from_json(body)
 
 
@@ -44,11 +44,11 @@ def _config_from_request(req: ApiRequest) -> StreamConfig:
 def stream_create(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(req)
     if config.sealed:
-        raise ApiError("STREAM_INVALID_CONFIG", err="stream configuration for create can not be sealed")
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
     existing = engine.streams.get(config.name)
     if existing is not None:
         if not existing.config.same_as(config):
-            raise ApiError("STREAM_NAME_EXIST")
+            raise ApiError(Err.STREAM_NAME_EXIST)
         stream = existing
     else:
         stream = engine.create_stream(config)
@@ -145,7 +145,7 @@ def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     last_by = str_field(body, "last_by_subj")
     next_by = str_field(body, "next_by_subj")
     if (seq and last_by) or (last_by and next_by) or not (seq or last_by or next_by):
-        raise ApiError("BAD_REQUEST")
+        raise ApiError(Err.BAD_REQUEST)
     store = stream.store
     if last_by:
         msg = store.load_last(last_by)
@@ -154,7 +154,7 @@ def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     else:
         msg = store.load(seq)
     if msg is None:
-        raise ApiError("NO_MESSAGE_FOUND")
+        raise ApiError(Err.NO_MESSAGE_FOUND)
     return {"message": stored_message_json(msg)}
 
 
@@ -164,6 +164,6 @@ def stream_msg_delete(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     stream = engine.lookup_stream(req.params[0])
     seq = uint_field(body, "seq")
     if seq == 0:
-        raise ApiError("BAD_REQUEST")
+        raise ApiError(Err.BAD_REQUEST)
     stream.delete_message(seq, erase=not bool(body.get("no_erase")))
     return {"success": True}
