@@ -75,7 +75,6 @@ class JetStream:
     """The JetStream engine (see module docstring)."""
 
     def __init__(self, settings: Any, clock: Clock) -> None:
-        self.settings = settings
         self.clock = clock
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None

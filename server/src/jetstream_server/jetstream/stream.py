@@ -25,9 +25,10 @@ Invariants:
 - The dedup table only holds ids younger than `duplicate_window`; it is
   rebuilt from the stored headers when a stream is reopened.
 - `removals` grows whenever the stream removes messages on its own (limits,
-  max_age, TTL, rollup, purge, message delete), so that a consumer keeping
-  `num_pending` incrementally can tell it must recount (a message removed
-  before it was delivered no longer counts, as in nats-server).
+  max_age, TTL, rollup, purge, message delete). Only purges and max_age
+  expiry reach consumers (`on_purged`), so a consumer keeping `num_pending`
+  incrementally could tell from it that a recount is due; consumers today
+  recount per pull request and per info instead.
 """
 
 from __future__ import annotations
@@ -155,9 +156,7 @@ class Stream:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.closed = False
-        # Bumped whenever the stream itself removes messages (limits, max_age,
-        # TTL, rollup, purge, message delete). Consumers keep num_pending
-        # incrementally; a changed value tells them to recount it.
+        # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:

@@ -23,7 +23,6 @@ delivery is re-entrancy safe (`kick` loops while asked again).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -77,7 +76,6 @@ class Consumer:
         self._cont_timer: TimerHandle | None = None
         self._last_active_ns = self.clock.now_ns()
         self.delivered_last_ns = 0
-        self.on_delete: Callable[[Consumer], None] | None = None
         self._replay_original = config.replay_policy == "original"
         self._replay_prev: tuple[int, int] | None = None  # (msg ts, sent at) for replay original
         self.cursor = Cursor(stream, config.filters)
@@ -165,8 +163,6 @@ class Consumer:
         if self.store is not None:
             self.store.destroy()
         self.stream.remove_consumer(self.name)
-        if self.on_delete is not None:
-            self.on_delete(self)
 
     @property
     def closed(self) -> bool:

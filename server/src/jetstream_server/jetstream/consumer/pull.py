@@ -156,38 +156,39 @@ class WaitingQueue:
 
     def __init__(self, max_waiting: int) -> None:
         self.max_waiting = max_waiting
-        self._requests: dict[int, WaitingRequest] = {}  # insertion order = arrival order
+        # by key, in arrival order; read it, change it only through the methods
+        self.requests: dict[int, WaitingRequest] = {}
         self._next_id = 0
 
     def __len__(self) -> int:
-        return len(self._requests)
+        return len(self.requests)
 
     def __iter__(self) -> Iterator[WaitingRequest]:
-        return iter(list(self._requests.values()))
+        return iter(list(self.requests.values()))
 
     @property
     def full(self) -> bool:
-        return len(self._requests) >= self.max_waiting > 0
+        return len(self.requests) >= self.max_waiting > 0
 
     def add(self, waiting: WaitingRequest) -> None:
         self._next_id += 1
         waiting.key = self._next_id
-        self._requests[self._next_id] = waiting
+        self.requests[self._next_id] = waiting
 
     def peek(self) -> WaitingRequest | None:
-        for waiting in self._requests.values():
+        for waiting in self.requests.values():
             return waiting
         return None
 
     def remove(self, waiting: WaitingRequest) -> None:
-        if self._requests.pop(waiting.key, None) is not None:
+        if self.requests.pop(waiting.key, None) is not None:
             waiting.close()
 
     def clear(self) -> list[WaitingRequest]:
-        requests = list(self._requests.values())
+        requests = list(self.requests.values())
         for waiting in requests:
             waiting.close()
-        self._requests.clear()
+        self.requests.clear()
         return requests
 
 
@@ -212,10 +213,10 @@ class PullDelivery:
                 self.host.publish(waiting.reply, None, CONSUMER_DELETED, b"")
 
     def ready(self) -> bool:
-        return len(self.waiting) > 0
+        return bool(self.waiting.requests)  # (on every ack: no __len__ call)
 
     def active(self) -> bool:
-        return len(self.waiting) > 0
+        return bool(self.waiting.requests)
 
     @property
     def num_waiting(self) -> int:
