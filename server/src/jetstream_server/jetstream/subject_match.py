@@ -1,6 +1,6 @@
 """Subject helpers as JetStream names them, on top of `jetstream_server.core.subjects`.
 
-One implementation of NATS subject rules lives in server/subjects.py (the
+One implementation of NATS subject rules lives in core/subjects.py (the
 broker's); this module only gives JetStream code its vocabulary
 (`subjects_overlap` for stream/consumer subject collisions, `is_subset` for
 consumer filters) and memoises `subject_matches`, which the stream API calls

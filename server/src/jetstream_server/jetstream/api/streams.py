@@ -3,7 +3,7 @@
 Each handler decodes its body with `request_body`, acts on the host and
 returns the response body without `type` (the dispatcher adds it). Errors are
 raised as `ApiError` with nats-server's codes; shapes follow the real server
-(recorded in tests/test_streams_api.py).
+(recorded in tests/server/integration/test_streams_api.py).
 """
 
 from __future__ import annotations
