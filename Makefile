@@ -27,7 +27,10 @@ $(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml scripts/ens
 	touch $(DEPS)
 
 # Our three packages (fast): whenever a source file changes.
+# setuptools' build/ directories keep modules deleted or moved in the sources:
+# removed first, so the installed packages hold exactly what the sources hold.
 $(STAMP): $(DEPS) $(SOURCES)
+	rm -rf build server/build testing/build
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
 	touch $(STAMP)
 

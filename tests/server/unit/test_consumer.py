@@ -11,11 +11,11 @@ import pytest
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import parse_headers
 from jetstream_server.core.router import MessageHandler
-from jetstream_server.jetstream.acks import parse_ack_subject
-from jetstream_server.jetstream.consumer import Consumer
-from jetstream_server.jetstream.consumer_config import ConsumerConfig
+from jetstream_server.jetstream.consumer.acks import parse_ack_subject
+from jetstream_server.jetstream.consumer.config import ConsumerConfig
+from jetstream_server.jetstream.consumer.consumer import RUN_BUDGET, Consumer
+from jetstream_server.jetstream.consumer.push import FC_MAX_PENDING_BYTES, PushDelivery
 from jetstream_server.jetstream.errors import ApiError
-from jetstream_server.jetstream.push import FC_MAX_PENDING_BYTES
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
 from jetstream_server.store.memory import MemoryStore
@@ -115,16 +115,16 @@ def test_num_pending_is_exact_and_incremental() -> None:
     for i in range(6):
         w.publish(f"s.{i % 2}")
     c = w.consumer(filter_subject="s.1")
-    assert c.npc == 3
+    assert c.cursor.npc == 3
     out = w.pull(c, b'{"batch": 2}')
     assert [s.ack.num_pending for s in out] == [2, 1]
     assert [s.subject for s in out] == ["s.1", "s.1"] and {s.target for s in out} == {"inbox"}
     w.publish("s.1")
     w.publish("s.0")
-    assert c.npc == 2
+    assert c.cursor.npc == 2
     out = w.pull(c, b'{"batch": 5, "no_wait": true}')
     assert seqs(out) == [6, 7] and statuses(out)[-1] == 404
-    assert c.npc == 0 and c.info()["num_pending"] == 0
+    assert c.cursor.npc == 0 and c.info()["num_pending"] == 0
 
 
 def test_no_wait_with_expires_ends_after_first_messages() -> None:
@@ -134,7 +134,7 @@ def test_no_wait_with_expires_ends_after_first_messages() -> None:
     w.publish("s.a")
     out = w.host.take()
     assert seqs(out) == [1] and statuses(out)[-1] == 404
-    assert len(c.waiting) == 0
+    assert c.delivery.num_waiting == 0
 
 
 def test_expiry_and_heartbeats_with_fake_clock() -> None:
@@ -161,7 +161,7 @@ def test_max_waiting_and_interest_loss() -> None:
     assert statuses(out) == [409]
     w.host.deaf.add("gone")
     w.publish("s.a")
-    assert w.host.take() == [] and len(c.waiting) == 0
+    assert w.host.take() == [] and c.delivery.num_waiting == 0
     out = w.pull(c, b"1", reply="live")
     assert seqs(out) == [1]
 
@@ -172,7 +172,7 @@ def test_max_bytes_gives_message_back() -> None:
     c = w.consumer()
     out = w.pull(c, b'{"batch": 2, "max_bytes": 100}')
     assert statuses(out) == [409]
-    assert c.sseq == 1 and c.npc == 1
+    assert c.cursor.sseq == 1 and c.cursor.npc == 1
     assert seqs(w.pull(c, b'{"batch": 1, "max_bytes": 1000}')) == [1]
 
 
@@ -183,13 +183,13 @@ def test_ack_floor_moves_over_contiguous_acks() -> None:
         w.publish("s.a")
     c = w.consumer()
     w.pull(c, b"4")
-    assert c.ack(2) and (c.adflr, c.asflr) == (0, 0)
-    assert c.ack(1) and (c.adflr, c.asflr) == (2, 2)
+    assert c.ack(2) and (c.acks.adflr, c.acks.asflr) == (0, 0)
+    assert c.ack(1) and (c.acks.adflr, c.acks.asflr) == (2, 2)
     assert not c.ack(1)  # double ack
     c.term(4)
-    assert (c.adflr, c.asflr) == (2, 2)
+    assert (c.acks.adflr, c.acks.asflr) == (2, 2)
     c.ack(3)
-    assert (c.adflr, c.asflr) == (4, 4) and not c.pending
+    assert (c.acks.adflr, c.acks.asflr) == (4, 4) and not c.acks.pending
 
 
 def test_redelivery_backoff_and_max_deliver() -> None:
@@ -209,7 +209,7 @@ def test_redelivery_backoff_and_max_deliver() -> None:
     assert [s.ack.delivery_count for s in w.host.take()] == [3]
     w.clock.advance(10)
     assert seqs(w.host.take()) == []
-    assert c.pending == {} and c.dropped == {1} and c.asflr == 0
+    assert c.acks.pending == {} and c.acks.dropped == {1} and c.acks.asflr == 0
     assert c.info()["num_redelivered"] == 1
 
 
@@ -252,10 +252,10 @@ def test_ack_all_and_ack_none() -> None:
     c = w.consumer(ack_policy="all")
     w.pull(c, b"3")
     c.ack(2)
-    assert sorted(c.pending) == [3] and c.asflr == 2
+    assert sorted(c.acks.pending) == [3] and c.acks.asflr == 2
     n = w.consumer("N", ack_policy="none")
     w.pull(n, b"2")
-    assert n.pending == {} and (n.adflr, n.asflr) == (2, 2)
+    assert n.acks.pending == {} and (n.acks.adflr, n.acks.asflr) == (2, 2)
 
 
 def test_workqueue_and_interest_retention() -> None:
@@ -292,8 +292,8 @@ def test_reset_semantics() -> None:
     w.pull(c, b"4")
     c.ack(1)
     assert c.reset(0) == 2
-    assert (c.dseq, c.sseq, c.asflr, c.npc, c.pending) == (0, 2, 1, 9, {})
-    assert c.reset(7) == 7 and c.asflr == 6 and c.npc == 4
+    assert (c.cursor.dseq, c.cursor.sseq, c.acks.asflr, c.cursor.npc, c.acks.pending) == (0, 2, 1, 9, {})
+    assert c.reset(7) == 7 and c.acks.asflr == 6 and c.cursor.npc == 4
     out = w.pull(c, b"1")
     assert [(s.stream_seq, s.ack.consumer_seq) for s in out] == [(7, 1)]
     last = w.consumer("L", deliver_policy="last")
@@ -309,7 +309,7 @@ def test_purge_moves_cursor_and_floor() -> None:
     c = w.consumer()
     w.pull(c, b"2")
     w.stream.purge(None, 4, None)
-    assert c.sseq == 4 and c.asflr == 3 and c.pending == {} and c.npc == 2
+    assert c.cursor.sseq == 4 and c.acks.asflr == 3 and c.acks.pending == {} and c.cursor.npc == 2
 
 
 def test_pause_until_then_deliver() -> None:
@@ -365,7 +365,7 @@ def test_push_flow_control_stalls_and_resumes() -> None:
     delivered = [s for s in out if s.status is None]
     fcs = [s for s in out if s.status == 100]
     assert 0 < len(delivered) < n and fcs and all(f.reply for f in fcs)
-    assert c.push is not None and c.push.stalled
+    assert isinstance(c.delivery, PushDelivery) and c.delivery.stalled
     w.clock.advance(1.1)
     hb = [s for s in w.host.take() if s.status == 100]
     assert parse_headers(hb[-1].headers or b"").get("Nats-Consumer-Stalled") == fcs[-1].reply
@@ -400,8 +400,6 @@ def test_headers_only_frame() -> None:
 
 
 def test_large_pull_is_spread_over_loop_turns() -> None:
-    from jetstream_server.jetstream.consumer import RUN_BUDGET
-
     w = World()
     total = RUN_BUDGET * 2 + 5
     for _ in range(total):

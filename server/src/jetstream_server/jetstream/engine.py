@@ -1,17 +1,17 @@
 """The JetStream service: streams, the `$JS.API` entry and the publish path.
 
-`JetStream(settings, clock)` is a `Service` (server/router.py): `start(router)`
-subscribes internally to `$JS.API.>` (and `$JS.<domain>.API.>` with a domain)
-and to every stream's subjects, reopens the streams found under
-`<store_dir>/jetstream/$G/streams/`, and from then on answers requests and
-stores published messages. No sockets, no asyncio; time from the clock.
+`JetStream(settings, clock)` is a `Service` (core/router.py): `start(router)`
+subscribes internally to `$JS.API.>` (and `$JS.<domain>.API.>` with a domain,
+both answered by api/dispatch.py through the route table), to `$JS.ACK.>`
+(consumer/acks.py) and to every stream's subjects, reopens the streams found
+under `<store_dir>/jetstream/$G/streams/` with their durable consumers, and
+from then on answers requests and stores published messages. No sockets, no
+asyncio; time from the clock.
 
-What API handlers and consumers may use (api/registry.py, seams.py):
-`router`, `clock`, `settings`, `streams`, `respond(reply, body)`,
-`publish(subject, reply, headers, payload)`, `lookup_stream(name)`,
-`domain`, and `on_stream_opened`: callbacks `(engine, stream) -> None` run for
-every stream opened from disk at start (after it is subscribed), where
-consumers restore their durable state.
+The engine is the top of the JetStream package: it implements what API
+handlers may use (`ApiHost`, api/host.py) and gives consumers the router as a
+`ConsumerHost` (consumer/delivery.py) through `RouterHost`. Nothing below
+imports it.
 
 Durability: with `sync_always` the pub acks of one loop turn are held, the
 touched stores are synced once (group commit) in a callback scheduled with
@@ -33,9 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from jetstream_server.core.clock import Clock, TimerHandle
-from jetstream_server.core.router import Router
+from jetstream_server.core.router import MessageHandler, Router
 from jetstream_server.jetstream import persistence
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.api.consumers import restore_consumers
+from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
+from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
+from jetstream_server.jetstream.consumer.delivery import ConsumerHost
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
@@ -43,10 +47,7 @@ from jetstream_server.store.base import StreamStore
 
 logger = logging.getLogger(__name__)
 
-API_PREFIX = "$JS.API."
 DEFAULT_SYNC_INTERVAL_S = 120.0
-
-StreamOpenedHook = Callable[["JetStream", Stream], None]
 
 
 def _setting(settings: Any, name: str, default: Any) -> Any:
@@ -74,7 +75,6 @@ class JetStream:
     """The JetStream engine (see module docstring)."""
 
     def __init__(self, settings: Any, clock: Clock) -> None:
-        self.settings = settings
         self.clock = clock
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None
@@ -85,8 +85,8 @@ class JetStream:
         self.max_memory: int = int(_setting(settings, "max_memory_store", -1)) or -1
         self.max_storage: int = int(_setting(settings, "max_file_store", -1)) or -1
         self.router: Router = _NoRouter()
+        self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
-        self.on_stream_opened: list[StreamOpenedHook] = []
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -103,34 +103,20 @@ class JetStream:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
-        from jetstream_server.jetstream import dispatch
-
         self.router = router
+        self.consumer_host = RouterHost(router, self.clock)
         self._started = True
-        handler = self._api_handler(dispatch)
-        self._api_subs.append(router.subscribe(API_PREFIX + ">", handler))
+        # a partial, not a closure: one Python frame less per request
+        on_api = functools.partial(dispatch, self)
+        self._api_subs.append(router.subscribe(API_PREFIX + ">", on_api))
         if self.domain:
-            self._api_subs.append(router.subscribe(f"$JS.{self.domain}.API.>", handler))
-        # Consumers (server/jetstream/consumer.py): acks, and durable state restored per stream.
-        from jetstream_server.jetstream import acks
-        from jetstream_server.jetstream.api.consumers import restore_consumers
-
-        self._api_subs.append(
-            router.subscribe(acks.ACK_SUBJECT, lambda s, r, h, p: acks.handle_ack(self, s, r, p))
-        )
-        if restore_consumers not in self.on_stream_opened:
-            self.on_stream_opened.append(restore_consumers)
+            self._api_subs.append(router.subscribe(f"$JS.{self.domain}.API.>", on_api))
+        self._api_subs.append(router.subscribe(ACK_SUBJECT, AckInbox(self.streams, router.publish)))
         if self.store_dir is None:
             logger.warning("JetStream has no store directory: file streams are kept in memory")
         self._open_existing()
         if not self.sync_always:
             self._arm_sync_timer()
-
-    def _api_handler(self, dispatch: Any) -> Callable[[str, str | None, bytes | None, bytes], None]:
-        def on_api(subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
-            dispatch.dispatch(self, subject, reply, headers, payload)
-
-        return on_api
 
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
@@ -187,11 +173,10 @@ class JetStream:
             self.streams[config.name] = stream
             self._subscribe_stream(stream)
             logger.info("restored stream %s (%d messages)", config.name, store.state().msgs)
-            for hook in list(self.on_stream_opened):
-                try:
-                    hook(self, stream)
-                except Exception:  # a consumer restore bug must not lose the stream
-                    logger.exception("stream-opened hook failed for %s", config.name)
+            try:
+                restore_consumers(self, stream)
+            except Exception:  # a consumer restore bug must not lose the stream
+                logger.exception("restoring the consumers of stream %s failed", config.name)
 
     # -- what handlers use ---------------------------------------------------------
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
@@ -204,7 +189,7 @@ class JetStream:
     def lookup_stream(self, name: str) -> Stream:
         stream = self.streams.get(name)
         if stream is None:
-            raise ApiError("STREAM_NOT_FOUND")
+            raise ApiError(Err.STREAM_NOT_FOUND)
         return stream
 
     # -- stream lifecycle ------------------------------------------------------------
@@ -222,7 +207,7 @@ class JetStream:
             for mine in config.subjects:
                 for theirs in other.config.subjects:
                     if subjects_overlap(mine, theirs):
-                        raise ApiError("STREAM_SUBJECT_OVERLAP")
+                        raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""
@@ -236,7 +221,7 @@ class JetStream:
         )
         if reserved + config.max_bytes > limit:
             raise ApiError(
-                "MEMORY_RESOURCES_EXCEEDED" if config.storage == "memory" else "STORAGE_RESOURCES_EXCEEDED"
+                Err.MEMORY_RESOURCES_EXCEEDED if config.storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
             )
 
     def _store_limit_check(self) -> Callable[[Stream, int], None] | None:
@@ -250,7 +235,7 @@ class JetStream:
             return
         if self.usage(storage) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
-            raise ApiError("INSUFFICIENT_RESOURCES")
+            raise ApiError(Err.INSUFFICIENT_RESOURCES)
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
@@ -277,7 +262,7 @@ class JetStream:
             if directory is not None:
                 persistence.remove_stream_dir(directory)
             logger.exception("could not create the store of stream %s", config.name)
-            raise ApiError("STREAM_CREATE", err=str(exc)) from exc
+            raise ApiError(Err.STREAM_CREATE, err=str(exc)) from exc
         stream = Stream(
             config, store, self.clock, directory=directory, created_ns=created,
             account_check=self._store_limit_check(),
@@ -339,7 +324,7 @@ class JetStream:
             ack = PubAck(0, error=exc)
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
-            ack = PubAck(seq=0, error=ApiError("STREAM_STORE_FAILED", err=str(exc)))
+            ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
         if self.sync_always and (ack.msg is not None or self._pending):
             self._pending.append((stream, reply, ack))
             if ack.msg is not None:
@@ -367,7 +352,7 @@ class JetStream:
                 stream.store.sync()
             except Exception as exc:  # the messages are not durable: tell their publishers
                 logger.exception("stream %s: sync failed", name)
-                failed = ApiError("STREAM_STORE_FAILED", err=str(exc))
+                failed = ApiError(Err.STREAM_STORE_FAILED, err=str(exc))
                 pending = [
                     (s, r, PubAck(seq=0, error=failed) if s is stream else a) for s, r, a in pending
                 ]
@@ -460,6 +445,41 @@ class JetStream:
             "bytes": sum(st.bytes for st in states),
             "api": {"total": self.api_total, "errors": self.api_errors},
         }
+
+
+class RouterHost:
+    """`ConsumerHost` (consumer/delivery.py) over the router.
+
+    A delivery routes by one subject (the inbox or deliver subject) while
+    presenting another (the message's stream subject): the broker offers
+    `publish_as(target, subject, reply, headers, payload)`. The router's bound
+    methods are taken once, so a delivery costs no call of ours. A router
+    without `publish_as` gets the message under the target subject (logged once).
+    """
+
+    _warned = False
+
+    def __init__(self, router: Router, clock: Clock) -> None:
+        self.clock = clock
+        self.router = router
+        self.publish = router.publish
+        self.has_interest = router.has_interest
+        self.unsubscribe = router.unsubscribe
+        publish_as = getattr(router, "publish_as", None)
+        self.deliver: Callable[[str, str, str | None, bytes | None, bytes], None] = (
+            publish_as if publish_as is not None else self._deliver_to_target
+        )
+
+    def subscribe(self, subject: str, handler: MessageHandler) -> int:
+        return self.router.subscribe(subject, handler)
+
+    def _deliver_to_target(
+        self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        if not RouterHost._warned:
+            RouterHost._warned = True
+            logger.warning("router has no publish_as: deliveries carry the inbox subject")
+        self.router.publish(target, reply, headers, payload)
 
 
 class _NoRouter:

@@ -1,33 +1,35 @@
-"""The seam between streams (stream.py, engine.py) and consumers (consumer.py).
+"""The seam between streams (stream.py) and consumers (the consumer package).
 
-Two parts of JetStream are written side by side; this module pins what each
+Streams and consumers never import each other; this module pins what each
 may ask of the other. Keep these signatures stable.
 
-Stream side (implemented by `jetstream_server.jetstream.stream.Stream`):
+Stream side, `StreamForConsumers` (implemented by `jetstream_server.jetstream.stream.Stream`):
 - `name: str`, `config` (StreamConfig: `.retention` "limits"|"interest"|"workqueue",
   `.storage` "file"|"memory", `.subjects`, `.max_consumers`, ...),
   `store: StreamStore`, `directory: pathlib.Path | None` (where a file-backed
   stream keeps its files; consumers persist their state under
   `directory / "obs" / <consumer name>`; None for memory streams),
   `consumers: dict[str, StreamListener]`.
-- `add_consumer(name, consumer)`: registers a listener (raises ApiError
-  MAXIMUM_CONSUMERS_LIMIT when `max_consumers` is reached);
-  `remove_consumer(name)`.
+- `remove_consumer(name)`; `Stream.add_consumer(name, consumer)` (used by
+  the API, which creates consumers) raises ApiError MAXIMUM_CONSUMERS_LIMIT
+  when `max_consumers` is reached.
 - `acknowledged(seq)`: a consumer reports that `seq` is acknowledged; for
   workqueue retention the stream removes it, for interest retention it
   removes it once no consumer `wants()` it; for limits, nothing happens.
 
-Consumer side (implemented by `jetstream_server.jetstream.consumer.Consumer`):
-- `StreamListener` below: the stream calls these synchronously, on the loop
-  thread, after the store has the message (and after the group-commit fsync
-  when `sync_always`).
+Consumer side, `StreamListener` (implemented by
+`jetstream_server.jetstream.consumer.consumer.Consumer`): the stream calls
+these synchronously, on the loop thread, after the store has the message
+(and after the group-commit fsync when `sync_always`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
-from jetstream_server.store.base import StoredMessage
+from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.store.base import StoredMessage, StreamStore
 
 
 class StreamListener(Protocol):
@@ -55,3 +57,15 @@ class StreamListener(Protocol):
     def stop(self) -> None:
         """Server shutdown: persist state, cancel timers."""
         ...
+
+
+class StreamForConsumers(Protocol):
+    name: str
+    config: StreamConfig
+    store: StreamStore
+    directory: Path | None
+    consumers: dict[str, StreamListener]
+
+    def acknowledged(self, seq: int) -> None: ...
+
+    def remove_consumer(self, name: str) -> None: ...

@@ -25,9 +25,10 @@ Invariants:
 - The dedup table only holds ids younger than `duplicate_window`; it is
   rebuilt from the stored headers when a stream is reopened.
 - `removals` grows whenever the stream removes messages on its own (limits,
-  max_age, TTL, rollup, purge, message delete), so that a consumer keeping
-  `num_pending` incrementally can tell it must recount (a message removed
-  before it was delivered no longer counts, as in nats-server).
+  max_age, TTL, rollup, purge, message delete). Only purges and max_age
+  expiry reach consumers (`on_purged`), so a consumer keeping `num_pending`
+  incrementally could tell from it that a recount is due; consumers today
+  recount per pull request and per info instead.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, Headers, parse_headers
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.seams import StreamListener
 from jetstream_server.jetstream.stream_config import StreamConfig
@@ -89,7 +90,7 @@ def parse_ttl_ns(value: str) -> int:
         if pos == len(text) and text:
             ttl = int(total)
     if ttl is None or ttl < NS:
-        raise ApiError("MESSAGE_TTL_INVALID")
+        raise ApiError(Err.MESSAGE_TTL_INVALID)
     return ttl
 
 
@@ -155,9 +156,7 @@ class Stream:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.closed = False
-        # Bumped whenever the stream itself removes messages (limits, max_age,
-        # TTL, rollup, purge, message delete). Consumers keep num_pending
-        # incrementally; a changed value tells them to recount it.
+        # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
@@ -171,7 +170,7 @@ class Stream:
             and self.config.max_consumers > 0
             and len(self.consumers) >= self.config.max_consumers
         ):
-            raise ApiError("MAXIMUM_CONSUMERS_LIMIT")
+            raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
         self.consumers[name] = consumer
 
     def remove_consumer(self, name: str) -> None:
@@ -216,12 +215,12 @@ class Stream:
     def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
         """Validate and store one published message (listeners not yet told)."""
         if self.config.sealed:
-            return self._fail("STREAM_SEALED")
+            return self._fail(Err.STREAM_SEALED)
         hdr_len = len(headers) if headers else 0
         if hdr_len + len(payload) > self._max_size:
-            return self._fail("STREAM_MESSAGE_EXCEEDS_MAXIMUM")
+            return self._fail(Err.STREAM_MESSAGE_EXCEEDS_MAXIMUM)
         if hdr_len > 65536:
-            return self._fail("STREAM_HEADER_EXCEEDS_MAXIMUM")
+            return self._fail(Err.STREAM_HEADER_EXCEEDS_MAXIMUM)
         now = self.clock.now_ns()
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
@@ -261,7 +260,7 @@ class Stream:
         cfg = self.config
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
-            return self._fail("STREAM_NOT_MATCH")
+            return self._fail(Err.STREAM_NOT_MATCH)
         msg_id = hdr.get(MSG_ID) or ""
         if msg_id:
             found = self._dedup_lookup(msg_id, now)
@@ -273,16 +272,16 @@ class Stream:
         rollup = (hdr.get(ROLLUP) or "").strip()
         if rollup:
             if not cfg.allow_rollup_hdrs:
-                return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+                return self._fail(Err.STREAM_ROLLUP_FAILED, err="rollup not permitted")
             if rollup not in ("sub", "all"):
-                return self._fail("STREAM_ROLLUP_FAILED", err=f'rollup value invalid: "{rollup}"')
+                return self._fail(Err.STREAM_ROLLUP_FAILED, err=f'rollup value invalid: "{rollup}"')
             if rollup == "all" and cfg.deny_purge:
-                return self._fail("STREAM_ROLLUP_FAILED", err="rollup not permitted")
+                return self._fail(Err.STREAM_ROLLUP_FAILED, err="rollup not permitted")
         ttl_ns = 0
         ttl_raw = hdr.get(MSG_TTL)
         if ttl_raw is not None:
             if not cfg.allow_msg_ttl:
-                return self._fail("MESSAGE_TTL_DISABLED")
+                return self._fail(Err.MESSAGE_TTL_DISABLED)
             try:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
@@ -313,8 +312,8 @@ class Stream:
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
 
-    def _fail(self, name: str, **fields: Any) -> PubAck:
-        return PubAck(seq=0, error=ApiError(name, **fields))
+    def _fail(self, error: Err, **fields: Any) -> PubAck:
+        return PubAck(seq=0, error=ApiError(error, **fields))
 
     def _check_expectations(self, hdr: Headers, subject: str) -> PubAck | None:
         # Like nats-server, a value that does not parse counts as 0.
@@ -322,7 +321,7 @@ class Stream:
         if raw is not None:
             last = self.store.state().last_seq
             if _seq_value(raw) != last:
-                return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
+                return self._fail(Err.STREAM_WRONG_LAST_SEQUENCE, seq=last)
         raw = hdr.get(EXPECTED_LAST_SUBJ_SEQ)
         if raw is not None:
             target = hdr.get(EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
@@ -333,23 +332,23 @@ class Stream:
                 info = self.store.subject_info(target)
                 last = info.last_seq if info is not None else 0
             if _seq_value(raw) != last:
-                return self._fail("STREAM_WRONG_LAST_SEQUENCE", seq=last)
+                return self._fail(Err.STREAM_WRONG_LAST_SEQUENCE, seq=last)
         raw = hdr.get(EXPECTED_LAST_MSG_ID)
         if raw is not None and raw != self.last_msg_id:
-            return self._fail("STREAM_WRONG_LAST_MSG_ID", id=self.last_msg_id)
+            return self._fail(Err.STREAM_WRONG_LAST_MSG_ID, id=self.last_msg_id)
         return None
 
     def _discard_new_check(self, subject: str, size: int) -> PubAck | None:
         cfg = self.config
         state = self.store.state()
         if cfg.max_msgs > 0 and state.msgs >= cfg.max_msgs:
-            return self._fail("STREAM_STORE_FAILED", err="maximum messages exceeded")
+            return self._fail(Err.STREAM_STORE_FAILED, err="maximum messages exceeded")
         if cfg.max_bytes > 0 and state.bytes + size > cfg.max_bytes:
-            return self._fail("STREAM_STORE_FAILED", err="maximum bytes exceeded")
+            return self._fail(Err.STREAM_STORE_FAILED, err="maximum bytes exceeded")
         if cfg.discard_new_per_subject and cfg.max_msgs_per_subject > 0:
             info = self.store.subject_info(subject)
             if info is not None and info.msgs >= cfg.max_msgs_per_subject:
-                return self._fail("STREAM_STORE_FAILED", err="maximum messages per subject exceeded")
+                return self._fail(Err.STREAM_STORE_FAILED, err="maximum messages per subject exceeded")
         return None
 
     def _enforce_limits(self, subject: str) -> None:
@@ -578,11 +577,11 @@ class Stream:
 
     def purge(self, subject: str | None, seq: int | None, keep: int | None) -> int:
         if self.config.sealed:
-            raise ApiError("STREAM_SEALED")
+            raise ApiError(Err.STREAM_SEALED)
         if self.config.deny_purge:
-            raise ApiError("STREAM_PURGE_FAILED", err="stream purge not permitted")
+            raise ApiError(Err.STREAM_PURGE_FAILED, err="stream purge not permitted")
         if seq is not None and keep is not None:
-            raise ApiError("BAD_REQUEST")
+            raise ApiError(Err.BAD_REQUEST)
         filt = None if subject in (None, "", ">") else subject
         purged = self.store.purge(subject=filt, up_to_seq=seq, keep=keep)
         self.removals += 1
@@ -591,17 +590,17 @@ class Stream:
 
     def delete_message(self, seq: int, erase: bool) -> None:
         if self.config.sealed:
-            raise ApiError("STREAM_SEALED")
+            raise ApiError(Err.STREAM_SEALED)
         if self.config.deny_delete:
-            raise ApiError("STREAM_MSG_DELETE_FAILED", err="message delete not permitted")
+            raise ApiError(Err.STREAM_MSG_DELETE_FAILED, err="message delete not permitted")
         state = self.store.state()
         if seq > state.last_seq:
-            raise ApiError("STREAM_MSG_DELETE_FAILED", err="stream store EOF")
+            raise ApiError(Err.STREAM_MSG_DELETE_FAILED, err="stream store EOF")
         if seq < state.first_seq:
-            raise ApiError("STREAM_MSG_DELETE_FAILED", err="no message found")
+            raise ApiError(Err.STREAM_MSG_DELETE_FAILED, err="no message found")
         if not self.store.remove(seq, erase=erase):
             # an interior sequence that is already gone
-            raise ApiError("SEQUENCE_NOT_FOUND", seq=seq)
+            raise ApiError(Err.SEQUENCE_NOT_FOUND, seq=seq)
         self.removals += 1
 
     def _notify_purged(self, first_seq: int) -> None:

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 
 DEFAULT_DUPLICATE_WINDOW_NS = 120 * 1_000_000_000
@@ -72,13 +72,13 @@ _PATH_SEPARATORS = ("\\", "/")
 
 
 def invalid(message: str) -> ApiError:
-    return ApiError("STREAM_INVALID_CONFIG", err=message)
+    return ApiError(Err.STREAM_INVALID_CONFIG, err=message)
 
 
 def validate_stream_name(name: Any) -> str:
     """nats-server refuses empty names, `.`, `*`, `>`, path separators and whitespace."""
     if isinstance(name, str) and any(c in name for c in _PATH_SEPARATORS):
-        raise ApiError("STREAM_NAME_CONTAINS_PATH_SEPARATORS")
+        raise ApiError(Err.STREAM_NAME_CONTAINS_PATH_SEPARATORS)
     if (
         not isinstance(name, str)
         or not name
@@ -95,9 +95,9 @@ def _int(raw: dict[str, Any], key: str, default: int = 0) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a number, got {value!r}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} must be a number, got {value!r}")
     if not -(1 << 63) <= value < (1 << 63):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} overflows int64: {value}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} overflows int64: {value}")
     return value
 
 
@@ -106,7 +106,7 @@ def _bool(raw: dict[str, Any], key: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a boolean, got {value!r}")
+        raise ApiError(Err.INVALID_JSON, err=f"field {key!r} must be a boolean, got {value!r}")
     return value
 
 
@@ -115,7 +115,7 @@ def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
     if value is None or value == "":
         return choices[0]
     if value not in choices:
-        raise ApiError("INVALID_JSON", err=f"can not unmarshal {json.dumps(json.dumps(value))}")
+        raise ApiError(Err.INVALID_JSON, err=f"can not unmarshal {json.dumps(json.dumps(value))}")
     return str(value)
 
 
@@ -156,11 +156,11 @@ class StreamConfig:
     def from_json(cls, raw: Any, *, name: str | None = None) -> StreamConfig:
         """Parse a client's config (already decoded JSON) and fill defaults."""
         if not isinstance(raw, dict):
-            raise ApiError("INVALID_JSON", err="stream config must be a JSON object")
+            raise ApiError(Err.INVALID_JSON, err="stream config must be a JSON object")
         stream_name = validate_stream_name(raw.get("name", name))
         subjects_raw = raw.get("subjects") or []
         if not isinstance(subjects_raw, list) or not all(isinstance(s, str) for s in subjects_raw):
-            raise ApiError("INVALID_JSON", err="field 'subjects' must be a list of strings")
+            raise ApiError(Err.INVALID_JSON, err="field 'subjects' must be a list of strings")
         subjects = tuple(subjects_raw) if subjects_raw else (stream_name,)
 
         def limit(key: str) -> int:
@@ -171,13 +171,13 @@ class StreamConfig:
         dup = _int(raw, "duplicate_window")
         metadata = raw.get("metadata") or {}
         if not isinstance(metadata, dict):
-            raise ApiError("INVALID_JSON", err="field 'metadata' must be an object")
+            raise ApiError(Err.INVALID_JSON, err="field 'metadata' must be an object")
         consumer_limits = raw.get("consumer_limits") or {}
         if not isinstance(consumer_limits, dict):
-            raise ApiError("INVALID_JSON", err="field 'consumer_limits' must be an object")
+            raise ApiError(Err.INVALID_JSON, err="field 'consumer_limits' must be an object")
         description = raw.get("description") or ""
         if not isinstance(description, str):
-            raise ApiError("INVALID_JSON", err="field 'description' must be a string")
+            raise ApiError(Err.INVALID_JSON, err="field 'description' must be a string")
         cfg = cls(
             name=stream_name,
             subjects=subjects,
@@ -244,9 +244,9 @@ class StreamConfig:
             if self.extra.get(key):
                 raise invalid(f"{key} is not supported by this server")
         if self.num_replicas < 0:
-            raise ApiError("REPLICAS_COUNT_CANNOT_BE_NEGATIVE")
+            raise ApiError(Err.REPLICAS_COUNT_CANNOT_BE_NEGATIVE)
         if self.num_replicas > 1:
-            raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
+            raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.max_age < 0:
             raise invalid("max age can not be negative")
         if self.duplicate_window < 0:
@@ -361,6 +361,6 @@ class StreamConfig:
         if self.deny_purge and not new.deny_purge:
             raise invalid("stream configuration update can not cancel deny purge")
         if new.num_replicas != self.num_replicas and new.num_replicas > 1:
-            raise ApiError("STREAM_REPLICAS_NOT_SUPPORTED")
+            raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.allow_msg_ttl and not new.allow_msg_ttl:
             raise invalid("message TTL status can not be disabled")

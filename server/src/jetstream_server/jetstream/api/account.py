@@ -7,22 +7,19 @@ max_memory_store/max_file_store), `api` {level, total, errors}.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
-
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.request import ApiRequest
 
 # ADR-44 API level this server implements (2.12 feature set: per-message TTL,
 # direct-get batches); advertised in INFO and consumed by clients.
 API_LEVEL = 2
 
 
-@api_handler("INFO", "account_info")
-def account_info(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    out = engine.account_info()
-    if engine.domain:
-        out["domain"] = engine.domain
-    out["api"] = {"level": API_LEVEL, "total": engine.api_total, "errors": engine.api_errors}
+def account_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    out = host.account_info()
+    if host.domain:
+        out["domain"] = host.domain
+    out["api"] = {"level": API_LEVEL, "total": host.api_total, "errors": host.api_errors}
     return out

@@ -18,8 +18,9 @@ for deliver policies all / by_start_sequence / by_start_time); the answer is
 the consumer info with `reset_seq`. Unlike nats-server 2.15.1, which leaves a
 RESET of a missing consumer unanswered, we answer it with 10014.
 
-`restore_consumers(engine, stream)` is registered on `engine.on_stream_opened`
-and reopens the durable consumers persisted under the stream's directory.
+`restore_consumers(host, stream)` reopens the durable consumers persisted
+under a stream's directory; the engine calls it for every stream it opens
+from disk.
 """
 
 from __future__ import annotations
@@ -27,21 +28,19 @@ from __future__ import annotations
 import logging
 import secrets
 import string
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from jetstream_server.core.headers import status_headers
-from jetstream_server.jetstream.api.common import offset_of, request_body
-from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
-from jetstream_server.jetstream.consumer import Consumer, EngineHost
-from jetstream_server.jetstream.consumer_config import ConsumerConfig, parse_time
-from jetstream_server.jetstream.consumer_store import ConsumerStore, list_consumer_stores
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
+from jetstream_server.jetstream.consumer.config import ConsumerConfig, parse_time
+from jetstream_server.jetstream.consumer.consumer import Consumer
+from jetstream_server.jetstream.consumer.store import ConsumerStore, list_consumer_stores
+from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
-
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.engine import JetStream
-    from jetstream_server.jetstream.stream import Stream
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +58,11 @@ def _consumers(stream: Stream) -> dict[str, Consumer]:
     return {n: c for n, c in stream.consumers.items() if isinstance(c, Consumer)}
 
 
-def lookup_consumer(engine: JetStream, stream_name: str, name: str) -> Consumer:
-    stream = engine.lookup_stream(stream_name)
+def lookup_consumer(host: ApiHost, stream_name: str, name: str) -> Consumer:
+    stream = host.lookup_stream(stream_name)
     consumer = stream.consumers.get(name)
     if not isinstance(consumer, Consumer):
-        raise ApiError("CONSUMER_NOT_FOUND")
+        raise ApiError(Err.CONSUMER_NOT_FOUND)
     return consumer
 
 
@@ -74,9 +73,9 @@ def _check_workqueue(stream: Stream, name: str, config: ConsumerConfig) -> None:
             continue
         theirs = other.config.filters
         if not mine and not theirs:
-            raise ApiError("CONSUMER_WQ_MULTIPLE_UNFILTERED")
+            raise ApiError(Err.CONSUMER_WQ_MULTIPLE_UNFILTERED)
         if not mine or not theirs or any(subjects_overlap(a, b) for a in mine for b in theirs):
-            raise ApiError("CONSUMER_WQ_CONSUMER_NOT_UNIQUE")
+            raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_UNIQUE)
 
 
 def _persistent(stream: Stream, config: ConsumerConfig) -> bool:
@@ -84,7 +83,7 @@ def _persistent(stream: Stream, config: ConsumerConfig) -> bool:
 
 
 def create_consumer(
-    engine: JetStream, stream: Stream, name: str, config: ConsumerConfig, action: str = ""
+    host: ApiHost, stream: Stream, name: str, config: ConsumerConfig, action: str = ""
 ) -> Consumer:
     """Create, update or return the consumer `name` (see module docstring)."""
     config = config.with_defaults()
@@ -94,16 +93,16 @@ def create_consumer(
         if existing.config.same_as(config):
             return existing
         if action == "create":
-            raise ApiError("CONSUMER_ALREADY_EXISTS")
+            raise ApiError(Err.CONSUMER_ALREADY_EXISTS)
         reason = existing.config.update_error(config)
         if reason is not None:
-            raise ApiError("CONSUMER_CREATE", err=reason)
+            raise ApiError(Err.CONSUMER_CREATE, err=reason)
         if stream.config.retention == "workqueue":
             _check_workqueue(stream, name, config)
         existing.update_config(config)
         return existing
     if action == "update":
-        raise ApiError("CONSUMER_DOES_NOT_EXIST")
+        raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (
@@ -111,7 +110,7 @@ def create_consumer(
         if stream.directory is not None and _persistent(stream, config)
         else None
     )
-    consumer = Consumer(EngineHost(engine), stream, config, name=name, store=store)
+    consumer = Consumer(host.consumer_host, stream, config, name=name, store=store)
     try:
         stream.add_consumer(name, consumer)
     except ApiError:
@@ -122,12 +121,12 @@ def create_consumer(
         consumer.flush()
     # First deliveries go out after the create response (as with nats-server, whose
     # answer shows the consumer before it delivered anything).
-    engine.clock.call_later(0, consumer.kick)
+    host.clock.call_later(0, consumer.kick)
     return consumer
 
 
-def restore_consumers(engine: JetStream, stream: Stream) -> None:
-    """Reopen the durable consumers saved under `stream.directory` (on_stream_opened hook)."""
+def restore_consumers(host: ApiHost, stream: Stream) -> None:
+    """Reopen the durable consumers saved under `stream.directory`."""
     for store in list_consumer_stores(stream.directory):
         name = store.directory.name
         try:
@@ -138,96 +137,88 @@ def restore_consumers(engine: JetStream, stream: Stream) -> None:
             continue
         state = store.read_state()
         consumer = Consumer(
-            EngineHost(engine), stream, config, name=name, created_ns=created_ns, state=state,
+            host.consumer_host, stream, config, name=name, created_ns=created_ns, state=state,
             store=store,
         )
         stream.consumers[name] = consumer
-        engine.clock.call_later(0, consumer.kick)
+        host.clock.call_later(0, consumer.kick)
         logger.info(
             "stream %s: restored consumer %s (ack floor %d, %d pending)",
-            stream.name, name, consumer.asflr, len(consumer.pending),
+            stream.name, name, consumer.acks.asflr, len(consumer.acks.pending),
         )
 
 
 # -- create ------------------------------------------------------------------------
-def _create(engine: JetStream, req: ApiRequest, *, form: str) -> dict[str, Any]:
+def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
     body = request_body(req)
     stream_name = req.params[0]
     if body.get("stream_name") != stream_name:
-        raise ApiError("STREAM_MISMATCH")
+        raise ApiError(Err.STREAM_MISMATCH)
     raw = body.get("config")
     if raw is None:
         raw = {}
     config = ConsumerConfig.from_json(raw)
     action = body.get("action", "") or ""
     if action not in ("", "create", "update"):
-        raise ApiError("INVALID_JSON", err=f"unknown consumer action {action!r}")
-    stream = engine.lookup_stream(stream_name)
+        raise ApiError(Err.INVALID_JSON, err=f"unknown consumer action {action!r}")
+    stream = host.lookup_stream(stream_name)
     if form == "legacy":
         if config.durable_name:
-            raise ApiError("CONSUMER_EPHEMERAL_WITH_DURABLE_NAME")
+            raise ApiError(Err.CONSUMER_EPHEMERAL_WITH_DURABLE_NAME)
         name = config.name or ephemeral_name()
     elif form == "durable":
         name = req.params[1]
         if not config.durable_name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_SET")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_SET)
         if config.durable_name != name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT)
     else:
         name = req.params[1]
         if any(c in name for c in "*>\\/"):
             raise ApiError(
-                "STREAM_INVALID_CONFIG", err="consumer name can not contain '.', '*', '>', '\\', '/'"
+                Err.STREAM_INVALID_CONFIG, err="consumer name can not contain '.', '*', '>', '\\', '/'"
             )
         if config.durable_name and config.durable_name != name:
-            raise ApiError("CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT")
+            raise ApiError(Err.CONSUMER_DURABLE_NAME_NOT_MATCH_SUBJECT)
         if form == "filtered":
             if config.filter_subjects:
-                raise ApiError("CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED")
+                raise ApiError(Err.CONSUMER_MULTIPLE_FILTERS_NOT_ALLOWED)
             wanted = config.filter_subject or (
                 config.filter_subjects[0] if config.filter_subjects else ""
             )
             if wanted != req.params[2]:
-                raise ApiError("CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH")
-    from dataclasses import replace
-
+                raise ApiError(Err.CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH)
     config = replace(config, name=name)
-    consumer = create_consumer(engine, stream, name, config, action)
+    consumer = create_consumer(host, stream, name, config, action)
     info = consumer.info()
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
     return info
 
 
-@api_handler("CONSUMER.CREATE.*", "consumer_create")
-def consumer_create_legacy(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    return _create(engine, req, form="legacy")
+def consumer_create_legacy(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    return _create(host, req, form="legacy")
 
 
-@api_handler("CONSUMER.CREATE.*.*", "consumer_create")
-def consumer_create_named(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    return _create(engine, req, form="named")
+def consumer_create_named(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    return _create(host, req, form="named")
 
 
-@api_handler("CONSUMER.CREATE.*.*.>", "consumer_create")
-def consumer_create_filtered(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    return _create(engine, req, form="filtered")
+def consumer_create_filtered(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    return _create(host, req, form="filtered")
 
 
-@api_handler("CONSUMER.DURABLE.CREATE.*.*", "consumer_create")
-def consumer_create_durable(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    return _create(engine, req, form="durable")
+def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    return _create(host, req, form="durable")
 
 
 # -- info, list, names, delete -------------------------------------------------------
-@api_handler("CONSUMER.INFO.*.*", "consumer_info")
-def consumer_info(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    return lookup_consumer(engine, req.params[0], req.params[1]).info()
+def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    return lookup_consumer(host, req.params[0], req.params[1]).info()
 
 
-@api_handler("CONSUMER.NAMES.*", "consumer_names")
-def consumer_names(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     names = sorted(_consumers(stream))
     offset = offset_of(body)
     return {
@@ -238,10 +229,9 @@ def consumer_names(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     }
 
 
-@api_handler("CONSUMER.LIST.*", "consumer_list")
-def consumer_list(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def consumer_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     consumers = _consumers(stream)
     names = sorted(consumers)
     offset = offset_of(body)
@@ -253,26 +243,24 @@ def consumer_list(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     }
 
 
-@api_handler("CONSUMER.DELETE.*.*", "consumer_delete")
-def consumer_delete(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    lookup_consumer(engine, req.params[0], req.params[1]).delete()
+def consumer_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    lookup_consumer(host, req.params[0], req.params[1]).delete()
     return {"success": True}
 
 
 # -- pause, reset --------------------------------------------------------------------
-@api_handler("CONSUMER.PAUSE.*.*", "consumer_pause")
-def consumer_pause(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def consumer_pause(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    consumer = lookup_consumer(engine, req.params[0], req.params[1])
+    consumer = lookup_consumer(host, req.params[0], req.params[1])
     text = body.get("pause_until") or ""
     if not isinstance(text, str):
-        raise ApiError("INVALID_JSON", err="pause_until must be an RFC 3339 time")
+        raise ApiError(Err.INVALID_JSON, err="pause_until must be an RFC 3339 time")
     try:
         until_ns = parse_time(text) if text else 0
     except ValueError as exc:
-        raise ApiError("INVALID_JSON", err=str(exc)) from None
+        raise ApiError(Err.INVALID_JSON, err=str(exc)) from None
     consumer.pause(until_ns)
-    now = engine.clock.now_ns()
+    now = host.clock.now_ns()
     if until_ns > now:
         return {
             "paused": True,
@@ -282,32 +270,30 @@ def consumer_pause(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     return {"paused": False, "pause_until": ZERO_TIME}
 
 
-@api_handler("CONSUMER.RESET.*.*", "consumer_reset")
-def consumer_reset(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def consumer_reset(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     seq = body.get("seq", 0)
     if seq is None:
         seq = 0
     if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
         raise ApiError(
-            "INVALID_JSON",
+            Err.INVALID_JSON,
             err=f"json: cannot unmarshal {seq!r} into Go struct field "
             "JSApiConsumerResetRequest.seq of type uint64",
         )
-    consumer = lookup_consumer(engine, req.params[0], req.params[1])
+    consumer = lookup_consumer(host, req.params[0], req.params[1])
     reset_seq = consumer.reset(seq)
     return {**consumer.info(), "reset_seq": reset_seq}
 
 
 # -- pull requests -------------------------------------------------------------------
-@api_handler("CONSUMER.MSG.NEXT.*.*", "consumer_getnext")
-def consumer_msg_next(engine: JetStream, req: ApiRequest) -> None:
-    stream = engine.streams.get(req.params[0])
+def consumer_msg_next(host: ApiHost, req: ApiRequest) -> None:
+    stream = host.streams.get(req.params[0])
     consumer = stream.consumers.get(req.params[1]) if stream is not None else None
     if not isinstance(consumer, Consumer) or consumer.closed:
         # Nobody serves this subject on nats-server: the client sees no responders.
         if req.reply:
-            engine.publish(req.reply, None, NO_RESPONDERS, b"")
+            host.publish(req.reply, None, NO_RESPONDERS, b"")
         return None
     consumer.process_pull(req.reply, req.payload)
     return None

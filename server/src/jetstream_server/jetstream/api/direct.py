@@ -22,16 +22,14 @@ requester gets `503`, which nats-py reports as no responders.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jetstream_server.core.headers import status_headers
-from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
+from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.request import ApiRequest
+from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.store.base import StoredMessage
-
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.engine import JetStream
-    from jetstream_server.jetstream.stream import Stream
 
 MULTI_LAST_LIMIT = 1024
 
@@ -56,44 +54,42 @@ def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -
     return b"".join(parts)
 
 
-def _status(engine: JetStream, reply: str | None, code: int, text: str, **extra: str) -> None:
+def _status(host: ApiHost, reply: str | None, code: int, text: str, **extra: str) -> None:
     if reply:
-        engine.publish(reply, None, status_headers(code, text, **extra), b"")
+        host.publish(reply, None, status_headers(code, text, **extra), b"")
 
 
-def _direct_stream(engine: JetStream, req: ApiRequest) -> Stream | None:
-    stream = engine.streams.get(req.params[0])
+def _direct_stream(host: ApiHost, req: ApiRequest) -> Stream | None:
+    stream = host.streams.get(req.params[0])
     if stream is None or not stream.config.allow_direct:
-        _status(engine, req.reply, 503, "")
+        _status(host, req.reply, 503, "")
         return None
     return stream
 
 
-@api_handler("DIRECT.GET.*.>", "direct_get")
-def direct_get_last(engine: JetStream, req: ApiRequest) -> None:
-    stream = _direct_stream(engine, req)
+def direct_get_last(host: ApiHost, req: ApiRequest) -> None:
+    stream = _direct_stream(host, req)
     if stream is None or not req.reply:
         return None
     if req.payload.strip():
-        _status(engine, req.reply, 408, "Bad Request")
+        _status(host, req.reply, 408, "Bad Request")
         return None
     msg = stream.store.load_last(req.params[1])
     if msg is None:
-        _status(engine, req.reply, 404, "Message Not Found")
+        _status(host, req.reply, 404, "Message Not Found")
     else:
-        engine.publish(req.reply, None, _headers(stream, msg, []), msg.data)
+        host.publish(req.reply, None, _headers(stream, msg, []), msg.data)
     return None
 
 
-@api_handler("DIRECT.GET.*", "direct_get")
-def direct_get(engine: JetStream, req: ApiRequest) -> None:
-    stream = _direct_stream(engine, req)
+def direct_get(host: ApiHost, req: ApiRequest) -> None:
+    stream = _direct_stream(host, req)
     if stream is None or not req.reply:
         return None
     reply = req.reply
     payload = req.payload.strip()
     if not payload:
-        _status(engine, reply, 408, "Empty Request")
+        _status(host, reply, 408, "Empty Request")
         return None
     try:
         body = json.loads(payload)
@@ -101,20 +97,20 @@ def direct_get(engine: JetStream, req: ApiRequest) -> None:
             raise ValueError("not an object")
         params = _Params(body)
     except (ValueError, TypeError, UnicodeDecodeError):
-        _status(engine, reply, 408, "Bad Request")
+        _status(host, reply, 408, "Bad Request")
         return None
     if params.empty():
-        _status(engine, reply, 408, "Empty Request")
+        _status(host, reply, 408, "Empty Request")
         return None
     if not params.valid():
-        _status(engine, reply, 408, "Bad Request")
+        _status(host, reply, 408, "Bad Request")
         return None
     if params.multi_last:
-        _multi_last(engine, stream, reply, params)
+        _multi_last(host, stream, reply, params)
     elif params.batch > 0:
-        _batch(engine, stream, reply, params)
+        _batch(host, stream, reply, params)
     else:
-        _single(engine, stream, reply, params)
+        _single(host, stream, reply, params)
     return None
 
 
@@ -185,7 +181,7 @@ def _time(body: dict[str, Any], key: str) -> int:
     return parse_rfc3339_ns(value)
 
 
-def _single(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+def _single(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     store = stream.store
     if p.last_by:
         msg = store.load_last(p.last_by)
@@ -196,12 +192,12 @@ def _single(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
     else:
         msg = store.load(p.seq)
     if msg is None:
-        _status(engine, reply, 404, "Message Not Found")
+        _status(host, reply, 404, "Message Not Found")
         return
-    engine.publish(reply, None, _headers(stream, msg, []), msg.data)
+    host.publish(reply, None, _headers(stream, msg, []), msg.data)
 
 
-def _batch(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     store = stream.store
     filters = [p.next_by] if p.next_by else None
     if p.start_time_ns:
@@ -220,12 +216,12 @@ def _batch(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
         size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(total - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        host.publish(reply, None, _headers(stream, msg, extra), msg.data)
         last_seq = msg.seq
     if sent == 0:
-        _status(engine, reply, 404, "Message Not Found")
+        _status(host, reply, 404, "Message Not Found")
         return
-    _status(engine, reply, 204, "EOB", Nats_Num_Pending=str(total - sent),
+    _status(host, reply, 204, "EOB", Nats_Num_Pending=str(total - sent),
             Nats_Last_Sequence=str(last_seq))
 
 
@@ -244,7 +240,7 @@ def _count(store: Any, start: int, end: int, filters: list[str] | None) -> int:
     return max(pending, 0)
 
 
-def _multi_last(engine: JetStream, stream: Stream, reply: str, p: _Params) -> None:
+def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     store = stream.store
     up_to = store.state().last_seq
     if p.up_to_seq:
@@ -275,10 +271,10 @@ def _multi_last(engine: JetStream, stream: Stream, reply: str, p: _Params) -> No
         size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(len(msgs) - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        engine.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        host.publish(reply, None, _headers(stream, msg, extra), msg.data)
         last_seq = msg.seq
     if sent == 0:
-        _status(engine, reply, 404, "No Results")
+        _status(host, reply, 404, "No Results")
         return
-    _status(engine, reply, 204, "EOB", Nats_Num_Pending=str(len(msgs) - sent),
+    _status(host, reply, 204, "EOB", Nats_Num_Pending=str(len(msgs) - sent),
             Nats_Last_Sequence=str(last_seq), Nats_UpTo_Sequence=str(up_to))

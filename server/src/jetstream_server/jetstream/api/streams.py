@@ -1,33 +1,34 @@
 """Stream API handlers: CREATE, UPDATE, INFO, LIST, NAMES, DELETE, PURGE, MSG.GET, MSG.DELETE.
 
-Each handler decodes its body with `request_body`, acts on the engine and
+Each handler decodes its body with `request_body`, acts on the host and
 returns the response body without `type` (the dispatcher adds it). Errors are
 raised as `ApiError` with nats-server's codes; shapes follow the real server
-(recorded in tests/test_streams_api.py).
+(recorded in tests/server/integration/test_streams_api.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jetstream_server.jetstream.api.common import (
+from jetstream_server.jetstream.api import views
+from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.request import (
+    ApiRequest,
+    offset_of,
+    request_body,
+    str_field,
+    uint_field,
+)
+from jetstream_server.jetstream.api.views import (
     STREAM_LIST_LIMIT,
     STREAM_NAMES_LIMIT,
     SUBJECTS_INFO_LIMIT,
-    offset_of,
-    request_body,
     stored_message_json,
-    str_field,
-    stream_info,
     stream_matches_subject,
-    uint_field,
 )
-from jetstream_server.jetstream.api.registry import ApiRequest, api_handler
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
-
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.engine import JetStream
 
 
 def _config_from_request(req: ApiRequest) -> StreamConfig:
@@ -36,40 +37,37 @@ def _config_from_request(req: ApiRequest) -> StreamConfig:
     if body.get("name", "") != name:
         if not body.get("name"):
             validate_stream_name(name)
-        raise ApiError("STREAM_MISMATCH")
+        raise ApiError(Err.STREAM_MISMATCH)
     return StreamConfig.from_json(body)
 
 
-@api_handler("STREAM.CREATE.*", "stream_create")
-def stream_create(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(req)
     if config.sealed:
-        raise ApiError("STREAM_INVALID_CONFIG", err="stream configuration for create can not be sealed")
-    existing = engine.streams.get(config.name)
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
+    existing = host.streams.get(config.name)
     if existing is not None:
         if not existing.config.same_as(config):
-            raise ApiError("STREAM_NAME_EXIST")
+            raise ApiError(Err.STREAM_NAME_EXIST)
         stream = existing
     else:
-        stream = engine.create_stream(config)
-    return {**stream_info(stream, engine.clock.now_ns()), "did_create": True}
+        stream = host.create_stream(config)
+    return {**views.stream_info(stream, host.clock.now_ns()), "did_create": True}
 
 
-@api_handler("STREAM.UPDATE.*", "stream_update")
-def stream_update(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(req)
-    stream = engine.lookup_stream(config.name)
-    engine.update_stream(stream, config)
-    return stream_info(stream, engine.clock.now_ns())
+    stream = host.lookup_stream(config.name)
+    host.update_stream(stream, config)
+    return views.stream_info(stream, host.clock.now_ns())
 
 
-@api_handler("STREAM.INFO.*", "stream_info")
-def stream_info_handler(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     subjects_filter = str_field(body, "subjects_filter")
     deleted_details = bool(body.get("deleted_details"))
-    info = stream_info(stream, engine.clock.now_ns(), subjects_filter, deleted_details)
+    info = views.stream_info(stream, host.clock.now_ns(), subjects_filter, deleted_details)
     paged: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
     if subjects_filter:
         subjects = info["state"].get("subjects", {})
@@ -82,18 +80,17 @@ def stream_info_handler(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     return {**paged, **info}
 
 
-def _filtered_streams(engine: JetStream, body: dict[str, Any]) -> list[Any]:
+def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:
     subject = str_field(body, "subject")
-    streams = sorted(engine.streams.values(), key=lambda s: s.name)
+    streams = sorted(host.streams.values(), key=lambda s: s.name)
     if subject:
         streams = [s for s in streams if stream_matches_subject(s, subject)]
     return streams
 
 
-@api_handler("STREAM.NAMES", "stream_names")
-def stream_names(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    streams = _filtered_streams(engine, body)
+    streams = _filtered_streams(host, body)
     offset = offset_of(body)
     page = streams[offset: offset + STREAM_NAMES_LIMIT]
     return {
@@ -104,32 +101,29 @@ def stream_names(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     }
 
 
-@api_handler("STREAM.LIST", "stream_list")
-def stream_list(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    streams = _filtered_streams(engine, body)
+    streams = _filtered_streams(host, body)
     offset = offset_of(body)
     page = streams[offset: offset + STREAM_LIST_LIMIT]
-    now = engine.clock.now_ns()
+    now = host.clock.now_ns()
     return {
         "total": len(streams),
         "offset": offset,
         "limit": STREAM_LIST_LIMIT,
-        "streams": [stream_info(s, now) for s in page],
+        "streams": [views.stream_info(s, now) for s in page],
     }
 
 
-@api_handler("STREAM.DELETE.*", "stream_delete")
-def stream_delete(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
-    stream = engine.lookup_stream(req.params[0])
-    engine.delete_stream(stream)
+def stream_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    stream = host.lookup_stream(req.params[0])
+    host.delete_stream(stream)
     return {"success": True}
 
 
-@api_handler("STREAM.PURGE.*", "stream_purge")
-def stream_purge(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     subject = str_field(body, "filter")
     seq = uint_field(body, "seq") or None
     keep = uint_field(body, "keep") or None
@@ -137,15 +131,14 @@ def stream_purge(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     return {"success": True, "purged": purged}
 
 
-@api_handler("STREAM.MSG.GET.*", "stream_msg_get")
-def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_msg_get(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     seq = uint_field(body, "seq")
     last_by = str_field(body, "last_by_subj")
     next_by = str_field(body, "next_by_subj")
     if (seq and last_by) or (last_by and next_by) or not (seq or last_by or next_by):
-        raise ApiError("BAD_REQUEST")
+        raise ApiError(Err.BAD_REQUEST)
     store = stream.store
     if last_by:
         msg = store.load_last(last_by)
@@ -154,16 +147,15 @@ def stream_msg_get(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
     else:
         msg = store.load(seq)
     if msg is None:
-        raise ApiError("NO_MESSAGE_FOUND")
+        raise ApiError(Err.NO_MESSAGE_FOUND)
     return {"message": stored_message_json(msg)}
 
 
-@api_handler("STREAM.MSG.DELETE.*", "stream_msg_delete")
-def stream_msg_delete(engine: JetStream, req: ApiRequest) -> dict[str, Any]:
+def stream_msg_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = engine.lookup_stream(req.params[0])
+    stream = host.lookup_stream(req.params[0])
     seq = uint_field(body, "seq")
     if seq == 0:
-        raise ApiError("BAD_REQUEST")
+        raise ApiError(Err.BAD_REQUEST)
     stream.delete_message(seq, erase=not bool(body.get("no_erase")))
     return {"success": True}

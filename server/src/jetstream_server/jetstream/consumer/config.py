@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 
@@ -57,7 +57,7 @@ def parse_time(text: str) -> int:
 
 
 def _invalid(err: str) -> ApiError:
-    return ApiError("INVALID_JSON", err=err)
+    return ApiError(Err.INVALID_JSON, err=err)
 
 
 def _want_int(raw: dict[str, Any], key: str, *, unsigned: bool = False) -> int:
@@ -324,33 +324,33 @@ class ConsumerConfig:
         if policy == "by_start_sequence":
             if self.opt_start_seq == 0:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err="consumer delivery policy is deliver by start sequence, "
                     "but optional start sequence is not set",
                 )
             if self.opt_start_time_ns is not None:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err="consumer delivery policy is deliver by start sequence, "
                     "but optional start time is also set",
                 )
         elif policy == "by_start_time":
             if self.opt_start_time_ns is None:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err="consumer delivery policy is deliver by start time, "
                     "but optional start time is not set",
                 )
             if self.opt_start_seq:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err="consumer delivery policy is deliver by start time, "
                     "but optional start sequence is also set",
                 )
         else:
             if policy == "last_per_subject" and not self.filters:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err="consumer delivery policy is deliver last per subject, "
                     "but optional filter subject is not set",
                 )
@@ -362,67 +362,67 @@ class ConsumerConfig:
             }[policy]
             if self.opt_start_seq:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err=f"consumer delivery policy is {label}, "
                     "but optional start sequence is also set",
                 )
             if self.opt_start_time_ns is not None:
                 raise ApiError(
-                    "CONSUMER_INVALID_POLICY",
+                    Err.CONSUMER_INVALID_POLICY,
                     err=f"consumer delivery policy is {label}, but optional start time is also set",
                 )
         for name in (self.durable_name, self.name):
             if name and any(c in name for c in ".*> \t\r\n"):
-                raise ApiError("CONSUMER_BAD_DURABLE_NAME")
+                raise ApiError(Err.CONSUMER_BAD_DURABLE_NAME)
             if name and any(c in name for c in "/\\"):
-                raise ApiError("CONSUMER_NAME_CONTAINS_PATH_SEPARATORS")
+                raise ApiError(Err.CONSUMER_NAME_CONTAINS_PATH_SEPARATORS)
             if len(name) > MAX_NAME_LEN:
-                raise ApiError("CONSUMER_NAME_TOO_LONG", max=MAX_NAME_LEN)
+                raise ApiError(Err.CONSUMER_NAME_TOO_LONG, max=MAX_NAME_LEN)
         if self.ack_wait_ns < 0:
-            raise ApiError("CONSUMER_ACK_WAIT_NEGATIVE")
+            raise ApiError(Err.CONSUMER_ACK_WAIT_NEGATIVE)
         if any(b <= 0 for b in self.backoff_ns):
-            raise ApiError("CONSUMER_BACK_OFF_NEGATIVE")
+            raise ApiError(Err.CONSUMER_BACK_OFF_NEGATIVE)
         if self.backoff_ns and 0 < self.max_deliver < len(self.backoff_ns):
-            raise ApiError("CONSUMER_MAX_DELIVER_BACKOFF")
+            raise ApiError(Err.CONSUMER_MAX_DELIVER_BACKOFF)
         if self.filter_subject and self.filter_subjects:
-            raise ApiError("CONSUMER_DUPLICATE_FILTER_SUBJECTS")
+            raise ApiError(Err.CONSUMER_DUPLICATE_FILTER_SUBJECTS)
         for f in (self.filter_subject, *self.filter_subjects):
             if f and not is_valid_subject(f):
-                raise ApiError("STREAM_INVALID_CONFIG", err="invalid subject")
+                raise ApiError(Err.STREAM_INVALID_CONFIG, err="invalid subject")
         if any(not f for f in self.filter_subjects):
-            raise ApiError("CONSUMER_EMPTY_FILTER")
+            raise ApiError(Err.CONSUMER_EMPTY_FILTER)
         for i, a in enumerate(self.filter_subjects):
             for b in self.filter_subjects[i + 1 :]:
                 if subjects_overlap(a, b):
-                    raise ApiError("CONSUMER_OVERLAPPING_SUBJECT_FILTERS")
+                    raise ApiError(Err.CONSUMER_OVERLAPPING_SUBJECT_FILTERS)
         if self.is_pull:
             if self.max_waiting < 0:
-                raise ApiError("CONSUMER_MAX_WAITING_NEGATIVE")
+                raise ApiError(Err.CONSUMER_MAX_WAITING_NEGATIVE)
             if self.idle_heartbeat_ns:
-                raise ApiError("CONSUMER_HB_REQUIRES_PUSH")
+                raise ApiError(Err.CONSUMER_HB_REQUIRES_PUSH)
             if self.flow_control:
-                raise ApiError("CONSUMER_FC_REQUIRES_PUSH")
+                raise ApiError(Err.CONSUMER_FC_REQUIRES_PUSH)
             if self.rate_limit_bps:
-                raise ApiError("CONSUMER_PULL_WITH_RATE_LIMIT")
+                raise ApiError(Err.CONSUMER_PULL_WITH_RATE_LIMIT)
             if self.max_batch < 0:
-                raise ApiError("CONSUMER_MAX_REQUEST_BATCH_NEGATIVE")
+                raise ApiError(Err.CONSUMER_MAX_REQUEST_BATCH_NEGATIVE)
             if 0 < self.max_expires_ns < 1_000_000:
-                raise ApiError("CONSUMER_MAX_REQUEST_EXPIRES_TOO_SMALL")
+                raise ApiError(Err.CONSUMER_MAX_REQUEST_EXPIRES_TOO_SMALL)
             if stream_retention == "workqueue" and self.ack_policy != "explicit":
-                raise ApiError("CONSUMER_WQ_REQUIRES_EXPLICIT_ACK")
+                raise ApiError(Err.CONSUMER_WQ_REQUIRES_EXPLICIT_ACK)
         else:
             if self.max_waiting:
-                raise ApiError("CONSUMER_PUSH_MAX_WAITING")
+                raise ApiError(Err.CONSUMER_PUSH_MAX_WAITING)
             if any(t in ("*", ">") for t in self.deliver_subject.split(".")):
-                raise ApiError("CONSUMER_DELIVER_TO_WILDCARDS")
+                raise ApiError(Err.CONSUMER_DELIVER_TO_WILDCARDS)
             if self.flow_control and not self.idle_heartbeat_ns:
-                raise ApiError("CONSUMER_WITH_FLOW_CONTROL_NEEDS_HEARTBEATS")
+                raise ApiError(Err.CONSUMER_WITH_FLOW_CONTROL_NEEDS_HEARTBEATS)
             if 0 < self.idle_heartbeat_ns < MIN_HEARTBEAT_NS:
-                raise ApiError("CONSUMER_SMALL_HEARTBEAT")
+                raise ApiError(Err.CONSUMER_SMALL_HEARTBEAT)
             if stream_retention == "workqueue" and self.ack_policy != "explicit":
-                raise ApiError("CONSUMER_WQ_REQUIRES_EXPLICIT_ACK")
+                raise ApiError(Err.CONSUMER_WQ_REQUIRES_EXPLICIT_ACK)
         if stream_retention == "workqueue" and self.deliver_policy != "all":
-            raise ApiError("CONSUMER_WQ_CONSUMER_NOT_DELIVER_ALL")
+            raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_DELIVER_ALL)
 
     def update_error(self, new: ConsumerConfig) -> str | None:
         """Why `new` may not replace this config (nats-server's wording), or None."""

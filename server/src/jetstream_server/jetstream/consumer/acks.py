@@ -14,6 +14,11 @@ subject other than for `+NXT`) gets an empty reply once processed and, for a
 durable consumer on file storage, written (a process kill after the reply
 keeps the ack).
 
+`AckInbox(streams, publish)` is the `$JS.ACK.>` subscription handler (the
+engine subscribes it): it finds the consumer by the subject's stream and
+consumer tokens and calls its `ack`, `nak`, `progress`, `term` or
+`process_pull`.
+
 Invariants: a malformed subject or payload is logged and dropped, never
 raised into the broker; an ack for an unknown stream or consumer sent as a
 request gets the no-responders status (nats-server has no subscriber there).
@@ -23,12 +28,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from jetstream_server.core.headers import status_headers
-
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.consumer import Consumer
+from jetstream_server.jetstream.consumer.consumer import Consumer
+from jetstream_server.jetstream.seams import StreamForConsumers
 
 logger = logging.getLogger(__name__)
 
@@ -72,14 +77,6 @@ def parse_ack_subject(subject: str) -> AckSubject | None:
         return None
 
 
-def _find_consumer(engine: Any, stream_name: str, consumer_name: str) -> Consumer | None:
-    stream = engine.streams.get(stream_name)
-    if stream is None:
-        return None
-    consumer = stream.consumers.get(consumer_name)
-    return consumer  # type: ignore[no-any-return]
-
-
 def _parse_delay(rest: bytes) -> int:
     rest = rest.strip()
     if not rest:
@@ -96,36 +93,47 @@ def _parse_delay(rest: bytes) -> int:
     return 0
 
 
-def handle_ack(engine: Any, subject: str, reply: str | None, payload: bytes) -> None:
-    """The `$JS.ACK.>` subscription handler."""
-    ack = parse_ack_subject(subject)
-    if ack is None:
-        logger.debug("ignoring malformed ack subject %r", subject)
-        return
-    consumer = _find_consumer(engine, ack.stream, ack.consumer)
-    if consumer is None:
-        # nats-server: nobody listens on the ack subject of a missing consumer.
+class AckInbox:
+    """The `$JS.ACK.>` subscription handler (see module docstring)."""
+
+    def __init__(
+        self,
+        streams: Mapping[str, StreamForConsumers],
+        publish: Callable[[str, str | None, bytes | None, bytes], None],
+    ) -> None:
+        self.streams = streams
+        self.publish = publish
+
+    def __call__(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
+        ack = parse_ack_subject(subject)
+        if ack is None:
+            logger.debug("ignoring malformed ack subject %r", subject)
+            return
+        stream = self.streams.get(ack.stream)
+        consumer = stream.consumers.get(ack.consumer) if stream is not None else None
+        if not isinstance(consumer, Consumer):
+            # nats-server: nobody listens on the ack subject of a missing consumer.
+            if reply:
+                self.publish(reply, None, NO_RESPONDERS, b"")
+            return
+        body = payload.strip()
+        kind = body[:4]
+        if kind == b"+NXT":
+            consumer.ack(ack.stream_seq, ack.consumer_seq)
+            if reply:
+                consumer.process_pull(reply, body[4:])
+            return
+        if not body or kind == b"+ACK":
+            consumer.ack(ack.stream_seq, ack.consumer_seq)
+        elif kind == b"-NAK":
+            consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
+        elif kind == b"+WPI":
+            consumer.progress(ack.stream_seq)
+        elif body.startswith(b"+TERM"):
+            consumer.term(ack.stream_seq, ack.consumer_seq)
+        else:
+            logger.debug("unknown ack payload %r on %s", body[:32], subject)
         if reply:
-            engine.publish(reply, None, NO_RESPONDERS, b"")
-        return
-    body = payload.strip()
-    kind = body[:4]
-    if kind == b"+NXT":
-        consumer.ack(ack.stream_seq, ack.consumer_seq)
-        if reply:
-            consumer.process_pull(reply, body[4:])
-        return
-    if not body or kind == b"+ACK":
-        consumer.ack(ack.stream_seq, ack.consumer_seq)
-    elif kind == b"-NAK":
-        consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
-    elif kind == b"+WPI":
-        consumer.progress(ack.stream_seq)
-    elif body.startswith(b"+TERM"):
-        consumer.term(ack.stream_seq, ack.consumer_seq)
-    else:
-        logger.debug("unknown ack payload %r on %s", body[:32], subject)
-    if reply:
-        # A double ack (ack as request) is answered once the ack is on disk.
-        consumer.flush()
-        engine.publish(reply, None, None, b"")
+            # A double ack (ack as request) is answered once the ack is on disk.
+            consumer.flush()
+            self.publish(reply, None, None, b"")

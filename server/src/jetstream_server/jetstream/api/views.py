@@ -1,72 +1,21 @@
-"""Helpers shared by the API handlers: request bodies, paging, stream info.
+"""JSON views the API answers with: stream state and info, stored messages, paging limits.
 
-Pure functions over the engine's objects; no subscriptions, no publishing.
+Pure functions over streams and messages; no subscriptions, no publishing.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from jetstream_server.jetstream.api.registry import ApiRequest
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.store.base import StoredMessage
 
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.stream import Stream
-
 STREAM_NAMES_LIMIT = 1024
 STREAM_LIST_LIMIT = 256
 SUBJECTS_INFO_LIMIT = 100_000
-
-
-def request_body(req: ApiRequest) -> dict[str, Any]:
-    """The request's JSON object ({} for an empty body); ApiError INVALID_JSON otherwise."""
-    payload = req.payload.strip()
-    if not payload or payload == b"null":
-        return {}
-    try:
-        body = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError("INVALID_JSON", err=str(exc)) from exc
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise ApiError("INVALID_JSON", err=f"expected a JSON object, got {type(body).__name__}")
-    return body
-
-
-def int_field(body: dict[str, Any], key: str, default: int = 0) -> int:
-    value = body.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be an integer, got {value!r}")
-    if not -(1 << 63) <= value < (1 << 64):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} is out of range: {value}")
-    return value
-
-
-def uint_field(body: dict[str, Any], key: str) -> int:
-    """An unsigned integer field (Go's uint64: a negative value does not decode)."""
-    value = int_field(body, key)
-    if value < 0:
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must not be negative, got {value}")
-    return value
-
-
-def str_field(body: dict[str, Any], key: str) -> str:
-    value = body.get(key) or ""
-    if not isinstance(value, str):
-        raise ApiError("INVALID_JSON", err=f"field {key!r} must be a string, got {value!r}")
-    return value
-
-
-def offset_of(body: dict[str, Any]) -> int:
-    return max(0, int_field(body, "offset"))  # nats-server treats a bad offset as 0
 
 
 def stream_state(

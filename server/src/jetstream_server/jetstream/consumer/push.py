@@ -13,6 +13,10 @@ consumers (nats-py, ADR-17) are ordinary push consumers with ack none, flow
 control and heartbeats; their gap detection relies on consumer sequences
 being dense, which `Consumer.commit` guarantees.
 
+`PushDelivery` is the consumer's delivery (delivery.py) for a push consumer,
+the same shape as `PullDelivery`; a pull request to it is refused with
+`409 Consumer is push based`.
+
 Invariants: bytes outstanding = sent - covered by answered FC requests;
 delivery never runs while stalled; all timers and the FC subscription are
 released by `close()`.
@@ -20,34 +24,36 @@ released by `close()`.
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from jetstream_server.core.clock import TimerHandle
 from jetstream_server.core.headers import status_headers
+from jetstream_server.jetstream.consumer.config import ConsumerConfig
+from jetstream_server.jetstream.consumer.delivery import (
+    NS,
+    ConsumerHost,
+    Source,
+    headers_only_block,
+)
 from jetstream_server.store.base import StoredMessage
 
-if TYPE_CHECKING:
-    from jetstream_server.jetstream.consumer import Consumer
-
-logger = logging.getLogger(__name__)
-
-NS: Final = 1_000_000_000
 FC_CHUNK_BYTES: Final = 256 * 1024
 FC_MAX_PENDING_BYTES: Final = 2 * 1024 * 1024
 FC_CHUNK_MSGS: Final = 2048
 INTEREST_POLL_MIN_S: Final = 0.05
 INTEREST_POLL_MAX_S: Final = 1.0
 FLOW_CONTROL_REQUEST: Final = status_headers(100, "FlowControl Request")
+PUSH_BASED: Final = status_headers(409, "Consumer is push based")
 
 
 class PushDelivery:
-    """The push side of one consumer."""
+    """The delivery of a push consumer (see module docstring)."""
 
-    def __init__(self, consumer: Consumer) -> None:
-        self.consumer = consumer
-        self.engine = consumer.engine
-        self.clock = consumer.clock
+    def __init__(self, source: Source, host: ConsumerHost, config: ConsumerConfig) -> None:
+        self.source = source
+        self.host = host
+        self.clock = host.clock
+        self._fc_prefix = f"$JS.FC.{source.stream_name}.{source.name}"
         self._hb_timer: TimerHandle | None = None
         self._poll_timer: TimerHandle | None = None
         self._poll_delay = INTEREST_POLL_MIN_S
@@ -62,41 +68,52 @@ class PushDelivery:
         self._rl_tokens = 0.0
         self._rl_last_ns = 0
         self._rl_timer: TimerHandle | None = None
-        self.reconfigure()
+        self.reconfigure(config)
 
     # -- configuration ---------------------------------------------------------
-    @property
-    def deliver_subject(self) -> str:
-        return self.consumer.config.deliver_subject
-
-    def reconfigure(self) -> None:
-        cfg = self.consumer.config
-        if cfg.flow_control and self._fc_sid is None:
-            prefix = f"$JS.FC.{self.consumer.stream.name}.{self.consumer.name}"
-            self._fc_prefix = prefix
-            self._fc_sid = self.engine.subscribe(prefix + ".*", self._on_fc_reply)
-        elif not cfg.flow_control and self._fc_sid is not None:
-            self.engine.unsubscribe(self._fc_sid)
+    def reconfigure(self, config: ConsumerConfig) -> None:
+        self.config = config
+        self.deliver_subject = config.deliver_subject
+        if config.flow_control and self._fc_sid is None:
+            self._fc_sid = self.host.subscribe(self._fc_prefix + ".*", self._on_fc_reply)
+        elif not config.flow_control and self._fc_sid is not None:
+            self.host.unsubscribe(self._fc_sid)
             self._fc_sid = None
             self._fc_out.clear()
             self._covered_bytes = self._sent_bytes
         if self._hb_timer is not None:
             self._hb_timer.cancel()
             self._hb_timer = None
-        if cfg.idle_heartbeat_ns > 0:
-            self._hb_timer = self.clock.call_later(cfg.idle_heartbeat_ns / NS, self._heartbeat)
+        if config.idle_heartbeat_ns > 0:
+            self._hb_timer = self.clock.call_later(config.idle_heartbeat_ns / NS, self._heartbeat)
 
-    def close(self) -> None:
+    def close(self, *, notify: bool) -> None:
         for timer in (self._hb_timer, self._poll_timer, self._rl_timer):
             if timer is not None:
                 timer.cancel()
         self._hb_timer = self._poll_timer = self._rl_timer = None
         if self._fc_sid is not None:
-            self.engine.unsubscribe(self._fc_sid)
+            self.host.unsubscribe(self._fc_sid)
             self._fc_sid = None
 
+    def request(self, reply: str, payload: bytes) -> None:
+        self.host.publish(reply, None, PUSH_BASED, b"")
+
+    def ready(self) -> bool:
+        return True  # interest is checked when it runs
+
+    def active(self) -> bool:
+        return self.has_interest()
+
+    @property
+    def num_waiting(self) -> int:
+        return 0
+
+    def bound(self) -> bool | None:
+        return self.has_interest()
+
     def has_interest(self) -> bool:
-        return bool(self.deliver_subject) and self.engine.has_interest(self.deliver_subject)
+        return bool(self.deliver_subject) and self.host.has_interest(self.deliver_subject)
 
     # -- flow control ----------------------------------------------------------
     @property
@@ -112,7 +129,7 @@ class PushDelivery:
         self._fc_out[subject] = self._sent_bytes
         self._since_fc_bytes = 0
         self._since_fc_msgs = 0
-        self.engine.publish(self.deliver_subject, subject, FLOW_CONTROL_REQUEST, b"")
+        self.host.publish(self.deliver_subject, subject, FLOW_CONTROL_REQUEST, b"")
 
     def _on_fc_reply(
         self, subject: str, reply: str | None, headers: bytes | None, payload: bytes
@@ -125,7 +142,7 @@ class PushDelivery:
             del self._fc_out[older]
         if covered > self._covered_bytes:
             self._covered_bytes = covered
-        self.consumer.kick()
+        self.source.kick()
 
     def _latest_fc(self) -> str | None:
         if not self._fc_out:
@@ -135,25 +152,26 @@ class PushDelivery:
     # -- heartbeats ------------------------------------------------------------
     def _heartbeat(self) -> None:
         self._hb_timer = None
-        consumer = self.consumer
-        if consumer.closed:
+        source = self.source
+        if source.closed:
             return
-        interval = consumer.config.idle_heartbeat_ns
+        interval = self.config.idle_heartbeat_ns
         if interval <= 0:
             return
         now = self.clock.now_ns()
         idle = now - self.last_sent_ns
         if idle >= interval:
+            cursor = source.cursor
             extra = {
-                "Nats_Last_Consumer": str(consumer.dseq),
-                "Nats_Last_Stream": str(consumer.sseq - 1),
+                "Nats_Last_Consumer": str(cursor.dseq),
+                "Nats_Last_Stream": str(cursor.sseq - 1),
             }
             if self.stalled:
                 latest = self._latest_fc()
                 if latest is not None:
                     extra["Nats_Consumer_Stalled"] = latest
             if self.has_interest():
-                self.engine.publish(
+                self.host.publish(
                     self.deliver_subject, None, status_headers(100, "Idle Heartbeat", **extra), b""
                 )
             self.last_sent_ns = now
@@ -171,8 +189,8 @@ class PushDelivery:
 
     def _on_poll(self) -> None:
         self._poll_timer = None
-        if not self.consumer.closed:
-            self.consumer.kick()
+        if not self.source.closed:
+            self.source.kick()
 
     # -- rate limit ------------------------------------------------------------
     def _take_tokens(self, size: int, rate: float) -> bool:
@@ -195,41 +213,46 @@ class PushDelivery:
 
     def _rl_wake(self) -> None:
         self._rl_timer = None
-        if not self.consumer.closed:
-            self.consumer.kick()
+        if not self.source.closed:
+            self.source.kick()
 
     # -- delivery --------------------------------------------------------------
-    def run(self, hint: StoredMessage | None) -> None:
-        consumer = self.consumer
-        if consumer.paused:
-            return
+    def run(self, hint: StoredMessage | None, budget: int) -> int:
+        source = self.source
+        if source.paused:
+            return budget
         target = self.deliver_subject
-        if not self.engine.has_interest(target):
+        if not self.host.has_interest(target):
             self._poll_interest()
-            return
+            return budget
         self._poll_delay = INTEREST_POLL_MIN_S
-        deliver = self.engine.deliver
+        deliver = self.host.deliver
+        next_message = source.next_message
+        commit = source.commit
         flow = self._fc_sid is not None
-        rate = consumer.config.rate_limit_bps / 8  # bytes per second
+        rate = self.config.rate_limit_bps / 8  # bytes per second
         sent_any = False
-        headers_only = consumer.config.headers_only
+        headers_only = self.config.headers_only
         # `not (flow and self.stalled)`, without a property call per message
         while not flow or self._sent_bytes - self._covered_bytes < FC_MAX_PENDING_BYTES:
-            if not consumer.spend():
+            if budget <= 0:
+                source.continue_later()
                 break
-            nxt = consumer.next_message(hint)
+            budget -= 1
+            nxt = next_message(hint)
             hint = None
             if nxt is None:
                 break
             msg, dc = nxt
             if headers_only:
-                headers, payload = consumer.frame(msg)
+                headers: bytes | None = headers_only_block(msg.headers, len(msg.data))
+                payload = b""
             else:
                 headers, payload = msg.headers, msg.data
             if rate and not self._take_tokens(len(headers or b"") + len(payload), rate):
-                consumer.unget(msg, dc)
+                source.unget(msg, dc)
                 break
-            reply = consumer.commit(msg, dc)
+            reply = commit(msg, dc)
             deliver(target, msg.subject, reply, headers, payload)
             sent_any = True
             if flow:
@@ -243,3 +266,4 @@ class PushDelivery:
             self.last_sent_ns = self.clock.now_ns()
             if flow and self.stalled and self._since_fc_msgs:
                 self._send_fc()
+        return budget

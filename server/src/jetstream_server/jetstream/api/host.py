@@ -1,0 +1,50 @@
+"""The seam between the JetStream engine and the API handlers.
+
+`ApiHost` is everything a `$JS.API` handler (and the dispatcher) may ask of
+the engine; `jetstream_server.jetstream.engine.JetStream` implements it. The
+handlers import this protocol, never the engine, so the engine can import the
+route table without an import cycle (the engine sits above the API).
+
+Invariants: handlers change streams only through `create_stream`,
+`update_stream` and `delete_stream` (which keep the engine's subscriptions
+in step); everything they send goes through `publish` or `respond`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from jetstream_server.core.clock import Clock
+from jetstream_server.jetstream.consumer.delivery import ConsumerHost
+from jetstream_server.jetstream.stream import Stream
+from jetstream_server.jetstream.stream_config import StreamConfig
+
+
+class ApiHost(Protocol):
+    clock: Clock
+    domain: str | None
+    streams: dict[str, Stream]
+    consumer_host: ConsumerHost  # what consumers created by the API deliver through
+    api_total: int  # API requests answered (the dispatcher counts them)
+    api_errors: int  # ... of which answered with an error
+
+    def respond(self, reply: str | None, body: dict[str, Any]) -> None:
+        """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
+        ...
+
+    def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
+        ...
+
+    def lookup_stream(self, name: str) -> Stream:
+        """The stream `name`; ApiError STREAM_NOT_FOUND when there is none."""
+        ...
+
+    def create_stream(self, config: StreamConfig) -> Stream: ...
+
+    def update_stream(self, stream: Stream, config: StreamConfig) -> None: ...
+
+    def delete_stream(self, stream: Stream) -> None: ...
+
+    def account_info(self) -> dict[str, Any]:
+        """Usage and limits of the one account (`$JS.API.INFO` without the `api` block)."""
+        ...

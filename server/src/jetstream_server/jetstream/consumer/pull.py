@@ -1,0 +1,372 @@
+"""Pull delivery: messages go to waiting pull requests (`CONSUMER.MSG.NEXT`).
+
+A pull request body is empty (batch 1), a bare integer (the batch) or JSON
+`{"batch", "expires" (ns), "max_bytes", "no_wait", "idle_heartbeat" (ns)}`.
+`parse_pull_request` returns a `PullRequest` or raises `PullRequestError`
+carrying the status line nats-server sends back (the request is then not
+queued). `WaitingQueue` keeps the requests in arrival order (FIFO, as
+nats-server serves them), bounded by `max_waiting`.
+
+Status frames are header-only messages to the request's reply subject:
+`404 No Messages`, `408 Request Timeout` (with `Nats-Pending-Messages` and
+`Nats-Pending-Bytes`), `409 Message Size Exceeds MaxBytes`,
+`409 Exceeded MaxWaiting`, `409 Consumer Deleted`, `100 Idle Heartbeat`.
+
+`PullDelivery` is the consumer's delivery (delivery.py) for a pull consumer:
+it checks a request against the consumer's limits (`max_batch`,
+`max_expires`, `max_bytes`: 409 each), queues it with its expiry and
+heartbeat timers, and `run` hands messages to the oldest request first. A
+request whose client went away (no interest in its reply subject) is
+dropped; a `no_wait` request ends with 404 once the consumer has nothing more
+for it (held back by `max_ack_pending` it waits, as on nats-server).
+
+Invariants: a request in the queue has `remaining > 0`; its timers are
+cancelled when it leaves the queue (`WaitingRequest.close`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from jetstream_server.core.clock import TimerHandle
+from jetstream_server.core.headers import status_headers
+from jetstream_server.jetstream.consumer.config import ConsumerConfig
+from jetstream_server.jetstream.consumer.delivery import (
+    NS,
+    ConsumerHost,
+    Source,
+    headers_only_block,
+)
+from jetstream_server.store.base import StoredMessage
+
+NO_MESSAGES: Final = status_headers(404, "No Messages")
+CONSUMER_DELETED: Final = status_headers(409, "Consumer Deleted")
+EXCEEDED_MAX_WAITING: Final = status_headers(409, "Exceeded MaxWaiting")
+
+
+def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
+    return status_headers(
+        408,
+        "Request Timeout",
+        Nats_Pending_Messages=str(pending_msgs),
+        Nats_Pending_Bytes=str(pending_bytes),
+    )
+
+
+class PullRequestError(ValueError):
+    """A pull request refused before queueing; `status` is the frame to send back
+    (`400 Bad Request - <reason>` unless given)."""
+
+    def __init__(self, status: bytes | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status if status is not None else status_headers(400, f"Bad Request - {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    batch: int = 1
+    expires_ns: int = 0
+    max_bytes: int = 0
+    no_wait: bool = False
+    idle_heartbeat_ns: int = 0
+
+
+def _int_field(body: dict[str, object], key: str) -> int:
+    value = body.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PullRequestError(None, f"pull request field {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def parse_pull_request(payload: bytes) -> PullRequest:
+    """Parse a `CONSUMER.MSG.NEXT` body (also the text after `+NXT `)."""
+    text = payload.strip()
+    if not text:
+        return PullRequest()
+    if text[:1] != b"{":
+        try:
+            batch = int(text)
+        except ValueError:
+            raise PullRequestError(None, f"bad pull request body {text[:64]!r}") from None
+        return PullRequest(batch=max(batch, 1))
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise PullRequestError(None, f"pull request is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise PullRequestError(None, "pull request must be a JSON object")
+    no_wait = body.get("no_wait", False)
+    if not isinstance(no_wait, bool):
+        raise PullRequestError(None, "pull request field 'no_wait' must be a boolean")
+    request = PullRequest(
+        batch=max(_int_field(body, "batch"), 1),
+        expires_ns=max(_int_field(body, "expires"), 0),
+        max_bytes=max(_int_field(body, "max_bytes"), 0),
+        no_wait=no_wait,
+        idle_heartbeat_ns=max(_int_field(body, "idle_heartbeat"), 0),
+    )
+    if request.idle_heartbeat_ns and request.expires_ns and (
+        request.idle_heartbeat_ns * 2 > request.expires_ns
+    ):
+        raise PullRequestError(
+            status_headers(400, "Bad Request - heartbeat value too large"),
+            "idle_heartbeat * 2 must not exceed expires",
+        )
+    return request
+
+
+@dataclass(slots=True, eq=False)
+class WaitingRequest:
+    """One queued pull request and what it has received so far."""
+
+    reply: str
+    request: PullRequest
+    received_ns: int
+    remaining: int = 0
+    bytes_left: int = 0
+    delivered: int = 0
+    expire_timer: TimerHandle | None = None
+    heartbeat_timer: TimerHandle | None = None
+    last_sent_ns: int = 0
+    key: int = 0  # its place in the WaitingQueue
+
+    def __post_init__(self) -> None:
+        self.remaining = self.request.batch
+        self.bytes_left = self.request.max_bytes
+        self.last_sent_ns = self.received_ns
+
+    def pending_bytes(self) -> int:
+        return self.bytes_left if self.request.max_bytes else 0
+
+    def close(self) -> None:
+        for timer in (self.expire_timer, self.heartbeat_timer):
+            if timer is not None:
+                timer.cancel()
+        self.expire_timer = None
+        self.heartbeat_timer = None
+
+
+class WaitingQueue:
+    """Pull requests waiting for messages, oldest first."""
+
+    def __init__(self, max_waiting: int) -> None:
+        self.max_waiting = max_waiting
+        # by key, in arrival order; read it, change it only through the methods
+        self.requests: dict[int, WaitingRequest] = {}
+        self._next_id = 0
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def __iter__(self) -> Iterator[WaitingRequest]:
+        return iter(list(self.requests.values()))
+
+    @property
+    def full(self) -> bool:
+        return len(self.requests) >= self.max_waiting > 0
+
+    def add(self, waiting: WaitingRequest) -> None:
+        self._next_id += 1
+        waiting.key = self._next_id
+        self.requests[self._next_id] = waiting
+
+    def peek(self) -> WaitingRequest | None:
+        for waiting in self.requests.values():
+            return waiting
+        return None
+
+    def remove(self, waiting: WaitingRequest) -> None:
+        if self.requests.pop(waiting.key, None) is not None:
+            waiting.close()
+
+    def clear(self) -> list[WaitingRequest]:
+        requests = list(self.requests.values())
+        for waiting in requests:
+            waiting.close()
+        self.requests.clear()
+        return requests
+
+
+class PullDelivery:
+    """The delivery of a pull consumer (see module docstring)."""
+
+    def __init__(self, source: Source, host: ConsumerHost, config: ConsumerConfig) -> None:
+        self.source = source
+        self.host = host
+        self.clock = host.clock
+        self.waiting = WaitingQueue(config.max_waiting)
+        self.reconfigure(config)
+
+    def reconfigure(self, config: ConsumerConfig) -> None:
+        self.config = config
+        self.headers_only = config.headers_only
+        self.waiting.max_waiting = config.max_waiting
+
+    def close(self, *, notify: bool) -> None:
+        for waiting in self.waiting.clear():
+            if notify:
+                self.host.publish(waiting.reply, None, CONSUMER_DELETED, b"")
+
+    def ready(self) -> bool:
+        return bool(self.waiting.requests)  # (on every ack: no __len__ call)
+
+    def active(self) -> bool:
+        return bool(self.waiting.requests)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
+    def bound(self) -> bool | None:
+        return None
+
+    # -- requests ------------------------------------------------------------------
+    def request(self, reply: str, payload: bytes) -> None:
+        publish = self.host.publish
+        try:
+            request = parse_pull_request(payload)
+        except PullRequestError as exc:
+            publish(reply, None, exc.status, b"")
+            return
+        cfg = self.config
+        if cfg.max_batch and request.batch > cfg.max_batch:
+            publish(reply, None, status_headers(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"), b"")
+            return
+        if cfg.max_expires_ns and request.expires_ns > cfg.max_expires_ns:
+            publish(
+                reply,
+                None,
+                status_headers(409, f"Exceeded MaxRequestExpires of {cfg.max_expires_ns / NS:g}s"),
+                b"",
+            )
+            return
+        if cfg.max_bytes and request.max_bytes > cfg.max_bytes:
+            publish(reply, None, status_headers(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"), b"")
+            return
+        source = self.source
+        source.touch()
+        source.recount()
+        if self.waiting.full:
+            publish(reply, None, EXCEEDED_MAX_WAITING, b"")
+            return
+        waiting = WaitingRequest(reply=reply, request=request, received_ns=self.clock.now_ns())
+        self.waiting.add(waiting)
+        if request.expires_ns:
+            waiting.expire_timer = self.clock.call_later(
+                request.expires_ns / NS, lambda: self._expire(waiting)
+            )
+        if request.idle_heartbeat_ns:
+            waiting.heartbeat_timer = self.clock.call_later(
+                request.idle_heartbeat_ns / NS, lambda: self._heartbeat(waiting)
+            )
+        source.kick()
+
+    def _expire(self, waiting: WaitingRequest) -> None:
+        waiting.expire_timer = None
+        self.waiting.remove(waiting)
+        if not self.source.closed:
+            self.host.publish(
+                waiting.reply, None, request_timeout(waiting.remaining, waiting.pending_bytes()), b""
+            )
+
+    def _heartbeat(self, waiting: WaitingRequest) -> None:
+        waiting.heartbeat_timer = None
+        if self.source.closed or waiting.remaining <= 0:
+            return
+        interval = waiting.request.idle_heartbeat_ns
+        now = self.clock.now_ns()
+        if now - waiting.last_sent_ns >= interval:
+            cursor = self.source.cursor
+            headers = status_headers(
+                100,
+                "Idle Heartbeat",
+                Nats_Last_Consumer=str(cursor.dseq),
+                Nats_Last_Stream=str(cursor.last_sseq),
+            )
+            self.host.publish(waiting.reply, None, headers, b"")
+            waiting.last_sent_ns = now
+            delay = interval
+        else:
+            delay = interval - (now - waiting.last_sent_ns)
+        waiting.heartbeat_timer = self.clock.call_later(delay / NS, lambda: self._heartbeat(waiting))
+
+    # -- delivery (hot path) -----------------------------------------------------------
+    def run(self, hint: StoredMessage | None, budget: int) -> int:
+        source = self.source
+        if source.paused:
+            return budget
+        queue = self.waiting
+        publish = self.host.publish
+        deliver = self.host.deliver
+        has_interest = self.host.has_interest
+        next_message = source.next_message
+        commit = source.commit
+        headers_only = self.headers_only
+        checked: str | None = None
+        while True:
+            waiting = queue.peek()
+            if waiting is None:
+                break
+            if checked != waiting.reply:
+                if not has_interest(waiting.reply):
+                    queue.remove(waiting)
+                    continue
+                checked = waiting.reply
+            if budget <= 0:
+                source.continue_later()
+                return 0  # continued next turn; no_wait requests are not over yet
+            budget -= 1
+            nxt = next_message(hint)
+            hint = None
+            if nxt is None:
+                break
+            msg, dc = nxt
+            if headers_only:
+                headers: bytes | None = headers_only_block(msg.headers, len(msg.data))
+                payload = b""
+            else:
+                headers, payload = msg.headers, msg.data
+            if waiting.request.max_bytes:
+                # nats-server counts subject, ack reply, headers and payload
+                size = (
+                    len(msg.subject) + len(source.ack_reply(msg, dc)) + len(headers or b"")
+                    + len(payload)
+                )
+                if size > waiting.bytes_left:
+                    source.unget(msg, dc)
+                    queue.remove(waiting)
+                    publish(
+                        waiting.reply,
+                        None,
+                        status_headers(
+                            409,
+                            "Message Size Exceeds MaxBytes",
+                            Nats_Pending_Messages=str(waiting.remaining),
+                            Nats_Pending_Bytes=str(waiting.bytes_left),
+                        ),
+                        b"",
+                    )
+                    continue
+                waiting.bytes_left -= size
+            reply = commit(msg, dc)
+            deliver(waiting.reply, msg.subject, reply, headers, payload)
+            waiting.remaining -= 1
+            waiting.delivered += 1
+            waiting.last_sent_ns = source.delivered_last_ns
+            if waiting.remaining <= 0:
+                queue.remove(waiting)
+        # no_wait requests end when the consumer has nothing more for them; held
+        # back by max_ack_pending (messages remain) they wait, as on nats-server.
+        if source.has_more():
+            return budget
+        for waiting in queue:
+            req = waiting.request
+            if req.no_wait and (not req.expires_ns or waiting.delivered > 0):
+                queue.remove(waiting)
+                publish(waiting.reply, None, NO_MESSAGES, b"")
+        return budget
