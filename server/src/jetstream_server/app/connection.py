@@ -32,6 +32,7 @@ import asyncio
 import logging
 import ssl
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from jetstream_server.app.write_batch import WriteBatcher
@@ -89,8 +90,10 @@ class ClientConnection(asyncio.Protocol):
         self.cid = cid
         self.loop = host.loop
         self.transport: asyncio.Transport | None = None
-        self.session = Session(cid, host.broker, self, host.session_settings, host.auth)
         self._batcher = host.batcher
+        # SessionIO.output_ready: the batcher's schedule for this connection
+        self.output_ready: Callable[[], None] = self._batcher.waker(self)
+        self.session = Session(cid, host.broker, self, host.session_settings, host.auth)
         self.closed = False
         self.tls_pending = False
         self.ip = ""
@@ -195,10 +198,7 @@ class ClientConnection(asyncio.Protocol):
             )
             self.session.slow_consumer()
 
-    # -- SessionIO -----------------------------------------------------------------
-    def output_ready(self) -> None:
-        self._batcher.schedule(self)
-
+    # -- SessionIO (and `output_ready`, set in __init__) ------------------------------
     def session_closed(self, close: Close) -> None:
         if self.closed:
             return

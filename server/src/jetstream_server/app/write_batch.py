@@ -10,6 +10,7 @@ flushed on the next turn of the event loop (`loop.call_soon`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -37,6 +38,18 @@ class WriteBatcher:
             loop = self.loop
             assert loop is not None, "write batcher used before the server started"
             loop.call_soon(conn.flush)
+
+    def waker(self, conn: Flushable) -> Callable[[], None]:
+        """`schedule(conn)` as a callable without arguments: what a connection
+        hands its session as `output_ready` (one call frame on the hot path)."""
+
+        def wake() -> None:
+            if self.reading:
+                self._dirty.append(conn)
+            else:
+                self.schedule(conn)
+
+        return wake
 
     def flush_dirty(self) -> None:
         dirty = self._dirty

@@ -166,11 +166,14 @@ class Session:
         self.ip = ""
         self.port = 0
         self.state = State.EXPECT_CONNECT
-        # `closed` mirrors `state is CLOSED`: one attribute load on the hot paths
+        # `closed` mirrors `state is CLOSED` and `_fast` "CONNECTED and not
+        # tracing": one attribute load each on the hot paths
         self.closed = False
+        self._fast = False
         self._broker = broker
         self._route = broker.route
         self._io = io
+        self._output_ready = io.output_ready
         self._auth = auth
         self._auth_required = auth.required
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
@@ -234,7 +237,7 @@ class Session:
             log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, exc)
             self._close(Event.PROTOCOL_ERROR, None if exc.silent else exc.reason)
             return
-        if self._trace or self.state is not State.CONNECTED:
+        if not self._fast:
             for op in ops:
                 if self.closed:
                     return
@@ -303,7 +306,7 @@ class Session:
             self._close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)
         elif not self._signalled:
             self._signalled = True
-            self._io.output_ready()
+            self._output_ready()
 
     # -- Subscriber (called by the broker) ---------------------------------------------
     def deliver(
@@ -329,7 +332,7 @@ class Session:
             self._close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)
         elif not self._signalled:
             self._signalled = True
-            self._io.output_ready()
+            self._output_ready()
 
     def forget_sub(self, sub: Subscription) -> None:
         if self.subs.get(sub.sid) is sub:
@@ -442,6 +445,7 @@ class Session:
             log.log(TRACE, "cid=%d %s -> %s on %s", self.cid, self.state.value, new.value, event.value)
         self.state = new
         self.closed = new is State.CLOSED
+        self._fast = new is State.CONNECTED and not self._trace
         return True
 
     def _close(self, event: Event, error: str | None) -> None:
