@@ -18,7 +18,7 @@ from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.auth import StaticAuth
 from jetstream_server.core.routing import Broker
-from jetstream_server.core.session import SessionSettings, State
+from jetstream_server.core.session import State
 
 
 class FakeTransport:
@@ -52,8 +52,8 @@ class Host:
         self.loop = asyncio.get_running_loop()
         self.config = config
         self.broker = Broker()
-        self.auth = StaticAuth(config.auth.user, config.auth.password, config.auth.token)
-        self.session_settings = SessionSettings(max_pending=config.max_pending)
+        self.auth = config.auth.authenticator()
+        self.session_settings = config.session_settings()
         self.batcher = WriteBatcher(self.loop)
         self.tls_context = None
         self.open: dict[int, ClientConnection] = {}

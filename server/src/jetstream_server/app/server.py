@@ -36,11 +36,10 @@ from jetstream_server.app.services import build_services
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
-from jetstream_server.core.auth import StaticAuth
+from jetstream_server.core.auth import Authenticator
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service
 from jetstream_server.core.routing import Broker
-from jetstream_server.core.session import SessionSettings
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +65,8 @@ class NatsServer:
         self.config = config
         self.clock: Clock = clock or LoopClock()
         self.broker = Broker()
-        self.auth = StaticAuth(config.auth.user, config.auth.password, config.auth.token)
-        self.session_settings = SessionSettings(
-            max_control_line=config.max_control_line,
-            max_payload=config.max_payload,
-            max_pending=config.max_pending,
-            max_pings_out=config.max_pings_out,
-            trace=config.trace,
-        )
+        self.auth: Authenticator = config.auth.authenticator()
+        self.session_settings = config.session_settings()
         self.batcher = WriteBatcher()
         self.server_id = new_server_id()
         self.server_name = config.server_name or self.server_id
