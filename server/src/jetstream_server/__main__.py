@@ -33,8 +33,8 @@ from jetstream_server.config import (
     TlsSettings,
     load_config_file,
 )
+from jetstream_server.core.session import TRACE
 
-TRACE = 5
 logging.addLevelName(TRACE, "TRC")
 _LEVEL_TAGS = {TRACE: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
                logging.ERROR: "ERR", logging.CRITICAL: "FTL"}

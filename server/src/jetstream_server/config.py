@@ -27,13 +27,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from jetstream_server.core.auth import Authenticator, StaticAuth
 from jetstream_server.core.protocol import MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE
+from jetstream_server.core.session import (
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_PINGS_OUT,
+    SessionSettings,
+)
 
 DEFAULT_PORT: Final = 4222
 DEFAULT_HOST: Final = "0.0.0.0"
-DEFAULT_MAX_PENDING: Final = 64 * 1024 * 1024
 DEFAULT_PING_INTERVAL_S: Final = 120.0
-DEFAULT_MAX_PINGS_OUT: Final = 2
 DEFAULT_WRITE_DEADLINE_S: Final = 10.0
 DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
 
@@ -55,6 +59,10 @@ class AuthSettings:
     @property
     def required(self) -> bool:
         return self.token is not None or self.user is not None
+
+    def authenticator(self) -> Authenticator:
+        """The core's decision function for these settings."""
+        return StaticAuth(self.user, self.password, self.token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +105,16 @@ class ServerConfig:
 
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
+
+    def session_settings(self) -> SessionSettings:
+        """The per-connection limits the client sessions get."""
+        return SessionSettings(
+            max_control_line=self.max_control_line,
+            max_payload=self.max_payload,
+            max_pending=self.max_pending,
+            max_pings_out=self.max_pings_out,
+            trace=self.trace,
+        )
 
     def validate(self) -> ServerConfig:
         """Cross-field checks nats-server makes; raises `ConfigError`, returns self."""

@@ -1,4 +1,4 @@
-"""The Router seam (server/app/broker.py): internal services next to nats-py clients.
+"""The Router seam (core/routing.py in a running server): internal services next to nats-py clients.
 
 A small real service (echo + counter) runs inside an in-process `NatsServer`
 on the test's event loop; clients connect over real sockets.
@@ -17,7 +17,6 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 
-from jetstream_server.app.broker import Broker
 from jetstream_server.app.server import NatsServer
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.router import Router
@@ -157,31 +156,3 @@ async def test_jsz_delegates_to_service(running: tuple[NatsServer, EchoService])
     assert await asyncio.get_running_loop().run_in_executor(None, fetch) == {
         "streams": 0, "service": "echo",
     }
-
-
-def test_broker_without_sockets() -> None:
-    broker = Broker()
-    got: list[tuple[str, bytes]] = []
-    sid = broker.subscribe("a.>", lambda s, r, h, p: got.append((s, p)))
-    broker.publish("a.b", None, None, b"1")
-    broker.publish("b.c", None, None, b"2")
-    assert got == [("a.b", b"1")]
-    assert broker.has_interest("a.x.y") and not broker.has_interest("a")
-    broker.unsubscribe(sid)
-    broker.publish("a.b", None, None, b"3")
-    assert got == [("a.b", b"1")]
-    assert broker.num_subscriptions == 0
-
-
-def test_faulty_handler_does_not_break_others(caplog: pytest.LogCaptureFixture) -> None:
-    broker = Broker()
-    got: list[bytes] = []
-
-    def bad(s: str, r: str | None, h: bytes | None, p: bytes) -> None:
-        raise RuntimeError("boom")
-
-    broker.subscribe("x", bad)
-    broker.subscribe("x", lambda s, r, h, p: got.append(p))
-    broker.publish("x", None, None, b"ok")
-    assert got == [b"ok"]
-    assert "boom" in caplog.text

@@ -1,8 +1,9 @@
 """Monitoring HTTP: `/healthz`, `/varz`, `/connz`, `/jsz` as nats-server serves them.
 
 A tiny HTTP/1.1 server on asyncio streams: GET only, one request per
-connection (``Connection: close``), JSON bodies. The data comes from the
-`NatsServer` (`varz()`, `connz()`, `jsz()`); this module only serves it.
+connection (``Connection: close``), JSON bodies. The data comes from a
+`MonitorSource` (the `NatsServer`: `varz()`, `connz()`, `jsz()`); this module
+only serves it and never imports the server.
 """
 
 from __future__ import annotations
@@ -10,19 +11,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from jetstream_server.app.server import NatsServer
 
 log = logging.getLogger(__name__)
 
 _MAX_REQUEST = 16 * 1024
 
 
+class MonitorSource(Protocol):
+    """Where the monitoring data comes from."""
+
+    def varz(self) -> dict[str, Any]: ...
+
+    def connz(self) -> dict[str, Any]: ...
+
+    def jsz(self) -> dict[str, Any]: ...
+
+
 class MonitorServer:
-    def __init__(self, server: NatsServer) -> None:
+    def __init__(self, server: MonitorSource) -> None:
         self.server = server
         self._http: asyncio.Server | None = None
 

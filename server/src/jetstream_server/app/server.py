@@ -1,5 +1,10 @@
 """The server: the TCP listener, the broker, the services and the monitor.
 
+The broker (routing) and the per-client sessions are sans-IO
+(`jetstream_server.core`); this module wires them to sockets: it accepts
+connections (`ClientConnection`), owns the write batcher and the clock, and
+serves the monitoring data.
+
 `NatsServer.start()` (on a running loop) starts the services on the broker,
 then the listener, then the monitoring HTTP server, and logs the same lines
 nats-server logs (``Listening for client connections on <host>:<port>``,
@@ -24,14 +29,17 @@ import ssl
 import time
 from typing import Any, Final
 
-from jetstream_server.app.broker import Broker
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services
 from jetstream_server.app.tls import make_server_context
+from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
+from jetstream_server.core.auth import Authenticator
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service
+from jetstream_server.core.routing import Broker
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,9 @@ class NatsServer:
         self.config = config
         self.clock: Clock = clock or LoopClock()
         self.broker = Broker()
+        self.auth: Authenticator = config.auth.authenticator()
+        self.session_settings = config.session_settings()
+        self.batcher = WriteBatcher()
         self.server_id = new_server_id()
         self.server_name = config.server_name or self.server_id
         self.services: list[Service] = [] if services is None else services
@@ -73,12 +84,9 @@ class NatsServer:
         self.http_port: int | None = None
         self.tls_context: ssl.SSLContext | None = None
         self._listener: asyncio.Server | None = None
-        self._monitor: Any = None
+        self._monitor: MonitorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
-        # set while a connection's read is processed: flushes collect in _dirty
-        self.reading = False
-        self._dirty: list[ClientConnection] = []
         self.stopped = False
 
     @property
@@ -89,6 +97,7 @@ class NatsServer:
     # -- lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self.batcher.loop = self._loop
         if isinstance(self.clock, LoopClock):
             self.clock = LoopClock(self._loop)
         cfg = self.config
@@ -106,8 +115,6 @@ class NatsServer:
                 service.start(self.broker)
                 started.append(service)
             if cfg.http_port is not None:
-                from jetstream_server.app.monitoring import MonitorServer
-
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(cfg.host, cfg.http_port)
                 log.info("Starting http monitor on %s:%d", cfg.host, self.http_port)
@@ -127,27 +134,12 @@ class NatsServer:
         sock = self._listener.sockets[0]
         self.port = int(sock.getsockname()[1])
         log.info("Listening for client connections on %s:%d", cfg.host, self.port)
-        if cfg.auth.required:
+        if self.auth.required:
             log.info("Client authentication required")
         if self.tls_context is not None:
             log.info("TLS required for client connections")
         log.info("Server is ready")
         self.ready.set()
-
-    # -- outbound batching --------------------------------------------------------
-    def schedule_flush(self, conn: ClientConnection) -> None:
-        """`conn` has bytes to write: after the current read, or on the next turn."""
-        if self.reading:
-            self._dirty.append(conn)
-        else:
-            self.loop.call_soon(conn._flush)
-
-    def flush_dirty(self) -> None:
-        dirty = self._dirty
-        if dirty:
-            self._dirty = []
-            for conn in dirty:
-                conn._flush()
 
     def _new_connection(self) -> ClientConnection:
         return ClientConnection(self, next(self._cids))
@@ -183,20 +175,25 @@ class NatsServer:
 
     def connection_closed(self, conn: ClientConnection) -> None:
         if self.connections.pop(conn.cid, None) is not None:
+            session = conn.session
             totals = self._closed_totals
-            totals[0] += conn.in_msgs
-            totals[1] += conn.in_bytes
-            totals[2] += conn.out_msgs
-            totals[3] += conn.out_bytes
+            totals[0] += session.in_msgs
+            totals[1] += session.in_bytes
+            totals[2] += session.out_msgs
+            totals[3] += session.out_bytes
         log.debug("cid=%d client connection closed", conn.cid)
+
+    def slow_consumer_detected(self, conn: ClientConnection) -> None:
+        self.slow_consumers += 1
 
     def _totals(self) -> list[int]:
         totals = list(self._closed_totals)
         for conn in self.connections.values():
-            totals[0] += conn.in_msgs
-            totals[1] += conn.in_bytes
-            totals[2] += conn.out_msgs
-            totals[3] += conn.out_bytes
+            session = conn.session
+            totals[0] += session.in_msgs
+            totals[1] += session.in_bytes
+            totals[2] += session.out_msgs
+            totals[3] += session.out_bytes
         return totals
 
     @property
@@ -229,7 +226,7 @@ class NatsServer:
             "max_payload": cfg.max_payload,
             "jetstream": True,
         }
-        if cfg.auth.required:
+        if self.auth.required:
             info["auth_required"] = True
         if self.tls_context is not None:
             info["tls_required"] = True
@@ -297,6 +294,7 @@ class NatsServer:
         now = time.time()
         conns = []
         for conn in sorted(self.connections.values(), key=lambda c: c.cid):
+            session = conn.session
             conns.append(
                 {
                     "cid": conn.cid,
@@ -309,15 +307,15 @@ class NatsServer:
                     "uptime": _uptime(now - conn.start),
                     "idle": _uptime(now - conn.last_activity),
                     "pending_bytes": conn.pending_bytes,
-                    "in_msgs": conn.in_msgs,
-                    "out_msgs": conn.out_msgs,
-                    "in_bytes": conn.in_bytes,
-                    "out_bytes": conn.out_bytes,
-                    "subscriptions": len(conn.subs),
-                    "name": conn.name,
-                    "lang": conn.lang,
-                    "version": conn.version,
-                    **({"authorized_user": conn.user} if conn.user else {}),
+                    "in_msgs": session.in_msgs,
+                    "out_msgs": session.out_msgs,
+                    "in_bytes": session.in_bytes,
+                    "out_bytes": session.out_bytes,
+                    "subscriptions": len(session.subs),
+                    "name": session.name,
+                    "lang": session.lang,
+                    "version": session.version,
+                    **({"authorized_user": session.user} if session.user else {}),
                     **({"tls_version": "1.3"} if self.tls_context is not None else {}),
                 }
             )

@@ -40,6 +40,7 @@ ERR_STALE: Final = "Stale Connection"
 ERR_SLOW_CONSUMER: Final = "Slow Consumer"
 ERR_INVALID_SUBJECT: Final = "Invalid Subject"
 ERR_INVALID_PUB_SUBJECT: Final = "Invalid Publish Subject"
+ERR_INVALID_QUEUE: Final = "Invalid Queue Name"
 ERR_TLS_REQUIRED: Final = "Secure Connection - TLS Required"
 
 

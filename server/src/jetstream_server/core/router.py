@@ -1,6 +1,6 @@
 """The seam between the core NATS broker and the services built on it.
 
-The broker (`jetstream_server.app.broker`) routes every published message through one
+The broker (`jetstream_server.core.routing`) routes every published message through one
 subject index. JetStream is a *service*: it subscribes internally (API
 subjects, stream subjects, ack subjects) and publishes like any client. The
 service never touches sockets or asyncio; the broker never knows JetStream.

@@ -1,8 +1,12 @@
-"""The broker: one subject index routing every message, client or internal.
+"""The broker's routing, sans-IO: one subject index for every message, client or internal.
 
-Implements `jetstream_server.core.router.Router`. Subscriptions of client connections and
-internal handlers (services such as JetStream) live in the same
-`SubjectIndex`; a publish matches once (cached) and fans out.
+`Broker` implements `jetstream_server.core.router.Router` for services and
+routes what client sessions publish. Subscriptions of clients and internal
+handlers (services such as JetStream) live in the same `SubjectIndex`; a
+publish matches once (cached) and fans out. A client subscription delivers
+through the `Subscriber` protocol, which the client session
+(`jetstream_server.core.session.Session`) implements: this module never
+knows sockets, the event loop or how bytes reach a client.
 
 Invariants:
 - a message goes to every matching plain subscription and to exactly one
@@ -23,21 +27,43 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from jetstream_server.core.router import MessageHandler
 from jetstream_server.core.subjects import SubjectIndex
-
-if TYPE_CHECKING:
-    from jetstream_server.app.connection import ClientConnection
 
 log = logging.getLogger(__name__)
 
 NO_RESPONDERS_HEADERS: Final = b"NATS/1.0 503\r\n\r\n"
 
 
+class Subscriber(Protocol):
+    """A client as the broker sees it: the options routing honours, and a
+    place to deliver to. Implemented by the client session."""
+
+    cid: int
+    echo: bool
+    headers: bool
+    no_responders: bool
+
+    def deliver(
+        self,
+        sub: Subscription,
+        subject: bytes,
+        reply: bytes | None,
+        headers: bytes | None,
+        payload: bytes,
+    ) -> None:
+        """Queue one message for the client (``MSG``/``HMSG`` for `sub`)."""
+        ...
+
+    def forget_sub(self, sub: Subscription) -> None:
+        """`sub` was removed from the index (auto-unsubscribe, close)."""
+        ...
+
+
 class Subscription:
-    """One subscription: a client's (conn + sid) or an internal handler."""
+    """One subscription: a client's (client + sid) or an internal handler."""
 
     __slots__ = (
         "id",
@@ -45,7 +71,7 @@ class Subscription:
         "queue",
         "sid",
         "sid_b",
-        "conn",
+        "client",
         "handler",
         "max_msgs",
         "delivered",
@@ -58,7 +84,7 @@ class Subscription:
         subject: str,
         queue: str | None,
         sid: str,
-        conn: ClientConnection | None,
+        client: Subscriber | None,
         handler: MessageHandler | None,
     ) -> None:
         self.id = sub_id
@@ -66,19 +92,19 @@ class Subscription:
         self.queue = queue
         self.sid = sid
         self.sid_b = sid.encode()
-        self.conn = conn
+        self.client = client
         self.handler = handler
         self.max_msgs: int | None = None
         self.delivered = 0
         self.closed = False
 
     def __repr__(self) -> str:
-        owner = f"cid={self.conn.cid}" if self.conn is not None else "internal"
+        owner = f"cid={self.client.cid}" if self.client is not None else "internal"
         return f"Subscription({self.subject!r}, queue={self.queue!r}, sid={self.sid}, {owner})"
 
 
 class Broker:
-    """Routes messages between client connections and internal services."""
+    """Routes messages between client sessions and internal services."""
 
     def __init__(self) -> None:
         self.index: SubjectIndex[Subscription] = SubjectIndex()
@@ -119,17 +145,17 @@ class Broker:
         subject: str,
         queue: str | None,
         sid: str,
-        conn: ClientConnection | None,
+        client: Subscriber | None,
         handler: MessageHandler | None,
     ) -> Subscription:
-        sub = Subscription(self._next_id, subject, queue, sid, conn, handler)
+        sub = Subscription(self._next_id, subject, queue, sid, client, handler)
         self._next_id += 1
         return sub
 
     def add_client_sub(
-        self, conn: ClientConnection, subject: str, queue: str | None, sid: str
+        self, client: Subscriber, subject: str, queue: str | None, sid: str
     ) -> Subscription:
-        sub = self._new_sub(subject, queue, sid, conn, None)
+        sub = self._new_sub(subject, queue, sid, client, None)
         self.index.insert(subject, sub, queue)
         return sub
 
@@ -138,8 +164,8 @@ class Broker:
             return
         sub.closed = True
         self.index.remove(sub.subject, sub, sub.queue)
-        if sub.conn is not None:
-            sub.conn.forget_sub(sub)
+        if sub.client is not None:
+            sub.client.forget_sub(sub)
         else:
             self._internal.pop(sub.id, None)
 
@@ -154,7 +180,7 @@ class Broker:
         reply: str | None,
         headers: bytes | None,
         payload: bytes,
-        origin: ClientConnection | None,
+        origin: Subscriber | None,
         msg_subject: str | None = None,
     ) -> int:
         """Deliver one message; returns how many subscriptions got it.
@@ -176,8 +202,8 @@ class Broker:
             sub = plain[0]
             if sub.closed:
                 return 0
-            conn = sub.conn
-            if conn is None:
+            client = sub.client
+            if client is None:
                 handler = sub.handler
                 assert handler is not None
                 try:
@@ -185,9 +211,9 @@ class Broker:
                 except Exception:  # a faulty service must not take the broker down
                     log.exception("internal handler for %r failed on %r", sub.subject, subject)
                 return 1
-            if conn is origin and not conn.echo:
+            if client is origin and not client.echo:
                 return 0
-            conn.deliver(
+            client.deliver(
                 sub,
                 subject.encode("utf-8", "surrogateescape"),
                 reply.encode("utf-8", "surrogateescape") if reply else None,
@@ -205,16 +231,16 @@ class Broker:
         delivered = 0
         no_echo_from = origin if origin is not None and not origin.echo else None
         for sub in plain:
-            conn = sub.conn
-            if conn is None:
+            client = sub.client
+            if client is None:
                 if internal is None:
                     internal = [sub]
                 else:
                     internal.append(sub)
                 continue
-            if conn is no_echo_from or sub.closed:
+            if client is no_echo_from or sub.closed:
                 continue
-            conn.deliver(sub, subject_b, reply_b, headers, payload)
+            client.deliver(sub, subject_b, reply_b, headers, payload)
             delivered += 1
             if sub.max_msgs is not None:
                 sub.delivered += 1
@@ -225,18 +251,18 @@ class Broker:
                 candidates = [
                     m
                     for m in members
-                    if not m.closed and (m.conn is None or m.conn is not no_echo_from)
+                    if not m.closed and (m.client is None or m.client is not no_echo_from)
                 ]
                 if not candidates:
                     continue
                 sub = candidates[0] if len(candidates) == 1 else self._choice(candidates)
-                if sub.conn is None:
+                if sub.client is None:
                     if internal is None:
                         internal = [sub]
                     else:
                         internal.append(sub)
                     continue
-                sub.conn.deliver(sub, subject_b, reply_b, headers, payload)
+                sub.client.deliver(sub, subject_b, reply_b, headers, payload)
                 delivered += 1
                 if sub.max_msgs is not None:
                     sub.delivered += 1
@@ -255,9 +281,9 @@ class Broker:
                     log.exception("internal handler for %r failed on %r", sub.subject, subject)
         return delivered
 
-    def _no_responders(self, reply: str, origin: ClientConnection) -> None:
+    def _no_responders(self, reply: str, origin: Subscriber) -> None:
         reply_b = reply.encode("utf-8", "surrogateescape")
         for sub in self.index.match(reply).plain:
-            if sub.conn is origin and not sub.closed:
+            if sub.client is origin and not sub.closed:
                 origin.deliver(sub, reply_b, None, NO_RESPONDERS_HEADERS, b"")
                 return

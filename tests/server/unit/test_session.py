@@ -1,0 +1,478 @@
+"""The client session state machine (core/session.py), sans-IO: no sockets, no loop.
+
+Sessions on a real `Broker` are fed client bytes and events; a `Wire` double
+stands in for the asyncio connection and collects what would be written and
+why the session closed. Every scripted exchange runs twice: the client's
+bytes fed whole and one byte at a time (the output must not differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jetstream_server.core import protocol as P
+from jetstream_server.core.auth import StaticAuth
+from jetstream_server.core.routing import Broker
+from jetstream_server.core.session import (
+    DROPS_OUTPUT,
+    TRANSITIONS,
+    Close,
+    Event,
+    Session,
+    SessionSettings,
+    State,
+)
+
+
+class Wire:
+    """A `SessionIO` double: what the asyncio connection would write, and when."""
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.written = bytearray()
+        self.ready_calls = 0
+        self.closes: list[Close] = []
+
+    def output_ready(self) -> None:
+        self.ready_calls += 1
+
+    def session_closed(self, close: Close) -> None:
+        assert self.session is not None
+        self.closes.append(close)
+        self.written += self.session.data_to_send()
+
+    def take(self) -> bytes:
+        """Everything written so far plus what is queued; clears both."""
+        assert self.session is not None
+        data = bytes(self.written) + self.session.data_to_send()
+        self.written.clear()
+        return data
+
+
+def open_session(
+    broker: Broker,
+    cid: int = 1,
+    *,
+    auth: StaticAuth | None = None,
+    **limits: int | bool,
+) -> tuple[Session, Wire]:
+    wire = Wire()
+    session = Session(cid, broker, wire, SessionSettings(**limits), auth or StaticAuth())  # type: ignore[arg-type]
+    wire.session = session
+    return session, wire
+
+
+Feed = Callable[[Session, bytes], None]
+
+
+def feed_whole(session: Session, data: bytes) -> None:
+    session.receive_data(data)
+
+
+def feed_bytewise(session: Session, data: bytes) -> None:
+    for i in range(len(data)):
+        session.receive_data(data[i : i + 1])
+
+
+@pytest.fixture(params=[feed_whole, feed_bytewise], ids=["whole", "bytewise"])
+def feed(request: pytest.FixtureRequest) -> Feed:
+    return request.param  # type: ignore[no-any-return]
+
+
+QUIET = b'CONNECT {"verbose":false,"pedantic":true,"headers":true,"no_responders":true}\r\n'
+
+
+# -- the state table -----------------------------------------------------------------
+
+
+def test_transition_table_shape() -> None:
+    # CLOSED is final: no row leaves it
+    assert not [key for key in TRANSITIONS if key[0] is State.CLOSED]
+    # only a CONNECT leads to CONNECTED, and an auth timeout only matters before it
+    assert {k for k, v in TRANSITIONS.items() if v is State.CONNECTED} == {
+        (State.EXPECT_CONNECT, Event.CONNECT_ACCEPTED),
+        (State.CONNECTED, Event.CONNECT_ACCEPTED),
+    }
+    assert (State.CONNECTED, Event.AUTH_TIMEOUT) not in TRANSITIONS
+    # every other event closes an open session
+    for state in (State.EXPECT_CONNECT, State.CONNECTED):
+        for event in Event:
+            if event not in (Event.CONNECT_ACCEPTED, Event.AUTH_TIMEOUT):
+                assert TRANSITIONS[(state, event)] is State.CLOSED
+    assert DROPS_OUTPUT == {Event.SLOW_CONSUMER, Event.TRANSPORT_LOST, Event.TRANSPORT_FAILED}
+
+
+def test_starts_expecting_connect() -> None:
+    session, wire = open_session(Broker())
+    assert session.state is State.EXPECT_CONNECT
+    info = session.greeting({"server_id": "N1", "max_payload": 10})
+    assert info == b'INFO {"server_id":"N1","max_payload":10}\r\n'
+    assert wire.take() == b""
+
+
+# -- CONNECT and options -----------------------------------------------------------------
+
+
+def test_defaults_are_verbose(feed: Feed) -> None:
+    session, wire = open_session(Broker())
+    feed(session, b"CONNECT {}\r\nSUB a 1\r\nPING\r\n")
+    assert session.state is State.CONNECTED
+    assert wire.take() == b"+OK\r\n+OK\r\nPONG\r\n"
+    assert (session.verbose, session.pedantic, session.echo, session.headers) == (
+        True, True, True, False,
+    )
+
+
+def test_connect_options_are_kept(feed: Feed) -> None:
+    session, wire = open_session(Broker())
+    feed(
+        session,
+        b'CONNECT {"verbose":false,"pedantic":false,"echo":false,"headers":true,'
+        b'"no_responders":true,"name":"n","lang":"python3","version":"2.0","user":"bob"}\r\n',
+    )
+    assert wire.take() == b""
+    assert (session.verbose, session.pedantic, session.echo) == (False, False, False)
+    assert (session.headers, session.no_responders) == (True, True)
+    assert (session.name, session.lang, session.version, session.user) == (
+        "n", "python3", "2.0", "bob",
+    )
+
+
+def test_ops_before_connect_without_auth_use_defaults(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, b"SUB a 1\r\nPUB a 2\r\nhi\r\nPING\r\n")
+    assert session.state is State.EXPECT_CONNECT
+    assert wire.take() == b"+OK\r\n+OK\r\nMSG a 1 2\r\nhi\r\nPONG\r\n"
+
+
+def test_no_responders_needs_headers(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, b'CONNECT {"verbose":false,"no_responders":true}\r\nPING\r\n')
+    assert session.state is State.CLOSED
+    assert wire.take() == b"-ERR 'no responders requires headers support'\r\n"
+    assert wire.closes == [Close(Event.CONNECT_REFUSED, "no responders requires headers support")]
+
+
+# -- auth -----------------------------------------------------------------------------------
+
+
+def test_auth_op_before_connect_is_a_violation(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker, auth=StaticAuth(token="s3cret"))
+    feed(session, b"SUB a 1\r\nPING\r\n")
+    assert wire.take() == b"-ERR 'Authorization Violation'\r\n"
+    assert wire.closes == [Close(Event.AUTH_VIOLATION, P.ERR_AUTH)]
+    assert broker.num_subscriptions == 0
+
+
+def test_auth_refused_connect(feed: Feed) -> None:
+    session, wire = open_session(Broker(), auth=StaticAuth(user="u", password="p"))
+    feed(session, b'CONNECT {"user":"u","pass":"wrong"}\r\nPING\r\n')
+    assert session.state is State.CLOSED
+    assert session.identity is None
+    assert wire.take() == b"-ERR 'Authorization Violation'\r\n"
+
+
+def test_auth_accepted_connect(feed: Feed) -> None:
+    session, wire = open_session(Broker(), auth=StaticAuth(user="u", password="p"))
+    feed(session, b'CONNECT {"user":"u","pass":"p"}\r\nPING\r\n')
+    assert session.state is State.CONNECTED
+    assert session.user == "u"
+    assert wire.take() == b"+OK\r\nPONG\r\n"
+
+
+def test_auth_timeout_only_before_connect() -> None:
+    waiting, wire = open_session(Broker(), auth=StaticAuth(token="t"))
+    waiting.auth_timeout()
+    assert wire.take() == b"-ERR 'Authentication Timeout'\r\n"
+    assert wire.closes == [Close(Event.AUTH_TIMEOUT, P.ERR_AUTH_TIMEOUT)]
+
+    connected, wire = open_session(Broker(), auth=StaticAuth(token="t"))
+    connected.receive_data(b'CONNECT {"verbose":false,"auth_token":"t"}\r\n')
+    connected.auth_timeout()
+    assert connected.state is State.CONNECTED
+    assert wire.closes == []
+
+
+def test_second_connect_is_authenticated_again() -> None:
+    session, wire = open_session(Broker(), auth=StaticAuth(token="t"))
+    session.receive_data(b'CONNECT {"verbose":false,"auth_token":"t"}\r\n')
+    session.receive_data(b'CONNECT {"verbose":false,"auth_token":"x"}\r\n')
+    assert session.state is State.CLOSED
+    assert wire.take() == b"-ERR 'Authorization Violation'\r\n"
+
+
+# -- publish, subscribe, deliver -------------------------------------------------------------
+
+
+def test_pub_sub_between_sessions(feed: Feed) -> None:
+    broker = Broker()
+    sub, sub_wire = open_session(broker, 1)
+    pub, pub_wire = open_session(broker, 2)
+    feed(sub, QUIET + b"SUB foo.* 7\r\nSUB foo.* q 8\r\n")
+    feed(pub, QUIET + b"PUB foo.bar reply.x 5\r\nhello\r\nHPUB foo.h 12 14\r\nNATS/1.0\r\n\r\nhi\r\n")
+    assert pub_wire.take() == b""
+    assert sub_wire.take() == (
+        b"MSG foo.bar 7 reply.x 5\r\nhello\r\n"
+        b"MSG foo.bar 8 reply.x 5\r\nhello\r\n"
+        b"HMSG foo.h 7 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"
+        b"HMSG foo.h 8 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"
+    )
+    assert (pub.in_msgs, pub.in_bytes) == (2, 5 + 14)
+    assert (sub.out_msgs, sub.out_bytes) == (4, 2 * 5 + 2 * 14)
+
+
+def test_headers_are_stripped_for_a_client_without_headers(feed: Feed) -> None:
+    broker = Broker()
+    sub, sub_wire = open_session(broker, 1)
+    pub, _ = open_session(broker, 2)
+    feed(sub, b'CONNECT {"verbose":false}\r\nSUB h 1\r\n')
+    feed(pub, QUIET + b"HPUB h 12 14\r\nNATS/1.0\r\n\r\nhi\r\n")
+    assert sub_wire.take() == b"MSG h 1 2\r\nhi\r\n"
+
+
+def test_hpub_without_headers_closes_silently(feed: Feed) -> None:
+    session, wire = open_session(Broker())
+    feed(session, b'CONNECT {"verbose":false}\r\nHPUB h 12 14\r\nNATS/1.0\r\n\r\nhi\r\nPING\r\n')
+    assert session.state is State.CLOSED
+    assert wire.take() == b""
+    assert wire.closes == [Close(Event.PROTOCOL_ERROR, None)]
+
+
+def test_pedantic_invalid_publish_subject(feed: Feed) -> None:
+    broker = Broker()
+    sub, sub_wire = open_session(broker, 1)
+    feed(sub, b'CONNECT {"verbose":false}\r\nSUB > 1\r\n')
+    pub, wire = open_session(broker, 2)
+    feed(pub, b"CONNECT {}\r\nPUB a.* 1\r\nx\r\n")
+    assert wire.take() == b"+OK\r\n-ERR 'Invalid Publish Subject'\r\n+OK\r\n"
+    assert sub_wire.take() == b""
+    assert pub.state is State.CONNECTED
+    # not pedantic: routed as given
+    feed(pub, b'CONNECT {"verbose":false,"pedantic":false}\r\nPUB a.* 1\r\nx\r\n')
+    assert sub_wire.take() == b"MSG a.* 1 1\r\nx\r\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b"SUB a..b 1\r\n", P.ERR_INVALID_SUBJECT),
+        (b"SUB a.>.b 1\r\n", P.ERR_INVALID_SUBJECT),
+        (b"SUB a q.>x 1\r\n", None),  # a queue name with '>' in it is fine
+    ],
+)
+def test_invalid_sub_keeps_connection_open(feed: Feed, line: bytes, error: str | None) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, b"CONNECT {}\r\n" + line + b"PING\r\n")
+    expected = b"+OK\r\n" + (P.encode_err(error) if error else b"+OK\r\n") + b"PONG\r\n"
+    assert wire.take() == expected
+    assert session.state is State.CONNECTED
+    assert broker.num_subscriptions == (0 if error else 1)
+
+
+def test_duplicate_sid_is_ignored(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, b"CONNECT {}\r\nSUB a 1\r\nSUB b 1\r\nPUB b 1\r\nx\r\n")
+    assert wire.take() == b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n"
+    assert broker.num_subscriptions == 1
+
+
+def test_unsub_with_max_auto_unsubscribes(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, QUIET + b"SUB a 1\r\nUNSUB 1 2\r\n" + b"PUB a 1\r\nx\r\n" * 3 + b"PING\r\n")
+    assert wire.take() == b"MSG a 1 1\r\nx\r\n" * 2 + b"PONG\r\n"
+    assert session.subs == {}
+    assert broker.num_subscriptions == 0
+
+
+def test_unsub_now_and_unknown_sid(feed: Feed) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    feed(session, b"CONNECT {}\r\nSUB a 1\r\nUNSUB 1\r\nUNSUB 99\r\nPUB a 1\r\nx\r\n")
+    assert wire.take() == b"+OK\r\n" * 5
+    assert broker.num_subscriptions == 0
+
+
+def test_echo_off_suppresses_own_messages(feed: Feed) -> None:
+    broker = Broker()
+    me, my_wire = open_session(broker, 1)
+    other, other_wire = open_session(broker, 2)
+    feed(me, b'CONNECT {"verbose":false,"echo":false}\r\nSUB e 1\r\n')
+    feed(other, b'CONNECT {"verbose":false}\r\nSUB e 1\r\n')
+    feed(me, b"PUB e 1\r\nx\r\n")
+    feed(other, b"PUB e 1\r\ny\r\n")
+    assert my_wire.take() == b"MSG e 1 1\r\ny\r\n"
+    assert other_wire.take() == b"MSG e 1 1\r\nx\r\nMSG e 1 1\r\ny\r\n"
+
+
+def test_no_responders_status(feed: Feed) -> None:
+    session, wire = open_session(Broker())
+    feed(session, QUIET + b"SUB _INBOX.1 9\r\nPUB nobody _INBOX.1 2\r\nhi\r\n")
+    assert wire.take() == b"HMSG _INBOX.1 9 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
+
+
+def test_ping_pong_accounting() -> None:
+    session, wire = open_session(Broker(), max_pings_out=2)
+    session.receive_data(QUIET)
+    session.ping_due()
+    session.ping_due()
+    assert session.pings_out == 2
+    session.receive_data(b"PONG\r\n")
+    assert session.pings_out == 0
+    session.ping_due()
+    session.ping_due()
+    session.ping_due()  # a third unanswered ping is one too many
+    assert wire.take() == b"PING\r\n" * 4 + b"-ERR 'Stale Connection'\r\n"
+    assert wire.closes == [Close(Event.STALE, P.ERR_STALE)]
+
+
+# -- output batching and slow consumers ------------------------------------------------------
+
+
+def test_output_ready_once_per_batch() -> None:
+    broker = Broker()
+    sub, wire = open_session(broker, 1)
+    pub, _ = open_session(broker, 2)
+    sub.receive_data(QUIET + b"SUB a 1\r\n")
+    assert wire.ready_calls == 0
+    pub.receive_data(QUIET + b"PUB a 1\r\nx\r\n" * 50)
+    assert wire.ready_calls == 1
+    assert sub.pending_output == 50 * len(b"MSG a 1 1\r\nx\r\n")
+    assert wire.take() == b"MSG a 1 1\r\nx\r\n" * 50
+    assert sub.pending_output == 0
+    pub.receive_data(b"PUB a 1\r\nx\r\n")
+    assert wire.ready_calls == 2
+
+
+def test_slow_consumer_drops_queue_and_says_why() -> None:
+    broker = Broker()
+    sub, wire = open_session(broker, 1, max_pending=100)
+    pub, pub_wire = open_session(broker, 2)
+    sub.receive_data(QUIET + b"SUB a 1\r\n")
+    pub.receive_data(QUIET + b"PUB a 20\r\n" + b"x" * 20 + b"\r\n" * 1)
+    assert sub.state is State.CONNECTED
+    pub.receive_data((b"PUB a 20\r\n" + b"x" * 20 + b"\r\n") * 5)
+    assert sub.state is State.CLOSED
+    assert wire.closes == [Close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)]
+    assert wire.closes[0].drop_output
+    assert wire.take() == b"-ERR 'Slow Consumer'\r\n"
+    assert broker.num_subscriptions == 0
+    assert pub.state is State.CONNECTED and pub_wire.take() == b""
+
+
+def test_slow_consumer_reported_by_the_transport() -> None:
+    session, wire = open_session(Broker())
+    session.receive_data(b"CONNECT {}\r\n")
+    session.slow_consumer()
+    assert wire.take() == b"-ERR 'Slow Consumer'\r\n"
+
+
+# -- protocol errors and closing -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("garbage", "written"),
+    [
+        (b"BOGUS\r\n", b"-ERR 'Unknown Protocol Operation'\r\n"),
+        (b"PUB a 2000000\r\n", b"-ERR 'Maximum Payload Violation'\r\n"),
+        (b"SUB a\r\n", b""),  # bad arguments of a known op: closed without -ERR
+    ],
+)
+def test_protocol_error_applies_earlier_ops_then_closes(
+    feed: Feed, garbage: bytes, written: bytes
+) -> None:
+    broker = Broker()
+    watcher, watcher_wire = open_session(broker, 1)
+    feed(watcher, QUIET + b"SUB a 1\r\n")
+    session, wire = open_session(broker, 2)
+    feed(session, QUIET + b"SUB mine 1\r\nPUB a 2\r\nok\r\n" + garbage + b"PUB a 2\r\nno\r\n")
+    assert watcher_wire.take() == b"MSG a 1 2\r\nok\r\n"
+    assert wire.take() == written
+    assert wire.closes == [Close(Event.PROTOCOL_ERROR, written[6:-3].decode() or None)]
+    assert session.state is State.CLOSED
+    assert broker.num_subscriptions == 1  # the closed session's subscription is gone
+
+
+def test_close_is_final_and_happens_once() -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    session.receive_data(QUIET + b"SUB a 1\r\nSUB b 2\r\n")
+    session.close()
+    assert wire.closes == [Close(Event.SHUTDOWN, None)]
+    assert broker.num_subscriptions == 0 and session.subs == {}
+    # nothing moves a closed session
+    session.receive_data(b"PING\r\n")
+    session.ping_due()
+    session.auth_timeout()
+    session.slow_consumer()
+    session.transport_lost()
+    session.send(b"PONG\r\n")
+    assert wire.take() == b""
+    assert len(wire.closes) == 1
+    assert session.state is State.CLOSED
+
+
+def test_server_close_keeps_queued_output() -> None:
+    session, wire = open_session(Broker())
+    session.receive_data(b"CONNECT {}\r\nPING\r\n")
+    session.close()
+    assert wire.take() == b"+OK\r\nPONG\r\n"
+
+
+@pytest.mark.parametrize("event", [Event.TRANSPORT_LOST, Event.TRANSPORT_FAILED])
+def test_transport_end_drops_output(event: Event) -> None:
+    broker = Broker()
+    session, wire = open_session(broker)
+    session.receive_data(b"CONNECT {}\r\nSUB a 1\r\nPING\r\n")
+    if event is Event.TRANSPORT_LOST:
+        session.transport_lost()
+    else:
+        session.transport_failed()
+    assert wire.closes == [Close(event, None)]
+    assert wire.take() == b""
+    assert broker.num_subscriptions == 0
+
+
+# -- whole versus one byte at a time, and any input ------------------------------------------------
+
+SCRIPT = (
+    b'CONNECT {"verbose":true,"headers":true,"no_responders":true}\r\n'
+    b"SUB a.* 1\r\nSUB a.b q 2\r\nsub\ta.c\t3\r\nPUB a.b r 3\r\nabc\r\n"
+    b"HPUB a.c 18 20\r\nNATS/1.0\r\nX: 1\r\n\r\nhi\r\nping\nUNSUB 1 1\r\nPUB a.b 0\r\n\r\n"
+    b"PUB a.b 1\r\nz\r\nPONG\r\nINFO {}\r\n+OK\r\nPUB none _INBOX.x 0\r\n\r\nPING\r\n"
+)
+
+
+def test_script_output_does_not_depend_on_chunking() -> None:
+    outputs = []
+    for chunk in (len(SCRIPT), 1, 2, 7, 64):
+        session, wire = open_session(Broker())
+        for i in range(0, len(SCRIPT), chunk):
+            session.receive_data(SCRIPT[i : i + chunk])
+        outputs.append(wire.take())
+    assert outputs[0].startswith(b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\nMSG a.b 1 r 3\r\nabc\r\n")
+    assert outputs[0].endswith(b"PONG\r\n")
+    assert all(out == outputs[0] for out in outputs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=8), st.booleans())
+def test_any_input_is_applied_or_closes(chunks: list[bytes], auth: bool) -> None:
+    """Whatever a client sends, the session never raises; it stays open or
+    closes exactly once with a recorded reason."""
+    broker = Broker()
+    session, wire = open_session(broker, auth=StaticAuth(token="t") if auth else None)
+    for chunk in [QUIET, *chunks]:
+        session.receive_data(chunk)
+    assert len(wire.closes) == (1 if session.state is State.CLOSED else 0)
+    if session.state is State.CLOSED:
+        assert broker.num_subscriptions == 0
