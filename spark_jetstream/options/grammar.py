@@ -8,7 +8,7 @@ option has which kind; nothing else parses option values.
 - Durations, Go style: one or more `<number><unit>` parts, units `ns`, `us`
   (`µs`), `ms`, `s`, `m` (`min`), `h`, `d`, case-insensitive, spaces allowed
   between parts (`1h30m`, `500ms`, `90s`, `1.5h`); a plain number is seconds
-  (`30`). No sign: a duration is never negative. Result: nanoseconds.
+  (`30`). No minus sign: a duration is never negative. Result: nanoseconds.
 - Sizes: a plain number of bytes, or a whole number with a unit `b`, `k`, `m`,
   `g`, `t` (also `kb`/`kib`, `mb`/`mib`, ...), case-insensitive, powers of
   1024 as Spark's byte strings and nats-server's configuration read them.
@@ -81,6 +81,8 @@ def parse_duration_ns(name: str, raw: str, *, minimum_ns: int = 0, seconds_first
     "seconds" (`ackTimeout=30`); both spellings are accepted either way.
     """
     text = raw.strip()
+    if text.startswith("+"):  # as Go allows; a duration is never negative
+        text = text[1:]
     # exact decimal arithmetic: 1.001s is 1001000000ns, not one less
     if _PLAIN_NUMBER.fullmatch(text):
         total = Fraction(text) * NS_PER_S
@@ -132,7 +134,7 @@ def format_duration_ns(ns: int) -> str:
 
 # -- sizes and counts --------------------------------------------------------------
 
-_SIZE = re.compile(r"(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?", re.IGNORECASE)
+_SIZE = re.compile(r"\+?(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?", re.IGNORECASE)
 _SIZE_POWER: Final = {"b": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 

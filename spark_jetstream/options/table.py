@@ -412,7 +412,7 @@ def parse_options(
         unknown.append(key)
     if unknown:
         known = ", ".join(o.name for o in applicable)
-        what = "writing to" if scope == Scope.WRITE else "reading from"
+        what = {Scope.WRITE: "writing to", Scope.ALL: "connecting to"}.get(scope, "reading from")
         names = ", ".join(repr(k) for k in unknown)
         raise OptionError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {names} for {what} jetstream "

@@ -50,13 +50,14 @@ def test_durations(text: str, ns: int) -> None:
         ("7ns", 7),
         ("30", 30 * S),  # a plain number is seconds
         ("0.25", S // 4),
+        ("+5s", 5 * S),  # a plus sign, as Go allows
     ],
 )
 def test_go_style_compound_durations(text: str, ns: int) -> None:
     assert parse_duration_ns("maxTriggerDelay", text) == ns
 
 
-@pytest.mark.parametrize("text", ["", "soon", "10 minutes", "10x", "-5s", "-5", "5s-", "1h30", "h", "1e3s", "inf", "5 mins"])
+@pytest.mark.parametrize("text", ["", "soon", "10 minutes", "10x", "-5s", "-5", "5s-", "1h30", "h", "1e3s", "1e3", "inf", "nan", "1_000", "5 mins", "++5s"])
 def test_bad_durations_name_the_option(text: str) -> None:
     with pytest.raises(OptionError, match="option maxTriggerDelay: expected a duration such as 500ms"):
         parse_duration_ns("maxTriggerDelay", text)
@@ -92,7 +93,7 @@ def test_format_duration() -> None:
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("1", 1), ("4096", 4096), ("512k", 512 * 1024), ("512KB", 512 * 1024), ("64MiB", 64 << 20), ("64 m", 64 << 20), ("1g", 1 << 30), ("2T", 2 << 40), ("10b", 10)],
+    [("1", 1), ("4096", 4096), ("512k", 512 * 1024), ("512KB", 512 * 1024), ("64MiB", 64 << 20), ("64 m", 64 << 20), ("1g", 1 << 30), ("2T", 2 << 40), ("10b", 10), ("+5", 5)],
 )
 def test_sizes(text: str, size: int) -> None:
     assert parse_size("maxBytesPerTrigger", text) == size
