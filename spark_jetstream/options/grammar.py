@@ -70,8 +70,9 @@ _DURATION_UNITS_NS: Final = {
 }
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 # longer units first: "ms" and "min" must not be read as "m" followed by garbage
-_DURATION_PART = re.compile(rf"\s*({_NUMBER})\s*(ns|us|µs|μs|ms|min|s|m|h|d)", re.IGNORECASE)
-_PLAIN_NUMBER = re.compile(_NUMBER)
+# ASCII: `\d` is 0-9 only (no other scripts' digits)
+_DURATION_PART = re.compile(rf"\s*({_NUMBER})\s*(ns|us|µs|μs|ms|min|s|m|h|d)", re.IGNORECASE | re.ASCII)
+_PLAIN_NUMBER = re.compile(_NUMBER, re.ASCII)
 
 
 def parse_duration_ns(name: str, raw: str, *, minimum_ns: int = 0, seconds_first: bool = False) -> int:
@@ -134,7 +135,7 @@ def format_duration_ns(ns: int) -> str:
 
 # -- sizes and counts --------------------------------------------------------------
 
-_SIZE = re.compile(r"\+?(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?", re.IGNORECASE)
+_SIZE = re.compile(r"\+?(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?", re.IGNORECASE | re.ASCII)
 _SIZE_POWER: Final = {"b": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 
 
@@ -153,7 +154,7 @@ def parse_size(name: str, raw: str, *, minimum: int = 1) -> int:
     return value
 
 
-_INTEGER = re.compile(r"[+-]?\d+")
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
 
 
 def parse_count(name: str, raw: str, *, minimum: int = 0, maximum: int | None = None) -> int:

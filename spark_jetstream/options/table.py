@@ -246,7 +246,9 @@ class Option:
 
     def is_set(self, raw: str | None) -> bool:
         """False for no value or an empty one (blank, except for free text)."""
-        return bool(raw) and (isinstance(self.kind, Text) or bool(raw and raw.strip()))
+        if not raw:
+            return False
+        return isinstance(self.kind, Text) or bool(raw.strip())
 
     def value(self, raw: str | None) -> Any:
         """The value of this option given `raw`: parsed when set, else the default."""
