@@ -2,17 +2,38 @@
 
 `register(spark)` makes `format("jetstream")` available in that session;
 `JetStreamDataSource` is the class itself (for `spark.dataSource.register`).
+
+Lazy (PEP 562): `import spark_jetstream` imports neither pyspark nor pyarrow;
+the data source class is imported on first use. Subpackages by role:
+`options` (every option, one grammar), `client` (the lean NATS client),
+`read` and `write` (the two halves), `spark_internals` (what the connector
+needs of PySpark beyond its public API), `local` (a local SparkSession).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from spark_jetstream.datasource import JetStreamDataSource
+if TYPE_CHECKING:
+    from spark_jetstream.datasource import JetStreamDataSource
 
 __all__ = ["JetStreamDataSource", "register"]
 
 
 def register(spark: Any) -> None:
     """Register the `jetstream` format with a SparkSession."""
+    from spark_jetstream.datasource import JetStreamDataSource
+
     spark.dataSource.register(JetStreamDataSource)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "JetStreamDataSource":
+        from spark_jetstream.datasource import JetStreamDataSource
+
+        return JetStreamDataSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,10 +2,11 @@
 
 Reads are built here (options validated before anything runs: an unknown
 option or a bad value raises `OptionError` naming it); writes are delegated to
-`spark_jetstream.writer` / `spark_jetstream.stream_writer`, imported lazily so
-that the read half works on its own. The read schema is fixed:
-`subject string, data binary, headers map<string,array<string>>, stream string,
-seq long, timestamp timestamp` (no `headers` column when includeHeaders=false).
+`spark_jetstream.write.batch_writer` / `spark_jetstream.write.stream_writer`,
+imported lazily so that the read half works on its own. The read schema is
+fixed: `subject string, data binary, headers map<string,array<string>>,
+stream string, seq long, timestamp timestamp` (no `headers` column when
+includeHeaders=false).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from spark_jetstream.arrow_rows import read_schema
-from spark_jetstream.batch_reader import JetStreamBatchReader
-from spark_jetstream.connection import OptionError, lower_keys, parse_bool
-from spark_jetstream.options import ReadOptions
-from spark_jetstream.stream_reader import JetStreamStreamReader
+from spark_jetstream.options import OptionError, ReadOptions
+from spark_jetstream.options.table import Scope, option_value
+from spark_jetstream.read.arrow_rows import read_schema
+from spark_jetstream.read.batch_reader import JetStreamBatchReader
+from spark_jetstream.read.stream_reader import JetStreamStreamReader
 
 
 class JetStreamDataSource(DataSource):
@@ -36,7 +37,7 @@ class JetStreamDataSource(DataSource):
         return "jetstream"
 
     def _include_headers(self) -> bool:
-        return parse_bool(lower_keys(self.options), "includeHeaders", True)
+        return bool(option_value(self.options, "includeHeaders", Scope.READ))
 
     def schema(self) -> StructType:
         return read_schema(self._include_headers())
@@ -59,13 +60,13 @@ class JetStreamDataSource(DataSource):
         return JetStreamStreamReader(ReadOptions.from_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from spark_jetstream.writer import JetStreamBatchWriter
+        from spark_jetstream.write.batch_writer import JetStreamBatchWriter
 
         writer: Any = JetStreamBatchWriter(self.options, schema, overwrite)
         return writer  # type: ignore[no-any-return]
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from spark_jetstream.stream_writer import JetStreamStreamWriter
+        from spark_jetstream.write.stream_writer import JetStreamStreamWriter
 
         writer: Any = JetStreamStreamWriter(self.options, schema, overwrite)
         return writer  # type: ignore[no-any-return]

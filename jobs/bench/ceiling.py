@@ -26,7 +26,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from spark_jetstream.arrow_rows import arrow_schema, read_schema
+from spark_jetstream.read.arrow_rows import arrow_schema, read_schema
 
 CHUNK_ROWS = 8192
 

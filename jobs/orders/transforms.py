@@ -245,7 +245,7 @@ def source_frame(spark: Any, events: Iterable[OrderEvent], stream: str = "ORDERS
     """A batch DataFrame in the `jetstream` read schema holding `events` (generator events) at seq 1..n."""
     from datetime import datetime, timezone
 
-    from spark_jetstream.arrow_rows import read_schema
+    from spark_jetstream.read.arrow_rows import read_schema
 
     rows = [
         (e.subject, e.data, {k: [v] for k, v in e.headers.items()}, stream, seq,

@@ -52,8 +52,8 @@ def rows(df: Any, *cols: str) -> list[tuple[Any, ...]]:
 
 def fill_fast(url: str, stream: str, subject: str, n: int, payload: bytes = b"x" * 128) -> None:
     """Create `stream` on `subject` and publish n messages with pipelined, awaited acks."""
-    from spark_jetstream.connection import ConnectionOptions
-    from spark_jetstream.lean_client import LeanConnection
+    from spark_jetstream.client import LeanConnection
+    from spark_jetstream.options import ConnectionOptions
 
     with LeanConnection.connect(ConnectionOptions.from_options({"servers": url})) as conn:
         conn.js_api(f"STREAM.CREATE.{stream}", {"name": stream, "subjects": [subject]})

@@ -10,9 +10,9 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import JetStreamApiError, LeanConnection
-from spark_jetstream.lean_client import parse_headers as parse_header_block
+from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection
+from spark_jetstream.client.lean_client import parse_headers as parse_header_block
+from spark_jetstream.options import ConnectionOptions
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def read_stream(url: str, name: str) -> list[StoredMsg]:
             try:
                 reply = conn.js_api(f"STREAM.MSG.GET.{name}", {"seq": seq})
             except JetStreamApiError as exc:
-                if exc.err_code == 10037:  # deleted
+                if exc.err_code == ErrorCode.MESSAGE_NOT_FOUND:  # deleted
                     continue
                 raise
             msg = reply["message"]
@@ -77,7 +77,7 @@ def read_stream(url: str, name: str) -> list[StoredMsg]:
 
 def publish_acked(url: str, messages: list[tuple[str, bytes]]) -> None:
     """Publish (subject, data) pairs pipelined and wait for every pub ack (stored for sure)."""
-    from spark_jetstream.publisher import Publisher
+    from spark_jetstream.write.publisher import Publisher
 
     with Publisher(ConnectionOptions(servers=(url,))) as pub:
         pub.publish_many(

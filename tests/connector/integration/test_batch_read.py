@@ -15,9 +15,10 @@ from chispa import assert_df_equality
 from read_helpers import fill, fill_fast, reader, rows
 
 from jetstream_testing.process import ServerProcess
-from spark_jetstream.arrow_rows import read_schema
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import LeanConnection, encode_headers
+from spark_jetstream.client import LeanConnection
+from spark_jetstream.client.lean_client import encode_headers
+from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.read.arrow_rows import read_schema
 
 pytestmark = pytest.mark.spark
 

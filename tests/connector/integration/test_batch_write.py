@@ -175,30 +175,6 @@ def test_dedup_window_check_fail_mode_refuses_warn_mode_writes(spark: SparkSessi
     assert stream_info(server.url, "SHORT")["state"]["messages"] == 2
 
 
-def test_target_check_warns_on_a_short_dedup_window(server: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
-    from spark_jetstream.dedup_check import check_target
-    from spark_jetstream.write_options import WriteOptions
-
-    create_stream(server.url, "WIN", ["win.>"], duplicate_window=30 * 10**9)
-    with caplog.at_level("WARNING", logger="spark_jetstream.dedup_check"):
-        info = check_target(WriteOptions.from_options({"servers": server.url, "subject": "win.a", "dedupWindowCheck": "1m"}))
-    assert info.stream == "WIN" and info.duplicate_window_ns == 30 * 10**9
-    assert info.warning is not None and "duplicate_window 30s, shorter than dedupWindowCheck=1m" in info.warning
-    assert "shorter than dedupWindowCheck=1m" in caplog.text
-    ok = check_target(WriteOptions.from_options({"servers": server.url, "stream": "WIN", "dedupWindowCheck": "30s"}))
-    assert ok.stream == "WIN" and ok.warning is None
-    unchecked = check_target(WriteOptions.from_options({"servers": server.url}))
-    assert unchecked.stream is None  # subjects come from the column: nothing to check up front
-
-
-def test_unreachable_server_fails_naming_the_servers() -> None:
-    from spark_jetstream.dedup_check import TargetError, check_target
-    from spark_jetstream.write_options import WriteOptions
-
-    with pytest.raises(TargetError, match="cannot connect to nats://127.0.0.1:1"):
-        check_target(WriteOptions.from_options({"servers": "nats://127.0.0.1:1", "subject": "a", "connectTimeout": "1"}))
-
-
 def test_publish_instructions_in_the_headers_column_are_dropped(spark: SparkSession, server: ServerProcess) -> None:
     # rows read from a stream carry their original publisher's Nats-Expected-* and Nats-Msg-Id
     create_stream(server.url, "COPY", ["copy"])

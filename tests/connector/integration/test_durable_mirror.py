@@ -14,9 +14,9 @@ import pytest
 from read_helpers import fill, stream_reader
 
 from jetstream_testing.process import ServerProcess
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.durable import consumer_info
-from spark_jetstream.lean_client import LeanConnection
+from spark_jetstream.client import LeanConnection
+from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.read.durable import consumer_info
 
 pytestmark = pytest.mark.spark
 

@@ -11,13 +11,9 @@ import pytest
 from read_helpers import fill
 
 from jetstream_testing.process import ServerProcess, start_server
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import (
+from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError, NoRespondersError
+from spark_jetstream.client.lean_client import (
     FetchSpec,
-    JetStreamApiError,
-    LeanConnection,
-    NatsError,
-    NoRespondersError,
     encode_headers,
     fetch_range,
     fetch_range_by_get,
@@ -25,6 +21,7 @@ from spark_jetstream.lean_client import (
     parse_headers,
     subject_matches,
 )
+from spark_jetstream.options import ConnectionOptions
 
 WIRE = (
     b"INFO {\"server_id\":\"x\",\"headers\":true}\r\n"
@@ -285,7 +282,7 @@ def test_statuses_flow_control_ping_and_domain_ack_subjects() -> None:
 async def test_requests_bounded_by_bytes_when_the_average_misleads(
     server: ServerProcess, js, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
-    import spark_jetstream.lean_client as lean
+    import spark_jetstream.client.lean_client as lean
 
     await fill(js, "MB", [("mb.x", bytes([65 + i % 26]) * 3000) for i in range(60)], subjects=["mb.>"])
     # each pull request may carry ~10 kB although the batch count (from a wrong

@@ -6,9 +6,9 @@ import pytest
 from sink_helpers import create_stream, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import LeanConnection
-from spark_jetstream.publisher import Publisher, PublishError, PublishTimeoutError
+from spark_jetstream.client import LeanConnection
+from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.write.publisher import Publisher, PublishError, PublishTimeoutError
 
 
 def headers(msg_id: str, extra: bytes = b"") -> bytes:

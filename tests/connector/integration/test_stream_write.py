@@ -136,15 +136,6 @@ def test_jetstream_to_jetstream_keeps_every_row_of_a_fan_out(
     assert {m.msg_id for m in msgs} == {f"IN:{s}:{k}" for s in range(1, 31) for k in (0, 1)}
 
 
-def test_writer_built_for_a_commit_is_recognised() -> None:
-    from spark_jetstream.stream_writer import COMMIT_RUNNER_MODULE, built_for_commit
-
-    assert not built_for_commit()
-    scope = {"__name__": COMMIT_RUNNER_MODULE, "built_for_commit": built_for_commit}
-    exec("def commit_path():\n    return built_for_commit()\n", scope)
-    assert scope["commit_path"]() is True  # type: ignore[operator]
-
-
 def test_source_rows_written_as_they_are_keep_subject_data_and_headers(
     spark: SparkSession, server: ServerProcess, tmp_path: Path
 ) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jetstream import arrow_rows
-from spark_jetstream.arrow_rows import HEADERS_TYPE, headers_column, headers_value
-from spark_jetstream.lean_client import NatsError
+from spark_jetstream.client import NatsError
+from spark_jetstream.read import arrow_rows
+from spark_jetstream.read.arrow_rows import HEADERS_TYPE, headers_column, headers_value
 
 UNIQUE = [
     b"NATS/1.0\r\nNats-Msg-Id: a-1\r\n\r\n",

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jetstream.msg_ids import (
-    BATCH_ID_PROPERTY,
-    QUERY_ID_PROPERTY,
-    MsgIdError,
-    MsgIdGenerator,
-    streaming_scope,
-)
+from spark_jetstream.spark_internals import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
+from spark_jetstream.write.msg_ids import MsgIdError, MsgIdGenerator, streaming_scope
 
 
 def test_positional_ids_continue_across_batches_and_repeat_on_retry() -> None:

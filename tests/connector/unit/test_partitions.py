@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jetstream.partitions import SeqRangePartition, plan_partitions, split_range
+from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, split_range
 
 
 def test_examples() -> None:

@@ -1,4 +1,4 @@
-"""Read options: parsing, defaults, and errors that name the option (no Spark, no server)."""
+"""Read options (options/read.py): parsing, defaults, and errors that name the option (no Spark, no server)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pickle
 
 import pytest
 
-from spark_jetstream.connection import OptionError
-from spark_jetstream.options import READ_OPTIONS, ReadOptions, options_markdown
+from spark_jetstream.options import OptionError, ReadOptions
+from spark_jetstream.options.table import OPTIONS, Scope, read_table
+
+READ_OPTIONS = [o for o in OPTIONS if o.applies & Scope.READ]
 
 
 def parse(streaming: bool = True, **opts: str) -> ReadOptions:
@@ -92,7 +94,7 @@ def test_timestamps(raw: str, expected_ms: int) -> None:
         ({"startingOffsets": "9", "endingOffsets": "3"}, False, "option endingOffsets \\(3\\) is before"),
         ({"servers": "localhost:4222"}, True, "option servers: 'localhost:4222' is not a URL"),
         ({"user": "u"}, True, "options user and password must be given together"),
-        ({"tlsCaFile": "/nonexistent/ca.pem"}, True, "option tlscafile: file not found"),
+        ({"tlsCaFile": "/nonexistent/ca.pem"}, True, "option tlsCaFile: file not found"),
         ({"connectTimeout": "x"}, True, "option connectTimeout: expected a number"),
     ],
 )
@@ -104,7 +106,7 @@ def test_bad_options_name_the_option(opts: dict[str, str], streaming: bool, mess
 def test_one_table_documents_every_option() -> None:
     names = [spec.name for spec in READ_OPTIONS]
     assert len(names) == len(set(n.lower() for n in names))
-    table = options_markdown()
+    table = read_table()
     for name in names:
         assert f"`{name}`" in table
     # every documented option is accepted by the parser in the mode it applies to
@@ -116,4 +118,41 @@ def test_one_table_documents_every_option() -> None:
             "startingTimestamp": "1", "endingOffsets": "2", "endingTimestamp": "2", "failOnDataLoss": "true",
             "includeHeaders": "true", "token": "t", "connectTimeout": "1",
         }.get(spec.name, "1")
-        ReadOptions.from_options({"stream": "S", spec.name: value}, streaming=spec.applies != "batch")
+        ReadOptions.from_options({"stream": "S", spec.name: value}, streaming=spec.applies != Scope.BATCH_READ)
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [("500ms", 0.5), ("30s", 30.0), ("15m", 900.0), ("1h", 3600.0), ("1h30m", 5400.0), ("90", 90.0), ("1H", 3600.0)],
+)
+def test_max_trigger_delay_reads_the_duration_grammar(raw: str, seconds: float) -> None:
+    # the grammar of every duration option: 1h30m was refused here while dedupWindowCheck took it
+    o = parse(minMessagesPerTrigger="1", maxTriggerDelay=raw)
+    assert o.max_trigger_delay_s == pytest.approx(seconds)
+
+
+def test_sizes_and_connect_timeout_read_their_grammar() -> None:
+    o = parse(maxBytesPerTrigger="64m", maxBytesPerBatch="1g", connectTimeout="2500ms")
+    assert o.max_bytes_per_trigger == 64 << 20  # the smaller of the two names wins
+    assert o.connection.connect_timeout_s == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    ("opts", "streaming", "message"),
+    [
+        ({"subjects": "a", "SUBJECTS": "b"}, True, "option SUBJECTS given twice"),
+        ({"subject": "a"}, True, "option subject applies only to writes, not streaming reads"),
+        ({"typo": "a"}, True, "unknown option 'typo' for reading from jetstream \\(known: servers, stream,"),
+        ({"bogus": "1", "other": "2"}, False, "unknown options 'bogus', 'other'"),
+        ({"maxInFlight": "5"}, True, "option maxInFlight applies only to writes, not streaming reads"),
+    ],
+)
+def test_option_names_are_checked(opts: dict[str, str], streaming: bool, message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        ReadOptions.from_options({"stream": "S", **opts}, streaming=streaming)
+
+
+def test_empty_values_are_unset() -> None:
+    assert parse(durable="", startingOffsets=" ", maxMessagesPerTrigger="", failOnDataLoss="") == parse()
+    # an empty startingOffsets does not count as given next to startingTimestamp
+    assert parse(startingOffsets="", startingTimestamp="5").starting_timestamp_ms == 5

@@ -1,29 +1,13 @@
-"""Write options and write columns: parsing, defaults, and errors that name the problem."""
+"""Write options (options/write.py): parsing, defaults, and errors that name the option."""
 
 from __future__ import annotations
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
-from spark_jetstream.connection import OptionError
-from spark_jetstream.write_options import (
-    WRITE_OPTIONS,
-    WriteOptions,
-    format_duration_ns,
-    parse_duration_ns,
-)
-from spark_jetstream.write_schema import SchemaError, validate_write_schema
+from spark_jetstream.options import OptionError, WriteOptions
+from spark_jetstream.options.table import OPTIONS, Scope, write_table
+
+WRITE_OPTIONS = [o for o in OPTIONS if o.applies == Scope.WRITE]
 
 
 def test_defaults() -> None:
@@ -80,7 +64,7 @@ def test_unknown_option_is_named() -> None:
         ({"subject": "orders.*"}, "option subject: 'orders.\\*' is not a subject to publish to"),
         ({"subject": "orders..x"}, "option subject: 'orders..x' has an empty token"),
         ({"subject": "a b"}, "option subject: 'a b' is not a subject"),
-        ({"stream": "my.stream"}, "option stream: 'my.stream' is not a stream name"),
+        ({"stream": "my.stream"}, "option stream: invalid stream name 'my.stream'"),
         ({"servers": "localhost"}, "option servers"),
         ({"msgIdPrefix": "a\nb"}, "option msgIdPrefix"),
     ],
@@ -90,83 +74,20 @@ def test_bad_values_name_the_option(options: dict[str, str], message: str) -> No
         WriteOptions.from_options(options)
 
 
-@pytest.mark.parametrize(
-    ("text", "ns"),
-    [("0", 0), ("600", 600 * 10**9), ("2min", 120 * 10**9), ("1d", 86400 * 10**9), ("90s", 90 * 10**9), ("10m", 600 * 10**9), ("1h30m", 5400 * 10**9), ("500ms", 5 * 10**8), ("1.5s", 15 * 10**8)],
-)
-def test_durations(text: str, ns: int) -> None:
-    assert parse_duration_ns("x", text) == ns
-
-
 def test_markdown_table_lists_every_option() -> None:
-    from spark_jetstream.write_options import write_options_markdown
-
-    table = write_options_markdown()
+    table = write_table()
     assert all(f"| `{spec.name}` |" in table for spec in WRITE_OPTIONS)
 
 
-def test_format_duration() -> None:
-    assert format_duration_ns(120 * 10**9) == "2m"
-    assert format_duration_ns(5 * 10**9) == "5s"
-    assert format_duration_ns(1500 * 10**6) == "1.5s"
-    assert format_duration_ns(3600 * 10**9) == "1h"
-
-
-def schema(*fields: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, dtype) for name, dtype in fields])  # type: ignore[arg-type]
-
-
-HDR_MULTI = MapType(StringType(), ArrayType(StringType()))
-HDR_SINGLE = MapType(StringType(), StringType())
-
-
-def test_full_source_schema_uses_source_coordinates() -> None:
-    cols = validate_write_schema(
-        schema(
-            ("subject", StringType()),
-            ("data", BinaryType()),
-            ("headers", HDR_MULTI),
-            ("stream", StringType()),
-            ("seq", LongType()),
-            ("timestamp", TimestampType()),
-        ),
-        None,
-    )
-    assert (cols.data, cols.data_is_string, cols.subject, cols.headers) == ("data", False, "subject", "headers")
-    assert cols.headers_multi and cols.has_source_coordinates and cols.msg_id is None
-
-
-def test_string_data_single_headers_msg_id_subject_option_wins() -> None:
-    cols = validate_write_schema(
-        schema(("Data", StringType()), ("subject", StringType()), ("headers", HDR_SINGLE), ("MSG_ID", StringType())),
-        "fixed",
-    )
-    assert cols.data == "Data" and cols.data_is_string
-    assert cols.subject is None  # the option wins over the column
-    assert cols.headers == "headers" and not cols.headers_multi
-    assert cols.msg_id == "MSG_ID"
-    assert not cols.has_source_coordinates
-
-
-def test_seq_without_stream_is_not_a_coordinate() -> None:
-    cols = validate_write_schema(schema(("data", BinaryType()), ("seq", IntegerType())), "s")
-    assert not cols.has_source_coordinates
-
-
 @pytest.mark.parametrize(
-    ("fields", "subject_option", "message"),
-    [
-        ((("value", BinaryType()),), "s", "needs a column 'data' \\(binary or string\\); the DataFrame has: value"),
-        ((("data", IntegerType()),), "s", "column 'data' has type int; the jetstream sink expects binary or string"),
-        ((("data", BinaryType()),), None, "no subject: give the jetstream sink a 'subject' column"),
-        ((("data", BinaryType()), ("subject", BinaryType())), None, "column 'subject' has type binary; .* expects string"),
-        ((("data", BinaryType()), ("headers", StringType())), "s", "column 'headers' has type string; .*map<string,string> or map<string,array<string>>"),
-        ((("data", BinaryType()), ("headers", MapType(StringType(), IntegerType()))), "s", "column 'headers' has type map<string,int>"),
-        ((("data", BinaryType()), ("msg_id", LongType())), "s", "column 'msg_id' has type bigint; .* expects string"),
-        ((("data", BinaryType()), ("stream", StringType()), ("seq", DoubleType())), "s", "column 'seq' has type double"),
-        ((("data", BinaryType()), ("DATA", BinaryType())), "s", "column 'DATA' appears twice"),
-    ],
+    ("raw", "seconds"), [("30", 30.0), ("2.5", 2.5), ("1m", 60.0), ("1m30s", 90.0), ("500ms", 0.5), ("0.1", 0.1)]
 )
-def test_bad_columns_are_named(fields: tuple[tuple[str, object], ...], subject_option: str | None, message: str) -> None:
-    with pytest.raises(SchemaError, match=message):
-        validate_write_schema(schema(*fields), subject_option)
+def test_ack_timeout_is_a_duration_in_seconds_by_default(raw: str, seconds: float) -> None:
+    assert WriteOptions.from_options({"ackTimeout": raw}).ack_timeout_s == pytest.approx(seconds)
+
+
+def test_empty_values_are_unset() -> None:
+    opts = WriteOptions.from_options(
+        {"maxInFlight": "", "dedupWindowCheck": " ", "dedupWindowCheckMode": "", "subject": "", "msgIdPrefix": ""}
+    )
+    assert opts == WriteOptions()

@@ -1,6 +1,6 @@
 """Pipelined JetStream publishing for sink tasks: a bounded window of unacked messages.
 
-One `Publisher` per task, on one `LeanConnection` (lean_client.py: handshake
+One `Publisher` per task, on one `LeanConnection` (client/lean_client.py: handshake
 and frame parsing). Messages are written as HPUB frames in bulk; each has its
 own reply subject `<inbox>.<token>` so every pub ack is matched to its
 message; acks are read in bulk whenever the window (`max_in_flight`) is full
@@ -33,8 +33,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import LeanConnection, NatsError, NatsTimeoutError, parse_headers
+from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
+from spark_jetstream.client.errors import API_UNAVAILABLE
+from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
 
@@ -304,14 +306,14 @@ class Publisher:
             return  # an ack for a frame re-sent after a reconnect, already counted
         if hdr:
             status, description, _ = parse_headers(hdr)
-            if status == 503:
+            if status == Status.NO_RESPONDERS:
                 if self._retryable():
                     self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
                     return
                 raise PublishError(
                     f"no stream captures subject {_frame_subject(frame)!r} (no responders, status 503)"
                 )
-            if status is not None and status >= 300:
+            if status is not None and status >= 300:  # not informational: the publish failed
                 raise PublishError(
                     f"publish of {_frame_msg_id(frame)!r} to subject {_frame_subject(frame)!r} "
                     f"failed: status {status} {description}"
@@ -319,7 +321,7 @@ class Publisher:
         if b'"error"' in payload:
             err = json.loads(payload).get("error") or {}
             code = int(err.get("code", 0))
-            if code == 503 and self._retryable():
+            if code == API_UNAVAILABLE and self._retryable():
                 self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
                 return
             raise PublishError(

@@ -2,7 +2,7 @@
 
 Built on the driver (inside Spark's Python planner worker) and pickled to the
 executors. Construction does every check that must come before anything is
-published: options (write_options.py), columns (write_schema.py), the target
+published: options (options/write.py), columns (schema.py), the target
 stream and its dedup window (dedup_check.py). It also fixes the write id, the
 scope of derived message ids for rows without `msg_id` or source
 coordinates: a retried task re-publishes the same ids; a new `df.write` gets
@@ -23,25 +23,12 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from spark_jetstream.connection import OptionError
-from spark_jetstream.dedup_check import TargetInfo, check_target
-from spark_jetstream.sink_task import JetStreamCommitMessage, publish_batches
-from spark_jetstream.write_options import WriteOptions
-from spark_jetstream.write_schema import WriteColumns, validate_write_schema
+from spark_jetstream.options import OptionError, WriteOptions
+from spark_jetstream.write.dedup_check import TargetInfo, check_target
+from spark_jetstream.write.schema import WriteColumns, validate_write_schema
+from spark_jetstream.write.sink_task import publish_batches, summarize
 
 log = logging.getLogger(__name__)
-
-
-def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
-    totals = {"tasks": 0, "rows": 0, "published": 0, "duplicates": 0, "reconnects": 0}
-    for m in messages:
-        if isinstance(m, JetStreamCommitMessage):
-            totals["tasks"] += 1
-            totals["rows"] += m.rows
-            totals["published"] += m.published
-            totals["duplicates"] += m.duplicates
-            totals["reconnects"] += m.reconnects
-    return totals
 
 
 class JetStreamBatchWriter(DataSourceArrowWriter):

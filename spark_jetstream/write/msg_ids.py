@@ -10,8 +10,9 @@ order of preference, a row's id is:
    several rows per input message keeps every one of them;
 3. `<prefix><scope>:<partition>:<row>`: scope is `<query id>:<batch id>` in a
    streaming query (the checkpointed query id, stable across restarts, and the
-   micro-batch id, both task local properties) or a write id made once on the
-   driver for a batch `df.write`; row is the row's index in the task.
+   micro-batch id, both task local properties, see spark_internals.py) or a
+   write id made once on the driver for a batch `df.write`; row is the row's
+   index in the task.
 Rows without source coordinates (null stream or seq) fall back to 3.
 
 Determinism of 2 and 3 assumes the input of the task is deterministic (the
@@ -25,10 +26,8 @@ same id (the second dropped as a duplicate) — give such rows a `msg_id`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
 
-QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
-BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
+from spark_jetstream.spark_internals import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
 
 
 class MsgIdError(ValueError):

@@ -31,18 +31,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from spark_jetstream.lean_client import JetStreamApiError, LeanConnection
+from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection
 
 log = logging.getLogger(__name__)
-
-CONSUMER_NOT_FOUND = 10014
-
 
 def consumer_info(conn: LeanConnection, stream: str, durable: str) -> dict[str, Any] | None:
     try:
         return conn.js_api(f"CONSUMER.INFO.{stream}.{durable}")
     except JetStreamApiError as exc:
-        if exc.err_code == CONSUMER_NOT_FOUND:
+        if exc.err_code == ErrorCode.CONSUMER_NOT_FOUND:
             return None
         raise
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from spark_jetstream.arrow_rows import arrow_schema, chunk_to_batch
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import FetchSpec, LeanConnection, fetch_range
+from spark_jetstream.client.lean_client import FetchSpec, LeanConnection, fetch_range
+from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Offsets and the driver-side stream reader logic, without Spark (both servers).
+"""The driver side of the stream reader (read/stream_reader.py), without Spark (both servers).
 
 The stream reader is driven directly: initialOffset, latestOffset under each
 read limit, AvailableNow pinning, reportLatestOffset, minMessagesPerTrigger
@@ -17,10 +17,9 @@ from pyspark.sql.streaming.datasource import (
 from read_helpers import fill
 
 from jetstream_testing.process import ServerProcess
-from spark_jetstream.batch_reader import DataLossError
-from spark_jetstream.offsets import Offset, OffsetError, cap_end
 from spark_jetstream.options import ReadOptions
-from spark_jetstream.stream_reader import JetStreamStreamReader
+from spark_jetstream.read.offsets import DataLossError
+from spark_jetstream.read.stream_reader import JetStreamStreamReader
 
 
 class FakeClock:
@@ -38,26 +37,6 @@ def make_reader(url: str, clock: FakeClock | None = None, **opts: str) -> JetStr
 
 def off(seq: int) -> dict:
     return {"stream": "S", "seq": seq}
-
-
-def test_offset_round_trip_and_errors() -> None:
-    assert Offset.from_dict('{"stream": "S", "seq": 7}').to_dict() == off(7)
-    assert Offset.from_dict(off(3), "S") == Offset("S", 3)
-    with pytest.raises(OffsetError, match="checkpoint holds an offset of stream 'S' but option stream is 'T'"):
-        Offset.from_dict(off(3), "T")
-    with pytest.raises(OffsetError, match="not a jetstream offset"):
-        Offset.from_dict({"partition": 1})
-    with pytest.raises(OffsetError, match=">= 0"):
-        Offset.from_dict(off(-1))
-
-
-def test_cap_end() -> None:
-    assert cap_end(10, 100, max_messages=None, max_bytes=None, avg_msg_bytes=50) == 100
-    assert cap_end(10, 100, max_messages=5, max_bytes=None, avg_msg_bytes=50) == 15
-    assert cap_end(10, 100, max_messages=None, max_bytes=500, avg_msg_bytes=50) == 20
-    assert cap_end(10, 100, max_messages=5, max_bytes=100, avg_msg_bytes=50) == 12
-    assert cap_end(10, 100, max_messages=None, max_bytes=1, avg_msg_bytes=50) == 11  # always progress
-    assert cap_end(10, 5, max_messages=3, max_bytes=None, avg_msg_bytes=50) == 10  # never backwards
 
 
 async def test_initial_offsets(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]

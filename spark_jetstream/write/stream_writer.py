@@ -9,7 +9,7 @@ batch after a failure, the ids repeat and the stream's dedup window drops the
 copies. `commit`/`abort` only log: every message was acked inside its task.
 
 Spark builds the writer again in a driver-side Python process for every
-batch's `commit`/`abort` (pyspark.sql.worker.python_streaming_sink_runner).
+batch's `commit`/`abort` (recognised by `spark_internals.built_for_commit`).
 Those only log, so the server checks are skipped there: a server that is
 briefly down while a batch commits must not fail the query, and a commit must
 not cost a round trip.
@@ -21,7 +21,6 @@ the whole result each batch, with new ids per batch).
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -30,28 +29,14 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from spark_jetstream.dedup_check import TargetInfo, check_target
-from spark_jetstream.msg_ids import streaming_scope
-from spark_jetstream.sink_task import publish_batches
-from spark_jetstream.write_options import WriteOptions
-from spark_jetstream.write_schema import WriteColumns, validate_write_schema
-from spark_jetstream.writer import summarize
+from spark_jetstream.options import WriteOptions
+from spark_jetstream.spark_internals import built_for_commit
+from spark_jetstream.write.dedup_check import TargetInfo, check_target
+from spark_jetstream.write.msg_ids import streaming_scope
+from spark_jetstream.write.schema import WriteColumns, validate_write_schema
+from spark_jetstream.write.sink_task import publish_batches, summarize
 
 log = logging.getLogger(__name__)
-
-COMMIT_RUNNER_MODULE = "pyspark.sql.worker.python_streaming_sink_runner"
-
-
-def built_for_commit() -> bool:
-    """True when Spark builds this writer only to call `commit`/`abort` on the driver."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        spec = frame.f_globals.get("__spec__")
-        if COMMIT_RUNNER_MODULE in (frame.f_globals.get("__name__"), getattr(spec, "name", None)):
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
-
 
 class JetStreamStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, Any], schema: StructType, overwrite: bool) -> None:

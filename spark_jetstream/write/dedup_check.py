@@ -20,14 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import JetStreamApiError, LeanConnection, NatsError
-from spark_jetstream.write_options import WriteOptions, format_duration_ns
+from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection, NatsError
+from spark_jetstream.options import ConnectionOptions, WriteOptions
+from spark_jetstream.options.grammar import format_duration_ns
 
 log = logging.getLogger(__name__)
-
-STREAM_NOT_FOUND = 10059
-
 
 class TargetError(ValueError):
     """The sink's target is missing or unsuitable; the text names the stream or subject."""
@@ -56,7 +53,7 @@ def _stream_info(conn: LeanConnection, stream: str) -> dict[str, Any]:
     try:
         return conn.js_api(f"STREAM.INFO.{stream}")
     except JetStreamApiError as exc:
-        if exc.err_code == STREAM_NOT_FOUND:
+        if exc.err_code == ErrorCode.STREAM_NOT_FOUND:
             raise TargetError(
                 f"option stream: stream {stream!r} not found on {conn.server_url}"
             ) from None

@@ -17,49 +17,19 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_jetstream.lean_client import LeanConnection
-from spark_jetstream.offsets import (
+from spark_jetstream.client import LeanConnection
+from spark_jetstream.options import ReadOptions
+from spark_jetstream.read.offsets import (
+    DataLossError,
     StreamMissingError,
-    StreamState,
-    first_seq_at_or_after,
+    data_loss_message,
+    resolve_end,
+    resolve_start,
     stream_state,
 )
-from spark_jetstream.options import ReadOptions
-from spark_jetstream.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
 
 log = logging.getLogger(__name__)
-
-
-class DataLossError(RuntimeError):
-    """Messages the query must read are no longer in the stream."""
-
-
-def data_loss_message(stream: str, lo: int, hi: int, why: str) -> str:
-    return (
-        f"data loss on stream {stream!r}: messages with sequences {lo}..{hi} are gone ({why}) "
-        "and were never read; set option failOnDataLoss=false to skip them"
-    )
-
-
-def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
-    """The offset (last processed sequence) a read starts after, from the starting options."""
-    if options.starting_timestamp_ms is not None:
-        return first_seq_at_or_after(conn, state, options.starting_timestamp_ms) - 1
-    starting = options.starting_offsets
-    if starting == "earliest":
-        return max(0, state.first_seq - 1)
-    if starting == "latest":
-        return state.last_seq
-    return int(starting) - 1
-
-
-def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
-    if options.ending_timestamp_ms is not None:
-        return first_seq_at_or_after(conn, state, options.ending_timestamp_ms) - 1
-    ending = options.ending_offsets
-    if ending == "latest":
-        return state.last_seq
-    return min(int(ending), state.last_seq)
 
 
 class JetStreamBatchReader(DataSourceReader):

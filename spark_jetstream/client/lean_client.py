@@ -23,7 +23,10 @@ Layers (the writer reuses the first two):
 
 Invariants: nothing here is shared between threads; a connection is opened
 inside `read()`/`write()` on the executor, never pickled. Any protocol or
-server error raises (`NatsError` and subclasses); nothing is silently dropped.
+server error raises (`NatsError` and subclasses, in `errors.py`, with the
+server's codes as `ErrorCode` / `Status`); nothing is silently dropped.
+Imports no pyspark and no pyarrow: the driver's API calls and the executors'
+reads and writes share it.
 """
 
 from __future__ import annotations
@@ -40,7 +43,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from spark_jetstream.connection import ConnectionOptions
+from spark_jetstream.client.errors import (
+    FIRST_ERROR_STATUS,
+    WORKQUEUE_CONSUMER_ERRORS,
+    ErrorCode,
+    JetStreamApiError,
+    NatsError,
+    NatsTimeoutError,
+    NoRespondersError,
+    Status,
+)
+from spark_jetstream.options.connection import ConnectionOptions
 
 log = logging.getLogger(__name__)
 
@@ -48,38 +61,10 @@ CRLF = b"\r\n"
 RECV_SIZE = 4 * 1024 * 1024
 REQUEST_BYTES = 8 * 1024 * 1024
 JS_API_PREFIX = "$JS.API."
-NO_MESSAGE_FOUND = 10037
-# consumer create refusals on work-queue streams: pull mode / stream requires explicit
-# ack (10084, 10098), multiple non-filtered (10099), filtered consumer not unique
-# (10100), must be deliver all (10101)
-WORKQUEUE_CONSUMER_ERRORS = frozenset({10084, 10098, 10099, 10100, 10101})
 VERSION = "0.1.0"
 
 # A frame: (op, subject, sid, reply, header_bytes, payload)
 Frame = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
-
-
-class NatsError(Exception):
-    """A NATS protocol, connection or server error."""
-
-
-class NatsTimeoutError(NatsError, TimeoutError):
-    """No answer within the time allowed."""
-
-
-class NoRespondersError(NatsError):
-    """A request went to a subject nobody serves (status 503)."""
-
-
-class JetStreamApiError(NatsError):
-    """An error reply from the JetStream API (`{"error": {...}}`)."""
-
-    def __init__(self, subject: str, code: int, err_code: int, description: str) -> None:
-        super().__init__(f"{subject}: {description} (code {code}, err_code {err_code})")
-        self.subject = subject
-        self.code = code
-        self.err_code = err_code
-        self.description = description
 
 
 def parse_frames(buf: bytes, pos: int = 0, max_frames: int = 0) -> tuple[list[Frame], int]:
@@ -165,6 +150,14 @@ def encode_headers(headers: Sequence[tuple[str, str]]) -> bytes:
     return b"".join(out)
 
 
+def ssl_context(options: ConnectionOptions) -> ssl.SSLContext:
+    """The TLS context for `options`: their CA file (else the system's), their client certificate."""
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=options.tls_ca_file)
+    if options.tls_cert_file and options.tls_key_file:
+        ctx.load_cert_chain(options.tls_cert_file, options.tls_key_file)
+    return ctx
+
+
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
     raw: dict[str, Any]
@@ -225,7 +218,7 @@ class LeanConnection:
         self.info = info
         want_tls = self.options.tls or parts.scheme == "tls" or bool(info.raw.get("tls_required"))
         if want_tls:
-            ctx = self.options.ssl_context() or ssl.create_default_context()
+            ctx = ssl_context(self.options)
             self.sock = ctx.wrap_socket(sock, server_hostname=host)
             self.sock.settimeout(timeout)
         connect: dict[str, Any] = {
@@ -417,9 +410,9 @@ class LeanConnection:
         hdr = frame[4]
         if hdr:
             status, desc, _ = parse_headers(hdr)
-            if status == 503:
+            if status == Status.NO_RESPONDERS:
                 raise NoRespondersError(f"no responders for {subject}")
-            if status is not None and status >= 400:
+            if status is not None and status >= FIRST_ERROR_STATUS:
                 raise NatsError(f"{subject}: status {status} {desc}")
         return hdr, frame[5]
 
@@ -586,7 +579,7 @@ def fetch_range_by_get(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]
         try:
             reply = conn.js_api(f"STREAM.MSG.GET.{spec.stream}", {"seq": seq, "next_by_subj": next_subj})
         except JetStreamApiError as exc:
-            if exc.err_code == NO_MESSAGE_FOUND:
+            if exc.err_code == ErrorCode.MESSAGE_NOT_FOUND:
                 break
             raise
         msg = reply["message"]
@@ -713,18 +706,20 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                     continue
                 elif not reply.startswith(b"$JS.ACK."):
                     status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
-                    if status == 404 or (status == 408 and desc.lower().startswith("request timeout")):
+                    if status == Status.NO_MESSAGES or (
+                        status == Status.REQUEST_TIMEOUT and desc.lower().startswith("request timeout")
+                    ):
                         done = True  # no_wait: nothing (more) pending for this consumer
-                    elif status == 100 and reply:
+                    elif status == Status.CONTROL and reply:
                         conn.publish(reply.decode(), b"")  # flow control request: answer it
-                    elif status == 409 and desc.lower().startswith("batch completed"):
+                    elif status == Status.CONFLICT and desc.lower().startswith("batch completed"):
                         pass  # sent with max_bytes once the count is reached; already counted
-                    elif status == 409 and "maxbytes" in desc.lower().replace(" ", ""):
+                    elif status == Status.CONFLICT and "maxbytes" in desc.lower().replace(" ", ""):
                         if outstanding == batch:  # not even one message fit: allow bigger ones
                             max_bytes *= 2
                             body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
                         outstanding = 0  # this request is over; the next one follows
-                    elif status != 100:
+                    elif status != Status.CONTROL:
                         raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
                 else:
                     ntok = reply.count(b".") + 1

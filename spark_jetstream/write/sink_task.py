@@ -1,6 +1,6 @@
 """One sink task on an executor: Arrow record batches in, acked JetStream messages out.
 
-Shared by the batch writer (writer.py) and the stream writer
+Shared by the batch writer (batch_writer.py) and the stream writer
 (stream_writer.py). Works column-wise on each `pyarrow.RecordBatch` (no Row
 objects): builds subjects, header blocks (with the row's deterministic
 `Nats-Msg-Id`, see msg_ids.py) and payloads as lists and hands them to the
@@ -26,12 +26,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from spark_jetstream.connection import ConnectionOptions
-from spark_jetstream.lean_client import LeanConnection
-from spark_jetstream.msg_ids import MsgIdGenerator
-from spark_jetstream.publisher import Publisher, PublishStats
-from spark_jetstream.write_options import WriteOptions
-from spark_jetstream.write_schema import WriteColumns
+from spark_jetstream.client import LeanConnection
+from spark_jetstream.options import ConnectionOptions, WriteOptions
+from spark_jetstream.write.msg_ids import MsgIdGenerator
+from spark_jetstream.write.publisher import Publisher, PublishStats
+from spark_jetstream.write.schema import WriteColumns
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +50,19 @@ class JetStreamCommitMessage(WriterCommitMessage):
     published: int
     duplicates: int
     reconnects: int
+
+
+def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
+    """Totals of the tasks' commit messages (for the driver's commit/abort log line)."""
+    totals = {"tasks": 0, "rows": 0, "published": 0, "duplicates": 0, "reconnects": 0}
+    for m in messages:
+        if isinstance(m, JetStreamCommitMessage):
+            totals["tasks"] += 1
+            totals["rows"] += m.rows
+            totals["published"] += m.published
+            totals["duplicates"] += m.duplicates
+            totals["reconnects"] += m.reconnects
+    return totals
 
 
 def _subject_encoder(column: str, partition_id: int) -> Callable[[str | None, int], bytes]:

@@ -5,8 +5,9 @@ including stream sequence N (after the subject filter) is processed. It is
 what Spark stores in the checkpoint. A micro-batch covers (start.seq, end.seq].
 
 This module holds the offset value type, the stream state the driver reads
-from the server (`STREAM.INFO`), time -> sequence resolution, and the pure
-read-limit arithmetic `cap_end`. Invariants: `cap_end` never returns less
+from the server (`STREAM.INFO`), time -> sequence resolution, where a read
+starts and ends (`resolve_start`, `resolve_end`), the data-loss error, and the
+pure read-limit arithmetic `cap_end`. Invariants: `cap_end` never returns less
 than `start` nor more than the target; a count limit never admits more
 sequences than the limit; a byte limit is estimated from the stream's average
 stored message size and always admits at least one sequence.
@@ -20,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jetstream.lean_client import JetStreamApiError, LeanConnection
-
-STREAM_NOT_FOUND = 10059
+from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection
+from spark_jetstream.options import ReadOptions
 
 
 class OffsetError(ValueError):
@@ -90,11 +90,22 @@ class StreamMissingError(LookupError):
     """The stream does not exist (never created, or deleted)."""
 
 
+class DataLossError(RuntimeError):
+    """Messages the query must read are no longer in the stream."""
+
+
+def data_loss_message(stream: str, lo: int, hi: int, why: str) -> str:
+    return (
+        f"data loss on stream {stream!r}: messages with sequences {lo}..{hi} are gone ({why}) "
+        "and were never read; set option failOnDataLoss=false to skip them"
+    )
+
+
 def stream_state(conn: LeanConnection, stream: str) -> StreamState:
     try:
         info = conn.js_api(f"STREAM.INFO.{stream}")
     except JetStreamApiError as exc:
-        if exc.err_code == STREAM_NOT_FOUND:
+        if exc.err_code == ErrorCode.STREAM_NOT_FOUND:
             raise StreamMissingError(f"stream {stream!r} not found on {conn.server_url}") from None
         raise
     return StreamState.from_info(info)
@@ -151,6 +162,28 @@ def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, byte
         seq_index = -4 if len(tokens) in (9, 11) else -5
         return frame[4], frame[5], int(tokens[seq_index])
     return frame[4], b"", None
+
+
+def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
+    """The offset (last processed sequence) a read starts after, from the starting options."""
+    if options.starting_timestamp_ms is not None:
+        return first_seq_at_or_after(conn, state, options.starting_timestamp_ms) - 1
+    starting = options.starting_offsets
+    if starting == "earliest":
+        return max(0, state.first_seq - 1)
+    if starting == "latest":
+        return state.last_seq
+    return int(starting) - 1
+
+
+def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
+    """The last sequence a batch read covers, from the ending options."""
+    if options.ending_timestamp_ms is not None:
+        return first_seq_at_or_after(conn, state, options.ending_timestamp_ms) - 1
+    ending = options.ending_offsets
+    if ending == "latest":
+        return state.last_seq
+    return min(int(ending), state.last_seq)
 
 
 def cap_end(

@@ -1,4 +1,4 @@
-"""Bulk conversion of fetched messages (`lean_client.Chunk`) to Arrow record batches.
+"""Bulk conversion of fetched messages (`client.lean_client.Chunk`) to Arrow record batches.
 
 The read schema is fixed (see `read_schema`); `arrow_schema` is exactly what
 Spark expects for it (`to_arrow_schema(..., timezone="UTC")`), because Spark
@@ -32,7 +32,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jetstream.lean_client import Chunk, parse_headers
+from spark_jetstream.client.lean_client import Chunk, parse_headers
 
 HEADERS_TYPE = pa.map_(pa.string(), pa.list_(pa.string()))
 

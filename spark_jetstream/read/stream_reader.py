@@ -41,12 +41,20 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from spark_jetstream.batch_reader import DataLossError, data_loss_message, resolve_start
-from spark_jetstream.durable import durable_ack_floor, ensure_durable, mirror_commit
-from spark_jetstream.lean_client import LeanConnection, NatsError
-from spark_jetstream.offsets import Offset, StreamMissingError, StreamState, cap_end, stream_state
+from spark_jetstream.client import LeanConnection, NatsError
 from spark_jetstream.options import ReadOptions
-from spark_jetstream.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.read.durable import durable_ack_floor, ensure_durable, mirror_commit
+from spark_jetstream.read.offsets import (
+    DataLossError,
+    Offset,
+    StreamMissingError,
+    StreamState,
+    cap_end,
+    data_loss_message,
+    resolve_start,
+    stream_state,
+)
+from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,490 @@
+"""Every option of the `jetstream` source and sink, declared once, as data.
+
+`OPTIONS` is the single source of truth: each `Option` has a name, a kind (how
+its value is read, see `grammar.py`), a default written the way a user would
+write it (and parsed by the same kind, so the documented default is the
+default), where it applies (batch reads, streaming reads, writes) and its help
+text. The readers and writers parse their options with `parse_options`; the
+README's option tables are generated from the same table (`read_table`,
+`write_table`; `python -m spark_jetstream.options --update README.md` rewrites
+them, a test checks they match).
+
+Parsing rules, the same for every option: names are case-insensitive (Spark
+passes them lower-cased); an empty value is the same as no value; an option
+that does not exist, or exists only for another kind of read or for writes,
+raises `OptionError` naming it; a bad value raises `OptionError` naming the
+option (from its kind's parser). Cross-option rules (exclusions, minimum
+below maximum) live with the option groups (`read.py`, `write.py`,
+`connection.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Flag, auto
+from typing import Any, Final
+
+from spark_jetstream.options.grammar import (
+    GRAMMAR_MARKDOWN,
+    OptionError,
+    check_file,
+    check_filter_subject,
+    check_publish_subject,
+    parse_bool,
+    parse_choice,
+    parse_count,
+    parse_duration_ns,
+    parse_name,
+    parse_position,
+    parse_size,
+    parse_timestamp_ms,
+)
+
+__all__ = [
+    "OPTIONS",
+    "SPARK_WRITE_OPTIONS",
+    "Option",
+    "ParsedOptions",
+    "Scope",
+    "lower_keys",
+    "option_value",
+    "parse_options",
+    "read_table",
+    "readme_sections",
+    "update_sections",
+    "write_table",
+]
+
+
+class Scope(Flag):
+    """Where an option applies."""
+
+    BATCH_READ = auto()
+    STREAM_READ = auto()
+    WRITE = auto()
+    READ = BATCH_READ | STREAM_READ
+    ALL = READ | WRITE
+
+    def describe(self) -> str:
+        """Plural noun phrase for messages: "batch reads", "reads", "writes"."""
+        parts = []
+        if Scope.READ in self:
+            parts.append("reads")
+        elif Scope.BATCH_READ in self:
+            parts.append("batch reads")
+        elif Scope.STREAM_READ in self:
+            parts.append("streaming reads")
+        if Scope.WRITE in self:
+            parts.append("writes")
+        return " and ".join(parts)
+
+
+# -- kinds: how one option's value is read -------------------------------------------
+
+
+class Kind:
+    """How an option's text becomes its value; `absent` is the value of an unset option
+    without a default."""
+
+    absent: Any = None
+
+    def parse(self, option: str, raw: str) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """Free text, taken as given (passwords, tokens, prefixes)."""
+
+    single_line: bool = False
+
+    def parse(self, option: str, raw: str) -> str:
+        if self.single_line and any(c in raw for c in "\r\n"):
+            raise OptionError(f"option {option}: must not contain line breaks")
+        return raw
+
+
+@dataclass(frozen=True)
+class File(Kind):
+    """A path to a file that must exist (checked on the driver)."""
+
+    def parse(self, option: str, raw: str) -> str:
+        return check_file(option, raw)
+
+
+@dataclass(frozen=True)
+class Name(Kind):
+    """A stream or consumer name."""
+
+    what: str
+
+    def parse(self, option: str, raw: str) -> str:
+        return parse_name(option, raw, self.what)
+
+
+@dataclass(frozen=True)
+class FilterSubjects(Kind):
+    """Comma-separated subjects with wildcards; no duplicates."""
+
+    absent: Any = ()
+
+    def parse(self, option: str, raw: str) -> tuple[str, ...]:
+        subjects = tuple(s.strip() for s in raw.split(",") if s.strip())
+        for subject in subjects:
+            check_filter_subject(option, subject)
+        if len(set(subjects)) != len(subjects):
+            raise OptionError(f"option {option}: duplicate subject in {raw!r}")
+        return subjects
+
+
+@dataclass(frozen=True)
+class PublishSubject(Kind):
+    """One subject to publish to (no wildcards)."""
+
+    def parse(self, option: str, raw: str) -> str:
+        subject = raw.strip()
+        check_publish_subject(subject, f"option {option}")
+        return subject
+
+
+@dataclass(frozen=True)
+class Servers(Kind):
+    """Comma-separated server URLs."""
+
+    def parse(self, option: str, raw: str) -> tuple[str, ...]:
+        servers = tuple(s.strip() for s in raw.split(",") if s.strip())
+        if not servers:
+            raise OptionError(f"option {option}: no server URL given")
+        for url in servers:
+            if "://" not in url:
+                raise OptionError(
+                    f"option {option}: {url!r} is not a URL (expected nats://host:port or tls://host:port)"
+                )
+        return servers
+
+
+@dataclass(frozen=True)
+class Bool(Kind):
+    def parse(self, option: str, raw: str) -> bool:
+        return parse_bool(option, raw)
+
+
+@dataclass(frozen=True)
+class Count(Kind):
+    minimum: int = 1
+    maximum: int | None = None
+
+    def parse(self, option: str, raw: str) -> int:
+        return parse_count(option, raw, minimum=self.minimum, maximum=self.maximum)
+
+
+@dataclass(frozen=True)
+class Size(Kind):
+    minimum: int = 1
+
+    def parse(self, option: str, raw: str) -> int:
+        return parse_size(option, raw, minimum=self.minimum)
+
+
+@dataclass(frozen=True)
+class Duration(Kind):
+    """A duration, as nanoseconds. `seconds_first` for options documented in seconds."""
+
+    minimum_ns: int = 0
+    seconds_first: bool = False
+
+    def parse(self, option: str, raw: str) -> int:
+        return parse_duration_ns(option, raw, minimum_ns=self.minimum_ns, seconds_first=self.seconds_first)
+
+
+@dataclass(frozen=True)
+class Timestamp(Kind):
+    """Milliseconds since the epoch."""
+
+    def parse(self, option: str, raw: str) -> int:
+        return parse_timestamp_ms(option, raw)
+
+
+@dataclass(frozen=True)
+class Position(Kind):
+    """A named position (earliest, latest) or a stream sequence."""
+
+    words: tuple[str, ...]
+
+    def parse(self, option: str, raw: str) -> str | int:
+        return parse_position(option, raw, self.words)
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    choices: tuple[str, ...]
+
+    def parse(self, option: str, raw: str) -> str:
+        return parse_choice(option, raw, self.choices)
+
+
+# -- the table ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: Kind
+    default: str | None
+    applies: Scope
+    help: str
+    shown: str | None = None  # the README's default column when there is no default value
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+    def default_value(self) -> Any:
+        return self.kind.absent if self.default is None else self.kind.parse(self.name, self.default)
+
+    def is_set(self, raw: str | None) -> bool:
+        """False for no value or an empty one (blank, except for free text)."""
+        if not raw:
+            return False
+        return isinstance(self.kind, Text) or bool(raw.strip())
+
+    def value(self, raw: str | None) -> Any:
+        """The value of this option given `raw`: parsed when set, else the default."""
+        if raw is not None and self.is_set(raw):
+            return self.kind.parse(self.name, raw)
+        return self.default_value()
+
+    @property
+    def shown_default(self) -> str:
+        return self.shown or self.default or "(none)"
+
+
+R, S, B, W, ALL = Scope.READ, Scope.STREAM_READ, Scope.BATCH_READ, Scope.WRITE, Scope.ALL
+SECOND_NS: Final = 1_000_000_000
+DEFAULT_SERVERS: Final = "nats://127.0.0.1:4222"
+MAX_IN_FLIGHT_LIMIT: Final = 65536
+DEDUP_CHECK_MODES: Final = ("warn", "fail")
+
+OPTIONS: Final[tuple[Option, ...]] = (
+    Option("servers", Servers(), DEFAULT_SERVERS, ALL,
+           "Comma-separated server URLs (nats:// or tls://; user:pass@ allowed)."),
+    # -- reads
+    Option("stream", Name("stream name"), None, R, "The JetStream stream to read.", shown="(required)"),
+    Option("subjects", FilterSubjects(), None, R,
+           "Comma-separated subject filter; wildcards `*` and `>` allowed.", shown="(all)"),
+    Option("durable", Name("consumer name"), None, S,
+           "Durable consumer that mirrors progress: its ack floor follows the committed offset "
+           "(created if missing); a new query without checkpoint starts from its ack floor."),
+    Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
+           "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
+    Option("startingTimestamp", Timestamp(), None, R,
+           "Start at the first message stored at or after this time (ms since epoch or ISO-8601); "
+           "excludes startingOffsets."),
+    Option("endingOffsets", Position(("latest",)), "latest", B,
+           "`latest` or a stream sequence (the last message read is at or before it)."),
+    Option("endingTimestamp", Timestamp(), None, B,
+           "Read only messages stored before this time; excludes endingOffsets."),
+    Option("maxMessagesPerTrigger", Count(1), None, S,
+           "At most this many stream sequences per micro-batch."),
+    Option("maxBytesPerTrigger", Size(1), None, S,
+           "About this many bytes per micro-batch (a size; estimated from the stream's average "
+           "stored message size)."),
+    Option("maxRecordsPerBatch", Count(1), None, S,
+           "Spark's name for maxMessagesPerTrigger (the smaller wins)."),
+    Option("maxBytesPerBatch", Size(1), None, S,
+           "Spark's name for maxBytesPerTrigger (the smaller wins)."),
+    Option("minMessagesPerTrigger", Count(1), None, S,
+           "Wait until this many matching messages are available (or maxTriggerDelay passed) "
+           "before a micro-batch."),
+    Option("maxTriggerDelay", Duration(), "15m", S,
+           "Longest wait for minMessagesPerTrigger (a duration: 500ms, 30s, 15m, 1h30m)."),
+    Option("minPartitions", Count(1), "1", R,
+           "Split each range into at least this many Spark partitions."),
+    Option("maxMessagesPerPartition", Count(1), "500000", R,
+           "Split so that no partition spans more stream sequences than this."),
+    Option("failOnDataLoss", Bool(), "true", R,
+           "Fail when messages to be read are gone (purged, aged out, stream deleted); false "
+           "skips ahead and logs."),
+    Option("includeHeaders", Bool(), "true", R,
+           "Add the `headers` column (map<string,array<string>>)."),
+    # -- connection (reads and writes)
+    Option("user", Text(), None, ALL, "User name (with password)."),
+    Option("password", Text(), None, ALL, "Password (with user)."),
+    Option("token", Text(), None, ALL, "Authentication token."),
+    Option("credsFile", File(), None, ALL, "NATS .creds file (JWT + seed; needs the nkeys package)."),
+    Option("tls", Bool(), "false", ALL, "Use TLS (implied by tls:// URLs and the other tls options)."),
+    Option("tlsCaFile", File(), None, ALL, "CA certificate file for TLS."),
+    Option("tlsCertFile", File(), None, ALL, "Client certificate file (with tlsKeyFile)."),
+    Option("tlsKeyFile", File(), None, ALL, "Client key file (with tlsCertFile)."),
+    Option("connectTimeout", Duration(SECOND_NS // 10, seconds_first=True), "10", ALL,
+           "Connect timeout (a duration; a plain number is seconds)."),
+    # -- writes
+    Option("subject", PublishSubject(), None, W,
+           "Subject every row is published to. Overrides the `subject` column; one of the two "
+           "is required."),
+    Option("stream", Name("stream name"), None, W,
+           "Expected target stream. Checked on the driver before anything is published (the "
+           "stream must exist and capture the `subject` option); every message carries "
+           "`Nats-Expected-Stream`, so a row whose subject belongs to another stream fails the task."),
+    Option("maxInFlight", Count(1, MAX_IN_FLIGHT_LIMIT), "2048", W,
+           f"Publishes awaiting their pub ack, per task (1-{MAX_IN_FLIGHT_LIMIT}). Every ack is "
+           "awaited before the task ends."),
+    Option("ackTimeout", Duration(SECOND_NS // 10, seconds_first=True), "30", W,
+           "Time to wait for a pub ack (including reconnecting to the server) before the task "
+           "fails (a duration; a plain number is seconds)."),
+    Option("dedupWindowCheck", Duration(), "2m", W,
+           "Shortest acceptable `duplicate_window` of the target stream (a duration: 90s, 10m, 1h, "
+           "or seconds; 0 turns the check off). Replays older than the window are not deduplicated."),
+    Option("dedupWindowCheckMode", Choice(DEDUP_CHECK_MODES), "warn", W,
+           "What a too short `duplicate_window` does: `warn` (log a warning and write) or `fail` "
+           "(refuse to write)."),
+    Option("msgIdPrefix", Text(single_line=True), None, W,
+           "Prepended to derived `Nats-Msg-Id`s (not to a `msg_id` column), to keep two pipelines "
+           "that read the same source and write the same stream apart."),
+)
+
+# Options Spark itself puts into a sink's option map: accepted on writes, ignored.
+SPARK_WRITE_OPTIONS: Final = frozenset({"checkpointlocation", "path", "queryname"})
+
+_BY_KEY: Final[dict[str, tuple[Option, ...]]] = {}
+for _option in OPTIONS:
+    _BY_KEY[_option.key] = (*_BY_KEY.get(_option.key, ()), _option)
+    if _option.default is not None:
+        _option.default_value()  # a default the grammar refuses is a bug: fail at import
+
+
+def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
+    """Spark option maps are case-insensitive: one lower-case key per option."""
+    out: dict[str, str] = {}
+    spelled: dict[str, str] = {}
+    for k, v in options.items():
+        key = str(k).lower()
+        if key in out:
+            raise OptionError(f"option {k} given twice (as {spelled[key]!r} and {str(k)!r})")
+        out[key] = "" if v is None else str(v)
+        spelled[key] = str(k)
+    return out
+
+
+@dataclass(frozen=True)
+class ParsedOptions:
+    """Every option of one scope: its value (or default) by name, and which were set."""
+
+    values: Mapping[str, Any]
+    given: frozenset[str]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+
+def _applicable(scope: Scope, table: Sequence[Option]) -> list[Option]:
+    return [o for o in table if o.applies & scope]
+
+
+def parse_options(
+    options: Mapping[str, Any],
+    scope: Scope,
+    *,
+    table: Sequence[Option] = OPTIONS,
+    ignored: frozenset[str] = frozenset(),
+) -> ParsedOptions:
+    """Validate `options` for `scope` against `table` and parse every value.
+
+    `scope` is one of BATCH_READ, STREAM_READ, WRITE (or ALL, for a table of
+    options that apply everywhere); `ignored` are lower-case names accepted
+    and skipped (Spark's own options of a sink).
+    """
+    opts = lower_keys(options)
+    applicable = _applicable(scope, table)
+    by_key = {o.key: o for o in applicable}
+    unknown: list[str] = []
+    for key in opts:
+        if key in by_key or key in ignored:
+            continue
+        elsewhere = [o for o in _BY_KEY.get(key, ()) if o in table]
+        if elsewhere:
+            where = elsewhere[0].applies
+            for other in elsewhere[1:]:
+                where |= other.applies
+            raise OptionError(
+                f"option {elsewhere[0].name} applies only to {where.describe()}, not {scope.describe()}"
+            )
+        unknown.append(key)
+    if unknown:
+        known = ", ".join(o.name for o in applicable)
+        what = {Scope.WRITE: "writing to", Scope.ALL: "connecting to"}.get(scope, "reading from")
+        names = ", ".join(repr(k) for k in unknown)
+        raise OptionError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {names} for {what} jetstream "
+            f"(known: {known})"
+        )
+    values: dict[str, Any] = {}
+    given: set[str] = set()
+    for option in applicable:
+        raw = opts.get(option.key)
+        values[option.name] = option.value(raw)
+        if option.is_set(raw):
+            given.add(option.name)
+    return ParsedOptions(values, frozenset(given))
+
+
+def option_value(options: Mapping[str, Any], name: str, scope: Scope) -> Any:
+    """The value of the option `name` for `scope` in `options`, ignoring every other option."""
+    option = next(o for o in OPTIONS if o.name == name and o.applies & scope)
+    return option.value(lower_keys(options).get(option.key))
+
+
+# -- the README tables ----------------------------------------------------------------
+
+
+def _applies_column(scope: Scope) -> str:
+    read = scope & Scope.READ
+    if read == Scope.READ:
+        return "both"
+    return "streaming" if read == Scope.STREAM_READ else "batch"
+
+
+def read_table() -> str:
+    """The README table of read options (connection options included)."""
+    lines = ["| option | default | applies to | meaning |", "|---|---|---|---|"]
+    for o in OPTIONS:
+        if o.applies & Scope.READ:
+            lines.append(f"| `{o.name}` | {o.shown_default} | {_applies_column(o.applies)} | {o.help} |")
+    return "\n".join(lines)
+
+
+def write_table() -> str:
+    """The README table of write options (the connection options are in the read table)."""
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for o in OPTIONS:
+        if o.applies == Scope.WRITE:
+            lines.append(f"| `{o.name}` | {o.shown_default} | {o.help} |")
+    return "\n".join(lines)
+
+
+def readme_sections() -> dict[str, str]:
+    """The generated README sections by marker name."""
+    return {"option-grammar": GRAMMAR_MARKDOWN, "read-options": read_table(), "write-options": write_table()}
+
+
+def _section_re(name: str) -> re.Pattern[str]:
+    n = re.escape(name)
+    return re.compile(rf"(<!-- BEGIN GENERATED {n} [^\n]*-->\n)(.*?)\n?(<!-- END GENERATED {n} -->)", re.DOTALL)
+
+
+def section(text: str, name: str) -> str | None:
+    """The body of generated section `name` in `text`, or None if the markers are missing."""
+    m = _section_re(name).search(text)
+    return m.group(2) if m else None
+
+
+def update_sections(text: str) -> str:
+    """`text` (the README) with every generated section replaced by what the code says."""
+    for name, body in readme_sections().items():
+        m = _section_re(name).search(text)
+        if m is None:
+            raise ValueError(f"no generated section {name!r} (BEGIN/END GENERATED markers) found")
+        text = text[: m.start()] + m.group(1) + body + "\n" + m.group(3) + text[m.end() :]
+    return text
