@@ -37,7 +37,9 @@ cli.aliases = {"str": "stream", "st": "stream", "s": "stream", "con": "consumer"
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="jetstream", standalone_mode=False)
+        # Without standalone mode click returns the status of `ctx.exit(status)`.
+        status = cli.main(args=argv, prog_name="jetstream", standalone_mode=False)
+        sys.exit(status if isinstance(status, int) else 0)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.NoArgsIsHelpError as exc:

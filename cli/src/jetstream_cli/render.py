@@ -61,14 +61,17 @@ class Table:
         table = PrettyTable()
         table.title = self.title
         table.field_names = self.headers
-        for row in self.rows:
-            table.add_row([v if isinstance(v, str) else cell(v) for v in row])
-        table.align = "l"
+        rows = [[v if isinstance(v, str) else cell(v) for v in row] for row in self.rows]
         for index, header in enumerate(self.headers):
-            if self.rows and all(
-                isinstance(r[index], int) and not isinstance(r[index], bool) for r in self.rows
-            ):
-                table.align[header] = "r"
+            # go-pretty right-aligns numbers but keeps the header on the left.
+            if self.rows and all(isinstance(r[index], int) and not isinstance(r[index], bool)
+                                 for r in self.rows):
+                width = max([len(header)] + [len(r[index]) for r in rows])
+                for r in rows:
+                    r[index] = r[index].rjust(width)
+        for row in rows:
+            table.add_row(row)
+        table.align = "l"
         table.horizontal_char = "─"
         table.vertical_char = "│"
         table.junction_char = "┼"
