@@ -36,7 +36,7 @@ def jetstream(server: ServerProcess | str | None, *args: str, input: str | None 
     return result
 
 
-def jetstream_json(server: ServerProcess, *args: str) -> Any:
+def jetstream_json(server: ServerProcess | str, *args: str) -> Any:
     return json.loads(jetstream(server, *args, "--json").stdout)
 
 

@@ -16,7 +16,12 @@ from typing import Any
 
 import click
 from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundError
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyDeletedError,
+    KeyNotFoundError,
+    NoKeysError,
+)
 from nats.js.errors import NotFoundError as JsNotFoundError
 from nats.js.kv import KeyValue
 
@@ -268,7 +273,7 @@ def register(cli: click.Group) -> None:
                 store = await load_bucket(s, bucket)
                 try:
                     keys = await store.keys()
-                except JsNotFoundError:
+                except (JsNotFoundError, NoKeysError):
                     keys = []
                 if as_json:
                     out(to_json(keys))
