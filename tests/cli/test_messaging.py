@@ -134,3 +134,15 @@ def test_req_without_responders_and_timeout(server: ServerProcess) -> None:
               "--no-ack")
     silent = jetstream(server, "--timeout", "500ms", "req", "sink.x", "x", check=False)
     assert one_line_error(silent) == "no reply received on 'sink.x' within 0.5s"
+
+
+def test_sub_work_queue_stream_reads_directly(server: ServerProcess) -> None:
+    jetstream(server, "stream", "add", "WQ", "--subjects", "wq.>", "--retention", "work",
+              "--defaults")
+    jetstream(server, "pub", "wq.a", "w{{Count}}", "--count", "2")
+    result = jetstream(server, "sub", "wq.a", "--all", "-T")
+    assert re.match(r"\[#1\] Received JetStream message \(direct\): stream: WQ seq 1 / "
+                    r"subject: wq.a / time: .+\nw1\n\n\[#2\]", result.stdout)
+    # A direct read takes no part in retention: the work queue still holds both messages.
+    assert jetstream_json(server, "stream", "info", "WQ")["state"]["messages"] == 2
+    assert jetstream_json(server, "consumer", "ls", "WQ") == []

@@ -18,6 +18,7 @@ of `--command`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shlex
@@ -36,9 +37,9 @@ from ..jsapi import JsonDict
 from ..render import Nanos, cell
 from ..session import Session, connection_options, log, out, run
 from ..templates import TemplateError, expand
-from ..units import NANOS_PER_SECOND
+from ..units import NANOS_PER_SECOND, parse_time
 from ._shared import DURATION
-from .stream import body_text
+from .stream import _decode_headers, body_text
 
 
 def parse_headers(values: tuple[str, ...], count: int) -> dict[str, str]:
@@ -358,8 +359,10 @@ async def _js_subscribe(s: Session, subject: str | None, p: dict[str, Any]) -> N
         log(f"{what} for last message per subject")
     else:
         log(f"{what} from first received message")
-    if info["config"].get("retention") == "workqueue":
-        raise CliError(f"stream {stream} is a work queue: read it with `consumer next`")
+    if info["config"].get("retention") in ("workqueue", "interest"):
+        # natscli reads these with direct gets: a consumer would take part in retention.
+        await _direct_subscribe(s, info, filter_subject, cfg, p)
+        return
     created = await s.js.consumer_create(stream, cfg)
     name = created["name"]
     inbox = s.nc.new_inbox()
@@ -398,6 +401,68 @@ async def _js_subscribe(s: Session, subject: str | None, p: dict[str, Any]) -> N
             await s.js.consumer_delete(stream, name)
         except CliError:
             pass  # an ephemeral consumer also goes away by its inactive threshold
+
+
+async def _direct_subscribe(s: Session, info: JsonDict, subject: str, cfg: JsonDict,
+                            p: dict[str, Any]) -> None:
+    """Read the stream with `$JS.API.STREAM.MSG.GET` (next by subject) from the start the
+    flags chose, without a consumer; at the end, wait for more unless `-T`."""
+    stream = info["config"]["name"]
+    state = info.get("state") or {}
+    policy = cfg["deliver_policy"]
+    seq = max(int(state.get("first_seq") or 1), 1)
+    if policy == "by_start_sequence":
+        seq = int(cfg["opt_start_seq"])
+    elif policy in ("last", "last_per_subject"):
+        seq = max(int(state.get("last_seq") or 1), 1)
+    elif policy == "new":
+        seq = int(state.get("last_seq") or 0) + 1
+    cutoff = _parse_ns(cfg.get("opt_start_time"))
+    received = 0
+    last = time.monotonic()
+    while True:
+        try:
+            message = await s.js.msg_get(stream, {"seq": seq, "next_by_subj": subject})
+        except ApiError as exc:
+            if exc.err_code not in (10037, 10012):  # no message found / bad sequence
+                raise
+            if p["terminate_at_end"]:
+                return
+            if p["wait"] and time.monotonic() - last > p["wait"] / NANOS_PER_SECOND:
+                return
+            await asyncio.sleep(0.25)  # natscli polls the same way for new messages
+            continue
+        seq = int(message["seq"]) + 1
+        moment = message.get("time") or ""
+        if cutoff is not None and _parse_ns(moment) is not None and (_parse_ns(moment) or 0) < cutoff:
+            continue
+        received += 1
+        last = time.monotonic()
+        data = base64.b64decode(message.get("data") or "")
+        if p["raw"]:
+            out(data.decode("utf-8", "replace"))
+        else:
+            when = parse_time(moment)
+            out(f"[#{received}] Received JetStream message (direct): stream: {stream} seq "
+                f"{message['seq']} / subject: {message.get('subject')} / time: "
+                f"{when.local() if when else ''}")
+            if not p["subjects_only"]:
+                headers = dict(_decode_headers(base64.b64decode(message["hdrs"]))) \
+                    if message.get("hdrs") else {}
+                for key, value in headers.items():
+                    out(f"{key}: {value}")
+                if headers:
+                    out()
+                if not p["headers_only"]:
+                    out(body_text(data))
+                    out()
+        if p["count"] and received >= p["count"]:
+            return
+
+
+def _parse_ns(value: object) -> int | None:
+    moment = parse_time(value)
+    return moment.unix_nanos() if moment is not None else None
 
 
 def cell_duration(nanos: int) -> str:

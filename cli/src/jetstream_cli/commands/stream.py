@@ -631,14 +631,17 @@ def register(cli: click.Group) -> None:
         run(ctx, work)
 
     @stream.command("ls")
+    @click.option("-a", "--all", "show_all", is_flag=True,
+                  help="When listing or selecting streams show all streams including system ones")
     @click.option("--subject", help="Limit the list to streams with matching subjects")
     @click.option("-n", "--names", is_flag=True, help="Show just the stream names")
     @click.option("-j", "--json", "as_json", is_flag=True, help="Produce JSON output")
     @connection_options()
     @click.pass_context
-    def ls(ctx: click.Context, subject: str | None, names: bool, as_json: bool) -> None:
+    def ls(ctx: click.Context, show_all: bool, subject: str | None, names: bool,
+           as_json: bool) -> None:
         """List all known streams"""
-        show_all = bool(ctx.meta.get("stream.all"))
+        show_all = show_all or bool(ctx.meta.get("stream.all"))
 
         async def work(s: Session) -> None:
             if names:
