@@ -24,7 +24,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 from nats.aio.msg import Msg
@@ -33,10 +32,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from .errors import STREAM_NOT_FOUND, ApiError, CliError
 from .jsapi import JsonDict
+from .session import Session
 from .units import ibytes
-
-if TYPE_CHECKING:
-    from .session import Session
 
 DATA_FILE = "stream.tar.s2"
 META_FILE = "backup.json"

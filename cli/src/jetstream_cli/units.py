@@ -210,3 +210,10 @@ def parse_time(value: object) -> GoTime | None:
 
 def rfc3339(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def rfc3339_ns(unix_nanos: int) -> str:
+    """A Unix time in nanoseconds as RFC 3339 UTC with nanoseconds (the API's time format)."""
+    seconds, frac = divmod(unix_nanos, NANOS_PER_SECOND)
+    base = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{frac:09d}Z"

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import click
+from nats.aio.msg import Msg
 
 from ..errors import CliError
 from ..jsapi import JsonDict
 from ..prompts import ask_select
 from ..render import Columns
+from ..templates import TemplateError, expand
 from ..units import parse_bytes, parse_duration, parse_time
 
 REQUIRED_LEVEL_KEY = "_nats.req.level"
@@ -145,3 +147,30 @@ def render_meta_api(cols: Columns, metadata: dict[str, str] | None) -> None:
         cols.row("Host Version", version)
     if level or required:
         cols.row("Required API Level", f"{required or '0'} hosted at level {level}")
+
+
+def ack_metadata(msg: Msg) -> tuple[int, int, int, int] | None:
+    """(delivered, consumer seq, stream seq, pending) from a `$JS.ACK` reply subject."""
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    if len(tokens) >= 12:
+        tokens = tokens[:2] + tokens[4:]  # v2: $JS.ACK.<domain>.<account>.<stream>...
+    try:
+        return int(tokens[4]), int(tokens[6]), int(tokens[5]), int(tokens[8])
+    except ValueError:
+        return None
+
+
+def parse_headers(values: Sequence[str], count: int) -> dict[str, str]:
+    """natscli's `-H K:V` headers, values templated with the message number."""
+    headers: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise CliError(f"invalid header {item!r}: use K:V")
+        try:
+            headers[key.strip()] = expand(value.strip(), count)
+        except TemplateError as exc:
+            raise CliError(f"failed to parse Header template for {key.strip()}: {exc}") from exc
+    return headers

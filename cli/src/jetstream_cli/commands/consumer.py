@@ -17,6 +17,7 @@ import asyncio
 import json
 import re
 import time
+from datetime import datetime
 from typing import Any
 
 import click
@@ -27,10 +28,11 @@ from ..jsapi import JsonDict
 from ..prompts import ask_input, ask_int, ask_select, confirm
 from ..render import Columns, Nanos, Table, cell, to_json
 from ..session import Session, connection_options, group_with_aliases, log, out, run
-from ..units import go_duration, parse_duration, parse_time, rfc3339
+from ..units import go_duration, parse_duration, parse_time, rfc3339_ns
 from ._shared import (
     BYTES,
     DURATION,
+    ack_metadata,
     api_level,
     choose,
     is_internal_stream,
@@ -40,6 +42,7 @@ from ._shared import (
     render_meta_api,
     since_ns,
 )
+from .stream import config_diff
 
 ACK_NAMES = {"none": "None", "all": "All", "explicit": "Explicit", "flow_control": "Flow Control"}
 REPLAY_NAMES = {"instant": "Instant", "original": "Original"}
@@ -83,15 +86,7 @@ def start_policy(cfg: JsonDict, policy: str) -> None:
         except ValueError as exc:
             raise CliError(f"could not parse starting delta: {exc}") from exc
         cfg["deliver_policy"] = "by_start_time"
-        cfg["opt_start_time"] = _utc_from_ns(time.time_ns() - delta)
-
-
-def _utc_from_ns(nanos: int) -> str:
-    from datetime import datetime, timezone
-
-    seconds, frac = divmod(nanos, 1_000_000_000)
-    base = rfc3339(datetime.fromtimestamp(seconds, timezone.utc)).replace("Z", "")
-    return f"{base}.{frac:09d}Z"
+        cfg["opt_start_time"] = rfc3339_ns(time.time_ns() - delta)
 
 
 def prepare_config(p: dict[str, Any]) -> JsonDict:
@@ -266,10 +261,8 @@ def _duration(text: str, what: str) -> int:
 
 
 def _pause_until(text: str) -> str:
-    from datetime import datetime
-
     try:
-        return _utc_from_ns(time.time_ns() + parse_duration(text))
+        return rfc3339_ns(time.time_ns() + parse_duration(text))
     except ValueError:
         pass
     try:
@@ -277,7 +270,7 @@ def _pause_until(text: str) -> str:
     except ValueError as exc:
         raise CliError(f"could not parse pause time {text!r}: use a duration or "
                        "'2006-01-02 15:04:05'") from exc
-    return _utc_from_ns(int(moment.timestamp()) * 1_000_000_000)
+    return rfc3339_ns(int(moment.timestamp()) * 1_000_000_000)
 
 
 def edit_config(cfg: JsonDict, p: dict[str, Any]) -> JsonDict:
@@ -447,19 +440,6 @@ def show_consumer_info(info: JsonDict, as_json: bool, state_only: bool = False) 
 
 # -- pulling -------------------------------------------------------------------
 
-def _metadata(msg: Msg) -> tuple[int, int, int, int] | None:
-    """(delivered, consumer seq, stream seq, pending) from a `$JS.ACK` reply subject."""
-    tokens = (msg.reply or "").split(".")
-    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
-        return None
-    if len(tokens) >= 12:
-        tokens = tokens[:2] + tokens[4:]  # v2: $JS.ACK.<domain>.<account>.<stream>...
-    try:
-        return int(tokens[4]), int(tokens[6]), int(tokens[5]), int(tokens[8])
-    except ValueError:
-        return None
-
-
 async def next_messages(s: Session, stream: str, consumer: str, count: int, ack: bool,
                         nak: bool, term: bool, raw: bool) -> None:
     inbox = s.nc.new_inbox()
@@ -498,7 +478,7 @@ def _print_next(msg: Msg, raw: bool) -> None:
     if raw:
         out(data)
         return
-    meta = _metadata(msg)
+    meta = ack_metadata(msg)
     if meta is None:
         out(f"--- subject: {msg.subject} reply: {msg.reply}" if msg.reply
             else f"--- subject: {msg.subject}")
@@ -712,8 +692,6 @@ def register(cli: click.Group) -> None:
             new = edit_config(current, p)
             if new.get("backoff") and new.get("ack_wait") != current.get("ack_wait"):
                 raise CliError("consumers with backoff policies do not support editing Ack Wait")
-            from .stream import config_diff
-
             diff = config_diff(current, new)
             if not diff:
                 if not p["dry_run"]:

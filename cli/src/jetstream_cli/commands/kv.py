@@ -12,6 +12,7 @@ import asyncio
 import base64
 import string
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -27,6 +28,7 @@ from nats.js.kv import KeyValue
 
 from ..errors import CliError
 from ..jsapi import JsonDict
+from ..prompts import confirm
 from ..render import Columns, Nanos, Table, to_json
 from ..session import Session, connection_options, group_with_aliases, out, run
 from ..units import NANOS_PER_SECOND, GoTime, ibytes, parse_time
@@ -204,8 +206,6 @@ def register(cli: click.Group) -> None:
     @click.pass_context
     def delete(ctx: click.Context, bucket: str, key: str | None, force: bool) -> None:
         """Deletes a key or the entire bucket"""
-        from ..prompts import confirm
-
         async def work(s: Session) -> None:
             await load_bucket(s, bucket)
             if key is None:
@@ -354,8 +354,6 @@ def register(cli: click.Group) -> None:
 
 def _iso(created: Any) -> str:
     """nats-py gives entry times as datetime (or nanoseconds); GoTime wants RFC 3339."""
-    from datetime import datetime, timezone
-
     if isinstance(created, datetime):
         return created.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
     if isinstance(created, (int, float)):

@@ -37,23 +37,9 @@ from ..jsapi import JsonDict
 from ..render import Nanos, cell
 from ..session import Session, connection_options, log, out, run
 from ..templates import TemplateError, expand
-from ..units import NANOS_PER_SECOND, parse_time
-from ._shared import DURATION
-from .stream import _decode_headers, body_text
-
-
-def parse_headers(values: tuple[str, ...], count: int) -> dict[str, str]:
-    """natscli's `-H K:V` headers, values templated with the message number."""
-    headers: dict[str, str] = {}
-    for item in values:
-        key, sep, value = item.partition(":")
-        if not sep:
-            raise CliError(f"invalid header {item!r}: use K:V")
-        try:
-            headers[key.strip()] = expand(value.strip(), count)
-        except TemplateError as exc:
-            raise CliError(f"failed to parse Header template for {key.strip()}: {exc}") from exc
-    return headers
+from ..units import NANOS_PER_SECOND, parse_time, rfc3339_ns
+from ._shared import DURATION, ack_metadata, parse_headers
+from .stream import body_text, decode_headers
 
 
 def _templated(text: str, count: int, what: str, enabled: bool) -> str:
@@ -349,10 +335,8 @@ async def _js_subscribe(s: Session, subject: str | None, p: dict[str, Any]) -> N
         cfg["deliver_policy"] = "new"
         log(f"{what} for new messages")
     elif p["since"] is not None:
-        from .consumer import _utc_from_ns
-
         cfg.update(deliver_policy="by_start_time",
-                   opt_start_time=_utc_from_ns(time.time_ns() - p["since"]))
+                   opt_start_time=rfc3339_ns(time.time_ns() - p["since"]))
         log(f"{what} since {cell_duration(p['since'])}")
     elif p["last_per_subject"]:
         cfg["deliver_policy"] = "last_per_subject"
@@ -447,7 +431,7 @@ async def _direct_subscribe(s: Session, info: JsonDict, subject: str, cfg: JsonD
                 f"{message['seq']} / subject: {message.get('subject')} / time: "
                 f"{when.local() if when else ''}")
             if not p["subjects_only"]:
-                headers = dict(_decode_headers(base64.b64decode(message["hdrs"]))) \
+                headers = dict(decode_headers(base64.b64decode(message["hdrs"]))) \
                     if message.get("hdrs") else {}
                 for key, value in headers.items():
                     out(f"{key}: {value}")
@@ -470,9 +454,7 @@ def cell_duration(nanos: int) -> str:
 
 
 def _print_js(msg: Msg, counter: int, p: dict[str, Any]) -> int | None:
-    from .consumer import _metadata
-
-    meta = _metadata(msg)
+    meta = ack_metadata(msg)
     if p["raw"]:
         out(msg.data.decode("utf-8", "replace"))
         return meta[3] if meta else None

@@ -26,7 +26,7 @@ from ..prompts import confirm
 from ..render import Columns, Nanos, Table, cell
 from ..session import Session, connection_options, group_with_aliases, out, run
 from ..units import NANOS_PER_SECOND, ibytes, parse_time
-from ._shared import BYTES, DURATION, since_ns
+from ._shared import BYTES, DURATION, parse_headers, since_ns
 
 
 async def load_store(s: Session, bucket: str) -> ObjectStore:
@@ -126,8 +126,6 @@ def register(cli: click.Group) -> None:
             description: str | None, headers: tuple[str, ...], force: bool,
             progress: bool) -> None:
         """Puts a file into the store"""
-        from .messaging import parse_headers
-
         if not (name or file):
             raise CliError("--name is required when reading from stdin")
         object_name = str(name or file)

@@ -1021,7 +1021,7 @@ def render_stream_report(stats: list[JsonDict], raw: bool) -> str:
     return table.render()
 
 
-def _decode_headers(raw: bytes) -> list[tuple[str, str]]:
+def decode_headers(raw: bytes) -> list[tuple[str, str]]:
     lines = raw.decode("utf-8", "replace").split("\r\n")
     result: list[tuple[str, str]] = []
     if lines and len(lines[0]) > len("NATS/1.0"):
@@ -1045,7 +1045,7 @@ def format_stored_message(stream: str, message: JsonDict) -> str:
              f"{message.get('subject')}", ""]
     if message.get("hdrs"):
         lines.append("Headers:")
-        for key, value in _decode_headers(base64.b64decode(message["hdrs"])):
+        for key, value in decode_headers(base64.b64decode(message["hdrs"])):
             lines.append(f"  {key}: {value}")
         lines.append("")
     data = base64.b64decode(message.get("data") or "")
@@ -1091,7 +1091,7 @@ async def view_stream(s: Session, info: JsonDict, size: int, start_id: int, sinc
                 f"{moment.local() if moment else ''}")
             if message.get("hdrs"):
                 out()
-                for key, value in _decode_headers(base64.b64decode(message["hdrs"])):
+                for key, value in decode_headers(base64.b64decode(message["hdrs"])):
                     out(f"  {key}: {value}")
             out()
             out(body_text(data))
