@@ -4,33 +4,34 @@
 #
 # Installs the way a user would (not editable, not by PYTHONPATH): the server
 # (server/, distribution jetstream-server), the connector (this directory,
-# spark-jetstream) and the development-only test harness (testing/), so that a
-# packaging mistake fails the tests. Any source change reinstalls them.
+# spark-jetstream), the management CLI (cli/, jetstream-cli) and the
+# development-only test harness (testing/), so that a packaging mistake fails the
+# tests. Any source change reinstalls them.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 STAMP  := $(VENV)/.installed
-SOURCES := $(shell find spark_jetstream server/src testing/src -name '*.py' -o -name py.typed 2>/dev/null)
-PACKAGES := ./server ./testing .
+SOURCES := $(shell find spark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed 2>/dev/null)
+PACKAGES := ./server ./testing ./cli .
 
 .PHONY: demo test lint bench bench-quick install clean
 
 install: $(STAMP)
 
 # Dependencies (slow, rarely changes): only when a pyproject changes.
-$(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml scripts/ensure-java.sh
+$(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet ./server ./testing '.[server,nkeys,jobs,test]'
+	$(BIN)/python -m pip install --quiet ./server ./testing ./cli '.[server,nkeys,jobs,test]'
 	touch $(DEPS)
 
-# Our three packages (fast): whenever a source file changes.
+# Our four packages (fast): whenever a source file changes.
 # setuptools' build/ directories keep modules deleted or moved in the sources:
 # removed first, so the installed packages hold exactly what the sources hold.
 $(STAMP): $(DEPS) $(SOURCES)
-	rm -rf build server/build testing/build
+	rm -rf build server/build testing/build cli/build
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
 	touch $(STAMP)
 
@@ -38,13 +39,13 @@ demo: $(STAMP)
 	$(BIN)/python -m jobs.orders_pipeline
 
 test: $(STAMP)
-	$(BIN)/ruff check server testing spark_jetstream jobs tests
+	$(BIN)/ruff check server testing cli spark_jetstream jobs tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check server testing spark_jetstream jobs tests
+	$(BIN)/ruff check server testing cli spark_jetstream jobs tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
@@ -55,4 +56,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m jobs.benchmark --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info server/build server/src/*.egg-info testing/build testing/src/*.egg-info
+	rm -rf $(VENV) build *.egg-info server/build server/src/*.egg-info testing/build testing/src/*.egg-info cli/build cli/src/*.egg-info

@@ -2,8 +2,9 @@
 
 Layout: `server/unit` (sans-IO, no sockets), `server/integration` (real sockets,
 both servers), `connector/unit` (no server, no Spark), `connector/integration`
-(a real server, and Spark where marked), `jobs/`, `packaging/` (fresh virtual
-environments), `support/` (helper modules, on sys.path by the pytest config).
+(a real server, and Spark where marked), `cli/` (the `jetstream` command as a child
+process, both servers), `jobs/`, `packaging/` (fresh virtual environments),
+`support/` (helper modules, on sys.path by the pytest config).
 Markers `spark`, `nats_server` are applied here from fixture use; `crash` and
 `packaging` are set by the tests themselves. Deselect the slow kinds while
 developing, e.g. `-m "not spark and not crash and not packaging"`.
@@ -42,7 +43,7 @@ from server_kinds import SERVER_KINDS
 from jetstream_testing.process import ServerProcess, start_server
 
 SHIPPED = {"jetstream_server": "jetstream-server", "spark_jetstream": "spark-jetstream",
-           "jetstream_testing": "jetstream-testing"}
+           "jetstream_testing": "jetstream-testing", "jetstream_cli": "jetstream-cli"}
 
 
 def _check_installed(package: str, distribution: str) -> None:
