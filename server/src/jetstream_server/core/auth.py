@@ -208,7 +208,7 @@ def decode_user_key(public_key: str) -> bytes | None:
     if not isinstance(public_key, str) or len(public_key) != 56 or not public_key.startswith("U"):
         return None
     try:
-        raw = base64.b32decode(public_key + "====")
+        raw = base64.b32decode(public_key)
     except (binascii.Error, ValueError):
         return None
     import nkeys
