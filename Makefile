@@ -23,7 +23,7 @@ $(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml scripts/ens
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet ./server ./testing '.[server,nkeys,jobs,test]'
+	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys]' ./testing '.[server,nkeys,jobs,test]'
 	touch $(DEPS)
 
 # Our three packages (fast): whenever a source file changes.
