@@ -7,7 +7,7 @@ subject, whose own wildcard characters are then just characters; an allow
 list (when there is one) must match, a deny list must not (deny wins); a
 ``"subject queue"`` entry speaks about queue subscriptions in that group
 only. Hypothesis draws the lists and the subjects. The integration test
-`test_permissions_model.py` checks the same model against both servers.
+`tests/server/integration/test_permissions_model.py` checks the same model against both servers.
 """
 
 from __future__ import annotations
