@@ -31,7 +31,7 @@ import importlib.metadata
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import nats
@@ -40,7 +40,7 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from server_kinds import SERVER_KINDS
 
-from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess, start_server, write_config
 
 SHIPPED = {"jetstream_server": "jetstream-server", "spark_jetstream": "spark-jetstream",
            "jetstream_testing": "jetstream-testing", "jetstream_cli": "jetstream-cli"}
@@ -101,6 +101,33 @@ def server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+ConfigServer = Callable[..., ServerProcess]
+
+
+@pytest.fixture
+def config_server(
+    server_kind: str, store_dir: Path, tmp_path: Path
+) -> Iterator[ConfigServer]:
+    """Start `server_kind` with a generated config file: ``config_server(text)``.
+
+    Both servers get the same file, so a config nats-server refuses fails the
+    test on the real server too. Extra keyword arguments go to `start_server`
+    (``http_port=-1`` for monitoring)."""
+    started: list[ServerProcess] = []
+
+    def start(text: str, **kwargs: object) -> ServerProcess:
+        path = write_config(tmp_path / f"server-{len(started)}.conf", text)
+        proc = start_server(server_kind, store_dir, config=path, **kwargs)
+        started.append(proc)
+        return proc
+
+    try:
+        yield start
+    finally:
+        for proc in started:
+            proc.stop()
 
 
 @pytest.fixture

@@ -9,14 +9,33 @@ server honours:
     http_port 8222        // comments with # or //
     max_payload: 1MB      # sizes: 1024, 1KB, 1MB, 1GB (also K/M/G, KiB...)
     ping_interval: "2m"   # durations: "10s", "2m", "1h", "500ms" or seconds
-    authorization { user: a, password: b, token: t }
+    max_connections: 1000 # refused with -ERR 'maximum connections exceeded'
+    max_subscriptions: 100
+    http: "127.0.0.1:8222" # the monitor's host and port
+    authorization { user: a, password: b }      # or { token: t }
+    authorization {
+      default_permissions { subscribe: "_INBOX.>" }
+      users = [
+        { user: alice, password: "$2a$11$...",  # bcrypt hashes need the bcrypt package
+          permissions: { publish: { allow: ["orders.>"], deny: ["orders.secret"] },
+                         subscribe: ["_INBOX.>", "orders.> workers"],
+                         allow_responses: { max: 1, expires: "1m" } } }
+        { nkey: UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4 }
+      ]
+    }
+    no_auth_user: alice
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
-                sync_interval: "2m", sync_always: false, domain: hub }
+                sync_interval: "2m", sync_always: false, domain: hub,
+                limits { max_ack_pending: 10000, max_request_batch: 1000,
+                         duplicate_window: "1h" } }
 
 Invariants: every key the file may hold is checked; an unknown key, a value
 of the wrong kind or a syntax error raises `ConfigError` naming the key and
-line. Nothing here touches sockets.
+line; the checks and messages of nats-server's authorization parsing are
+kept (`User entry requires a user`, `Can not have a token and a users
+array`, ...). A bcrypt hash or an NKey user without the package it needs is
+a `ConfigError` that names the package. Nothing here touches sockets.
 """
 
 from __future__ import annotations
@@ -27,19 +46,38 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from jetstream_server.core.auth import Authenticator, StaticAuth
+from jetstream_server.core.auth import (
+    Authenticator,
+    NkeyUser,
+    StaticAuth,
+    User,
+    UsersAuth,
+    decode_user_key,
+    is_bcrypt,
+    require_bcrypt,
+    require_nkeys,
+)
+from jetstream_server.core.permissions import (
+    Permissions,
+    ResponsePermission,
+    SubjectPermission,
+    split_queue_entry,
+)
 from jetstream_server.core.protocol import MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE
 from jetstream_server.core.session import (
     DEFAULT_MAX_PENDING,
     DEFAULT_MAX_PINGS_OUT,
     SessionSettings,
 )
+from jetstream_server.core.subjects import is_valid_subject
 
 DEFAULT_PORT: Final = 4222
 DEFAULT_HOST: Final = "0.0.0.0"
 DEFAULT_PING_INTERVAL_S: Final = 120.0
 DEFAULT_WRITE_DEADLINE_S: Final = 10.0
 DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
+DEFAULT_MAX_CONNECTIONS: Final = 64 * 1024
+_MAX_INT32: Final = 2**31 - 1
 
 
 class ConfigError(ValueError):
@@ -52,16 +90,29 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class AuthSettings:
+    """Who may connect: one token or user, or a list of users and NKey users
+    (each with permissions), and the ``no_auth_user``."""
+
     user: str | None = None
     password: str | None = None
     token: str | None = None
+    users: tuple[User, ...] = ()
+    nkey_users: tuple[NkeyUser, ...] = ()
+    no_auth_user: str | None = None
 
     @property
     def required(self) -> bool:
-        return self.token is not None or self.user is not None
+        return (
+            self.token is not None
+            or self.user is not None
+            or bool(self.users)
+            or bool(self.nkey_users)
+        )
 
     def authenticator(self) -> Authenticator:
         """The core's decision function for these settings."""
+        if self.users or self.nkey_users:
+            return UsersAuth(self.users, self.nkey_users, self.no_auth_user)
         return StaticAuth(self.user, self.password, self.token)
 
 
@@ -75,13 +126,27 @@ class TlsSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class JetStreamLimits:
+    """``jetstream { limits { ... } }``: server-wide caps on consumers and
+    streams (0: none). `duplicate_window_ns` caps a stream's dedup window."""
+
+    max_ack_pending: int = 0
+    max_request_batch: int = 0
+    duplicate_window_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class JetStreamSettings:
+    """`max_memory_store` / `max_file_store`: -1 until the server computes
+    nats-server's defaults at start (75 % of memory, 75 % of the free disk)."""
+
     store_dir: str | None = None
     max_memory_store: int = -1
     max_file_store: int = -1
     sync_interval_s: float = 120.0
     sync_always: bool = False
     domain: str | None = None
+    limits: JetStreamLimits = field(default_factory=JetStreamLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +162,9 @@ class ServerConfig:
     max_pings_out: int = DEFAULT_MAX_PINGS_OUT
     write_deadline_s: float = DEFAULT_WRITE_DEADLINE_S
     auth_timeout_s: float = DEFAULT_AUTH_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # < 0: refuse every connection
+    max_subscriptions: int = 0  # per connection; 0: unlimited
+    http_host: str | None = None  # None: the client listener's host
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
@@ -113,6 +181,7 @@ class ServerConfig:
             max_payload=self.max_payload,
             max_pending=self.max_pending,
             max_pings_out=self.max_pings_out,
+            max_subscriptions=self.max_subscriptions,
             trace=self.trace,
         )
 
@@ -131,6 +200,7 @@ class ServerConfig:
             raise ConfigError(f"port: {self.port} is not a valid port")
         if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
             raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        _check_no_auth_user(self.auth)
         return self
 
 
@@ -377,6 +447,7 @@ _TOP_KEYS = {
     "port", "host", "net", "listen", "http_port", "http", "monitor_port", "max_payload",
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
+    "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
 }
 
 
@@ -393,10 +464,27 @@ def _split_hostport(value: str, key: str) -> tuple[str | None, int | None]:
 
 
 # Top-level keys that set one ServerConfig field through one converter.
+def _int32_size(value: Any, key: str) -> int:
+    size = parse_size(value, key)
+    if size > _MAX_INT32:
+        raise ConfigError(f"{key} value is too big")
+    return size
+
+
+def _max_connections(value: Any, key: str) -> int:
+    # nats-server: 0 in a config file means -1, and -1 refuses every connection
+    count = _as_int(value, key)
+    return -1 if count == 0 else count
+
+
 _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
-    "max_payload": ("max_payload", parse_size),
+    "max_payload": ("max_payload", _int32_size),
     "max_pending": ("max_pending", parse_size),
-    "max_control_line": ("max_control_line", parse_size),
+    "max_control_line": ("max_control_line", _int32_size),
+    "max_connections": ("max_connections", _max_connections),
+    "max_conn": ("max_connections", _max_connections),
+    "max_subscriptions": ("max_subscriptions", _as_int),
+    "max_subs": ("max_subscriptions", _as_int),
     "ping_interval": ("ping_interval_s", parse_duration),
     "ping_max": ("max_pings_out", _as_int),
     "write_deadline": ("write_deadline_s", parse_duration),
@@ -436,17 +524,25 @@ def config_from_mapping(
             elif k in ("http_port", "monitor_port"):
                 changes["http_port"] = _as_int(value, key)
             elif k == "http":
-                _, port = _split_hostport(value, key)
+                host, port = _split_hostport(value, key)
                 if port is None:
                     raise ConfigError(f"{key}: expected host:port or port, got {value!r}")
                 changes["http_port"] = port
+                if host:
+                    changes["http_host"] = host
             elif k in _SCALAR_KEYS:
                 field_name, convert = _SCALAR_KEYS[k]
                 changes[field_name] = convert(value, key)
             elif k == "authorization":
-                changes["auth"], timeout = _auth_block(value, key)
+                auth, timeout = _auth_block(value, key)
+                no_auth_user = changes.get("auth", cfg.auth).no_auth_user
+                changes["auth"] = replace(auth, no_auth_user=no_auth_user)
                 if timeout is not None:
                     changes["auth_timeout_s"] = timeout
+            elif k == "no_auth_user":
+                changes["auth"] = replace(
+                    changes.get("auth", cfg.auth), no_auth_user=_as_str(value, key)
+                )
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
             elif k == "jetstream":
@@ -476,13 +572,18 @@ def _at(line: int | None, exc: ConfigError) -> ConfigError:
 
 
 def _auth_block(value: object, key: str) -> tuple[AuthSettings, float | None]:
-    """The credentials and the optional auth `timeout` (seconds)."""
+    """The credentials and the optional auth `timeout` (seconds), with
+    nats-server's checks and messages."""
     items = _block_items(value, key)
     user = password = token = None
     timeout: float | None = None
+    users: tuple[User, ...] | None = None
+    nkey_users: tuple[NkeyUser, ...] = ()
+    defaults: Permissions | None = None
+    block_line: int | None = None
     for k, v, line in items:
         try:
-            if k == "user":
+            if k in ("user", "username"):
                 user = _as_str(v, f"{key}.{k}")
             elif k in ("password", "pass"):
                 password = _as_str(v, f"{key}.{k}")
@@ -490,13 +591,220 @@ def _auth_block(value: object, key: str) -> tuple[AuthSettings, float | None]:
                 token = _as_str(v, f"{key}.{k}")
             elif k == "timeout":
                 timeout = parse_duration(v, f"{key}.{k}")
+            elif k == "users":
+                users, nkey_users = _users(v, f"{key}.{k}")
+                block_line = line
+            elif k in ("default_permission", "default_permissions", "permissions"):
+                defaults = _permissions(v, f"{key}.{k}")
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
         except ConfigError as exc:
             raise _at(line, exc) from None
+    if (user is not None or password is not None) and token is not None:
+        raise ConfigError("Cannot have a user/pass and token")
+    if users is not None:
+        if user is not None:
+            raise ConfigError("Can not have a single user/pass and a users array")
+        if token is not None:
+            raise ConfigError("Can not have a token and a users array")
     if (user is None) != (password is None):
         raise ConfigError(f"{key}: user and password go together")
-    return AuthSettings(user=user, password=password, token=token), timeout
+    if defaults is not None:
+        users = tuple(
+            u if u.permissions is not None else replace(u, permissions=defaults)
+            for u in users or ()
+        )
+        nkey_users = tuple(
+            u if u.permissions is not None else replace(u, permissions=defaults)
+            for u in nkey_users
+        )
+    try:
+        _check_packages(user, password, token, users or (), nkey_users)
+    except ConfigError as exc:
+        raise _at(block_line, exc) from None
+    return (
+        AuthSettings(
+            user=user, password=password, token=token, users=users or (), nkey_users=nkey_users
+        ),
+        timeout,
+    )
+
+
+def _check_packages(
+    user: str | None,
+    password: str | None,
+    token: str | None,
+    users: tuple[User, ...],
+    nkey_users: tuple[NkeyUser, ...],
+) -> None:
+    """A bcrypt hash or an NKey user needs its package: say so at load time."""
+    secrets = [s for s in (password, token, *(u.password for u in users)) if s]
+    if any(is_bcrypt(s) for s in secrets):
+        try:
+            require_bcrypt()
+        except ImportError as exc:
+            raise ConfigError(str(exc)) from None
+    if nkey_users:
+        try:
+            require_nkeys()
+        except ImportError as exc:
+            raise ConfigError(str(exc)) from None
+        for u in nkey_users:
+            if decode_user_key(u.public_key) is None:
+                raise ConfigError("Not a valid public nkey for a user")
+
+
+def _users(value: object, key: str) -> tuple[tuple[User, ...], tuple[NkeyUser, ...]]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Expected users field to be an array, got {value!r}")
+    users: list[User] = []
+    nkey_users: list[NkeyUser] = []
+    seen: set[str] = set()
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Expected user entry to be a map/struct, got {entry!r}")
+        name = password = nkey = None
+        perms: Permissions | None = None
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k == "nkey":
+                    nkey = _as_str(v, f"{key}.{k}")
+                elif k in ("user", "username"):
+                    name = _as_str(v, f"{key}.{k}")
+                elif k in ("pass", "password"):
+                    password = _as_str(v, f"{key}.{k}")
+                elif k in ("permission", "permissions", "authorization"):
+                    perms = _permissions(v, f"{key}.{k}")
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if not nkey and not name:
+            raise ConfigError("User entry requires a user")
+        if nkey:
+            if name or password:
+                raise ConfigError("Nkey users do not take usernames or passwords")
+            if nkey in seen:
+                raise ConfigError(f'Duplicate nkey "{nkey}" detected')
+            seen.add(nkey)
+            nkey_users.append(NkeyUser(nkey, perms))
+        else:
+            assert name is not None
+            if name in seen:
+                raise ConfigError(f'Duplicate user "{name}" detected')
+            seen.add(name)
+            users.append(User(name, password or "", perms))
+    return tuple(users), tuple(nkey_users)
+
+
+def _permissions(value: object, key: str) -> Permissions:
+    """``{ publish, subscribe, allow_responses }`` as nats-server parses it."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"Expected permissions to be a map/struct, got {value!r}")
+    publish = subscribe = None
+    responses: ResponsePermission | None = None
+    for k, v, line in _block_items(value, key):
+        try:
+            if k in ("pub", "publish", "import"):
+                publish = _subject_permission(v, allow_queue=False)
+            elif k in ("sub", "subscribe", "export"):
+                subscribe = _subject_permission(v, allow_queue=True)
+            elif k in ("publish_allow_responses", "allow_responses"):
+                responses = _responses(v)
+            else:
+                raise ConfigError(f'Unknown field "{k}" parsing permissions')
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return Permissions(publish, subscribe, responses)
+
+
+def _subject_permission(value: object, allow_queue: bool) -> SubjectPermission | None:
+    if isinstance(value, dict):
+        if not value:
+            return None
+        allow: tuple[str, ...] | None = None
+        deny: tuple[str, ...] = ()
+        for k, v, line in _block_items(value, "permissions"):
+            try:
+                if k == "allow":
+                    allow = _perm_subjects(v, allow_queue) or None
+                elif k == "deny":
+                    deny = _perm_subjects(v, allow_queue)
+                else:
+                    raise ConfigError(
+                        f'Unknown field name "{k}" parsing subject permissions, '
+                        "only 'allow' or 'deny' are permitted"
+                    )
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        return SubjectPermission(allow, deny)
+    # the old style: a subject or a list of subjects, all allowed
+    return SubjectPermission(_perm_subjects(value, allow_queue) or None)
+
+
+def _perm_subjects(value: object, allow_queue: bool) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items: list[object] = [value]
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        raise ConfigError(
+            "Expected subject permissions to be a subject, or array of subjects, "
+            f"got {type(value).__name__}"
+        )
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError("Subject in permissions array cannot be cast to string")
+        if not is_valid_subject(item):
+            parts = item.split()
+            if not allow_queue or len(parts) != 2:
+                raise ConfigError(f'subject "{item}" is not a valid subject')
+            subject, queue = split_queue_entry(item)
+            if not is_valid_subject(subject):
+                raise ConfigError(f'subject "{subject}" is not a valid subject')
+            if queue is None or not is_valid_subject(queue):
+                raise ConfigError(f'queue "{queue}" is not a valid queue')
+        out.append(item)
+    return tuple(out)
+
+
+def _responses(value: object) -> ResponsePermission | None:
+    if isinstance(value, bool):
+        return ResponsePermission() if value else None
+    if not isinstance(value, dict):
+        raise ConfigError("error parsing response permissions, expected a boolean or a map")
+    defaults = ResponsePermission()
+    max_msgs, expires_s = defaults.max_msgs, defaults.expires_s
+    for k, v, line in _block_items(value, "allow_responses"):
+        try:
+            if k in ("max", "max_msgs", "max_messages", "max_responses"):
+                # 0 keeps the default; a negative value means no limit
+                max_msgs = _as_int(v, k) or max_msgs
+            elif k in ("expires", "expiration", "ttl"):
+                if not isinstance(v, str):
+                    raise ConfigError("error parsing expires, not a duration string")
+                expires_s = parse_duration(v, k) or expires_s
+            else:
+                raise ConfigError(f'Unknown field "{k}" parsing permissions')
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return ResponsePermission(max_msgs, expires_s)
+
+
+def _check_no_auth_user(auth: AuthSettings) -> None:
+    name = auth.no_auth_user
+    if not name:
+        return
+    if not auth.users and not auth.nkey_users:
+        raise ConfigError(f'no_auth_user: "{name}" present, but users/nkeys are not defined')
+    if not any(u.name == name for u in auth.users) and not any(
+        u.public_key == name for u in auth.nkey_users
+    ):
+        raise ConfigError(
+            f'no_auth_user: "{name}" not present as user or nkey in authorization block '
+            "or account configuration"
+        )
 
 
 def _tls_block(value: object, key: str) -> TlsSettings:
@@ -542,6 +850,8 @@ def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStr
                 out["sync_always"] = _as_bool(v, name)
             elif k == "domain":
                 out["domain"] = _as_str(v, name)
+            elif k == "limits":
+                out["limits"] = _jetstream_limits(v, name)
             elif k == "enabled":
                 _as_bool(v, name)
             else:
@@ -549,6 +859,26 @@ def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStr
         except ConfigError as exc:
             raise _at(line, exc) from None
     return replace(base, **out)
+
+
+def _jetstream_limits(value: object, key: str) -> JetStreamLimits:
+    out: dict[str, int] = {}
+    for k, v, line in _block_items(value, key):
+        name = f"{key}.{k}"
+        try:
+            if k == "max_ack_pending":
+                out["max_ack_pending"] = _as_int(v, name)
+            elif k == "max_request_batch":
+                out["max_request_batch"] = _as_int(v, name)
+            elif k == "duplicate_window":
+                if not isinstance(v, str):
+                    raise ConfigError(f"{name}: expected a duration string like \"2m\"")
+                out["duplicate_window_ns"] = int(parse_duration(v, name) * 1e9)
+            else:
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return JetStreamLimits(**out)
 
 
 def load_config_file(path: str | Path, base: ServerConfig | None = None) -> ServerConfig:

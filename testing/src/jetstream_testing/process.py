@@ -169,8 +169,27 @@ class ServerProcess:
         self.stop()
 
 
-def start_server(kind: str, store_dir: str | os.PathLike[str] | None, **kwargs: object) -> ServerProcess:
-    """Start `kind` ("bundled" or "nats-server") on a random loopback port."""
+def write_config(path: str | os.PathLike[str], text: str) -> Path:
+    """Write a nats-server config file (the same text serves both servers)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def start_server(
+    kind: str,
+    store_dir: str | os.PathLike[str] | None,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    **kwargs: object,
+) -> ServerProcess:
+    """Start `kind` ("bundled" or "nats-server") on a random loopback port;
+    `config` is a config file given with ``-c`` (flags still set the address,
+    port and store directory)."""
+    if config is not None:
+        args = [*kwargs.pop("args", ()), "-c", str(config)]  # type: ignore[misc]
+        kwargs["args"] = args
     if kind == "bundled":
         command = bundled_server_command()
     elif kind == "nats-server":

@@ -153,3 +153,110 @@ def test_load_file(tmp_path: Path) -> None:
     assert load_config_file(path).port == 4333
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config_file(tmp_path / "missing.conf")
+
+
+# -- authorization, permissions and limits ---------------------------------------------------
+
+USERS = """
+authorization {
+  default_permissions = { subscribe: "_INBOX.>" }
+  users = [
+    { user: alice, password: a, permissions: {
+        publish: { allow: ["orders.>"], deny: "orders.secret" }
+        subscribe: ["_INBOX.>", "orders.> workers"]
+        allow_responses: { max: 3, expires: "30s" } } }
+    { username: bob, pass: b, permissions: { publish: "x" } }
+    { user: carol, password: c }
+  ]
+  timeout: 5
+}
+no_auth_user: carol
+max_connections: 10
+max_subs: 5
+http: "127.0.0.1:8333"
+jetstream { limits { max_ack_pending: 10, max_request_batch: 20, duplicate_window: "1m" } }
+"""
+
+
+def test_users_and_permissions() -> None:
+    from jetstream_server.core.permissions import Permissions, ResponsePermission, SubjectPermission
+
+    c = cfg(USERS).validate()
+    alice, bob, carol = c.auth.users
+    assert alice.name == "alice" and alice.password == "a"
+    assert alice.permissions == Permissions(
+        SubjectPermission(("orders.>",), ("orders.secret",)),
+        SubjectPermission(("_INBOX.>", "orders.> workers")),
+        ResponsePermission(3, 30.0),
+    )
+    assert bob.permissions == Permissions(SubjectPermission(("x",)))
+    assert carol.permissions == Permissions(subscribe=SubjectPermission(("_INBOX.>",)))
+    assert c.auth.no_auth_user == "carol" and c.auth.required
+    assert (c.auth_timeout_s, c.max_connections, c.max_subscriptions) == (5.0, 10, 5)
+    assert (c.http_host, c.http_port) == ("127.0.0.1", 8333)
+    limits = c.jetstream.limits
+    assert (limits.max_ack_pending, limits.max_request_batch, limits.duplicate_window_ns) == (
+        10, 20, 60 * 10**9,
+    )
+
+
+def test_max_connections_zero_refuses_everyone_like_nats_server() -> None:
+    assert cfg("max_connections: 0").max_connections == -1
+    assert ServerConfig().max_connections == 65536
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("authorization { user: a, password: b, token: t }", "Cannot have a user/pass and token"),
+        ("authorization { token: t, users = [{user: a}] }", "Can not have a token and a users array"),
+        ("authorization {\n users = [\n {password: x}\n ]\n}", "test.conf:2: User entry requires a user"),
+        ("authorization { users = [{user: a}, {user: a}] }", 'Duplicate user "a" detected'),
+        ("authorization { users = [{nkey: Ubad}] }", "Not a valid public nkey for a user"),
+        ("authorization { users = [{nkey: Ubad, user: x}] }", "Nkey users do not take usernames"),
+        ("authorization { users = [{user: a, permissions: {pub: 'a b'}}] }", 'subject "a b" is not a valid subject'),
+        ("authorization { users = [{user: a, permissions: {sub: 'a b c'}}] }", 'subject "a b c" is not a valid subject'),
+        ("authorization { users = [{user: a, permissions: {sub: 'a.> b.>.c'}}] }", 'queue "b.>.c" is not a valid queue'),
+        ("authorization { users = [{user: a, permissions: {pub: {allow: a, other: b}}}] }", "only 'allow' or 'deny' are permitted"),
+        ("authorization { users = [{user: a, permissions: {bogus: 1}}] }", 'Unknown field "bogus" parsing permissions'),
+        ("authorization { users = [{user: a, permissions: {allow_responses: {expires: 5}}}] }", "not a duration string"),
+        ("authorization { users = [{user: a, bogus: 1}] }", "unknown key authorization.users.bogus"),
+        ("max_payload: 3GB", "max_payload value is too big"),
+        ("jetstream { limits { bogus: 1 } }", "unknown key jetstream.limits.bogus"),
+    ],
+)
+def test_authorization_errors(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg(text)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no_auth_user: x", 'no_auth_user: "x" present, but users/nkeys are not defined'),
+        ("authorization { users = [{user: a}] }\nno_auth_user: x", 'no_auth_user: "x" not present'),
+    ],
+)
+def test_no_auth_user_must_exist(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        cfg(text).validate()
+
+
+def test_bcrypt_hash_without_the_package_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "bcrypt", None)  # `import bcrypt` now fails
+    text = 'authorization {\n  users = [ { user: a, password: "$2a$11$abcdefghijklmnopqrstuv" } ]\n}'
+    with pytest.raises(ConfigError, match=r"test.conf:2: .*'bcrypt' package.*jetstream-server\[bcrypt\]"):
+        cfg(text)
+    assert cfg("authorization { users = [ { user: a, password: plain } ] }").auth.users
+
+
+def test_nkey_users_without_the_package_are_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "nkeys", None)
+    text = "authorization { users = [ { nkey: UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4 } ] }"
+    with pytest.raises(ConfigError, match=r"jetstream-server\[nkeys\]"):
+        cfg(text)

@@ -8,14 +8,13 @@ sending garbage while a nats-py client keeps working.
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 from collections import Counter
 
 import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.errors import MaxPayloadError, NoRespondersError, TimeoutError
+from raw_client import RawClient
 
 from jetstream_testing.process import ServerProcess
 
@@ -200,40 +199,6 @@ async def test_server_info(nc: NATS) -> None:
 
 
 # -- raw protocol ------------------------------------------------------------------
-
-
-class RawClient:
-    """A blocking socket speaking the text protocol, for byte-exact answers."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=3)
-        self.buf = b""
-        self.info = json.loads(self.readline()[5:])
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def readline(self) -> bytes:
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError(f"closed; buffered {self.buf!r}")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\r\n")
-        return line
-
-    def read_all_until_close(self) -> bytes:
-        data = self.buf
-        try:
-            while chunk := self.sock.recv(65536):
-                data += chunk
-        except (ConnectionResetError, TimeoutError):
-            pass
-        self.buf = b""
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jetstream_server.core import protocol as P
-from jetstream_server.core.auth import StaticAuth
+from jetstream_server.core.auth import Authenticator, Identity, StaticAuth, User, UsersAuth
+from jetstream_server.core.clock import FakeClock
+from jetstream_server.core.permissions import Permissions, ResponsePermission, SubjectPermission
 from jetstream_server.core.routing import Broker
 from jetstream_server.core.session import (
     DROPS_OUTPUT,
@@ -57,11 +59,14 @@ def open_session(
     broker: Broker,
     cid: int = 1,
     *,
-    auth: StaticAuth | None = None,
+    auth: Authenticator | None = None,
+    clock: FakeClock | None = None,
     **limits: int | bool,
 ) -> tuple[Session, Wire]:
     wire = Wire()
-    session = Session(cid, broker, wire, SessionSettings(**limits), auth or StaticAuth())  # type: ignore[arg-type]
+    session = Session(
+        cid, broker, wire, SessionSettings(**limits), auth or StaticAuth(), clock  # type: ignore[arg-type]
+    )
     wire.session = session
     return session, wire
 
@@ -476,3 +481,143 @@ def test_any_input_is_applied_or_closes(chunks: list[bytes], auth: bool) -> None
     assert len(wire.closes) == (1 if session.state is State.CLOSED else 0)
     if session.state is State.CLOSED:
         assert broker.num_subscriptions == 0
+
+
+# -- permissions and limits -------------------------------------------------------------------
+
+
+def _users(**perms: Permissions) -> UsersAuth:
+    return UsersAuth(tuple(User(name, "pw", p) for name, p in perms.items()))
+
+
+def _login(broker: Broker, user: str, auth: Authenticator, **kw: object) -> tuple[Session, Wire]:
+    session, wire = open_session(broker, auth=auth, **kw)  # type: ignore[arg-type]
+    session.receive_data(b'CONNECT {"verbose":false,"user":"%s","pass":"pw"}\r\n' % user.encode())
+    assert session.state is State.CONNECTED, wire.take()
+    return session, wire
+
+
+def test_publish_permissions_are_cached_and_bounded() -> None:
+    from jetstream_server.core.permissions import PUB_CACHE_MAX
+
+    auth = _users(p=Permissions(SubjectPermission(("ok.>",), ("ok.no",))))
+    session, wire = _login(Broker(), "p", auth)
+    session.receive_data(b"PUB ok.yes 0\r\n\r\nPUB ok.no 0\r\n\r\nPUB other 0\r\n\r\n")
+    assert wire.take() == (
+        b"-ERR 'Permissions Violation for Publish to \"ok.no\"'\r\n"
+        b"-ERR 'Permissions Violation for Publish to \"other\"'\r\n"
+    )
+    assert session._pub_cache == {"ok.yes": True, "ok.no": False, "other": False}
+    for i in range(PUB_CACHE_MAX + 10):
+        session.receive_data(b"PUB ok.%d 0\r\n\r\n" % i)
+    assert len(session._pub_cache) <= PUB_CACHE_MAX
+    assert session.state is State.CONNECTED and wire.take() == b""
+
+
+def test_unrestricted_users_pay_nothing() -> None:
+    session, _ = _login(Broker(), "free", _users(free=Permissions()))
+    assert session._pub_cache is None and session._sub_rules is None
+    assert session._replies is None and session._deny_cache is None
+
+
+def test_allow_responses_count_and_expire() -> None:
+    clock = FakeClock()
+    broker = Broker()
+    auth = _users(
+        svc=Permissions(subscribe=SubjectPermission(("svc",)), responses=ResponsePermission(2, 1.0)),
+        cli=Permissions(),
+    )
+    svc, svc_wire = _login(broker, "svc", auth, clock=clock)
+    cli, cli_wire = _login(broker, "cli", auth, cid=2)
+    svc.receive_data(b"SUB svc 1\r\n")
+    cli.receive_data(b"SUB inbox.> 1\r\nPUB svc inbox.1 1\r\na\r\nPUB svc inbox.2 1\r\nb\r\n")
+    svc_wire.take()
+    svc.receive_data(b"PUB inbox.1 1\r\nx\r\nPUB inbox.1 1\r\ny\r\nPUB inbox.1 1\r\nz\r\n")
+    assert svc_wire.take() == b"-ERR 'Permissions Violation for Publish to \"inbox.1\"'\r\n"
+    clock.advance(1.5)  # past `expires`: the second reply subject is gone
+    svc.receive_data(b"PUB inbox.2 1\r\nw\r\n")
+    assert svc_wire.take() == b"-ERR 'Permissions Violation for Publish to \"inbox.2\"'\r\n"
+    assert cli_wire.take() == b"MSG inbox.1 1 1\r\nx\r\nMSG inbox.1 1 1\r\ny\r\n"
+
+
+def test_subscribe_violation_and_deny_filter() -> None:
+    broker = Broker()
+    auth = _users(
+        s=Permissions(subscribe=SubjectPermission(("a.>",), ("a.secret", "a.q grp"))),
+        p=Permissions(),
+    )
+    sub, wire = _login(broker, "s", auth)
+    pub, _ = _login(broker, "p", auth, cid=2)
+    sub.receive_data(b"SUB b 1\r\nSUB a.q grp 2\r\nSUB a.* 3\r\nSUB a.q other 4\r\n")
+    assert wire.take() == (
+        b"-ERR 'Permissions Violation for Subscription to \"b\"'\r\n"
+        b"-ERR 'Permissions Violation for Subscription to \"a.q\" using queue \"grp\"'\r\n"
+    )
+    pub.receive_data(b"PUB a.secret 1\r\ns\r\nPUB a.open 1\r\no\r\nPUB a.q 1\r\nq\r\n")
+    assert wire.take() == b"MSG a.open 3 1\r\no\r\nMSG a.q 3 1\r\nq\r\nMSG a.q 4 1\r\nq\r\n"
+
+
+def test_max_subscriptions_keeps_the_connection() -> None:
+    session, wire = open_session(Broker(), max_subscriptions=1)
+    session.receive_data(b'CONNECT {"verbose":true}\r\nSUB a 1\r\nSUB b 2\r\nPING\r\n')
+    assert wire.take() == b"+OK\r\n+OK\r\n-ERR 'maximum subscriptions exceeded'\r\nPONG\r\n"
+    assert session.state is State.CONNECTED and list(session.subs) == ["1"]
+
+
+def test_first_byte_must_start_connect_when_credentials_are_required() -> None:
+    session, wire = open_session(Broker(), auth=StaticAuth(token="t"))
+    session.receive_data(b"PUB a 1000000\r\n")
+    assert wire.closes == [Close(Event.AUTH_VIOLATION, P.ERR_AUTH)]
+    assert session.parser.buffered == 0
+    lower, wire = open_session(Broker(), auth=StaticAuth(token="t"))
+    lower.receive_data(b'c')
+    lower.receive_data(b'onnect {"verbose":false,"auth_token":"t"}\r\n')
+    assert lower.state is State.CONNECTED
+
+
+def test_no_auth_user_applies_ops_before_connect_and_stops_the_timer() -> None:
+    auth = UsersAuth(
+        (User("guest", "", Permissions(SubjectPermission(("pub.>",)))), User("admin", "pw")),
+        no_auth_user="guest",
+    )
+    session, wire = open_session(Broker(), auth=auth)
+    assert session.awaiting_connect
+    session.receive_data(b"PUB pub.x 0\r\n\r\nPUB priv 0\r\n\r\n")
+    assert not session.awaiting_connect and session.identity == auth.anonymous
+    assert wire.take() == b"+OK\r\n-ERR 'Permissions Violation for Publish to \"priv\"'\r\n"
+    session.auth_timeout()
+    assert wire.closes == []
+    session.receive_data(b'CONNECT {"verbose":false,"user":"admin","pass":"pw"}\r\n')
+    assert session.identity == Identity("admin")
+    session.receive_data(b"PUB priv 0\r\n\r\n")
+    assert wire.take() == b""
+
+
+def test_auth_timeout_without_auth_closes_a_silent_session() -> None:
+    silent, wire = open_session(Broker())
+    silent.auth_timeout()
+    assert wire.closes == [Close(Event.AUTH_TIMEOUT, P.ERR_AUTH_TIMEOUT)]
+    busy, wire = open_session(Broker())
+    busy.receive_data(b"PING\r\n")
+    busy.auth_timeout()
+    assert wire.closes == [] and wire.take() == b"PONG\r\n"
+
+
+def test_max_connections_refusal() -> None:
+    session, wire = open_session(Broker())
+    session.max_connections_exceeded()
+    assert wire.closes == [Close(Event.MAX_CONNECTIONS, "maximum connections exceeded")]
+    assert wire.take() == b"-ERR 'maximum connections exceeded'\r\n"
+
+
+def test_greeting_carries_a_nonce_for_nkey_users() -> None:
+    import json
+
+    from jetstream_server.core.auth import NkeyUser
+
+    auth = UsersAuth((), (NkeyUser("U" + "A" * 55),))
+    session, _ = open_session(Broker(), auth=auth)
+    info = json.loads(session.greeting({"server_id": "x"})[5:])
+    assert len(info["nonce"]) == 15 and info["nonce"] == session.nonce
+    plain, _ = open_session(Broker())
+    assert "nonce" not in json.loads(plain.greeting({})[5:])

@@ -17,6 +17,7 @@ from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.auth import StaticAuth
+from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.routing import Broker
 from jetstream_server.core.session import State
 
@@ -55,6 +56,7 @@ class Host:
         self.auth = config.auth.authenticator()
         self.session_settings = config.session_settings()
         self.batcher = WriteBatcher(self.loop)
+        self.clock = FakeClock()
         self.tls_context = None
         self.open: dict[int, ClientConnection] = {}
         self.slow_consumers = 0
@@ -62,8 +64,9 @@ class Host:
     def info_for(self, conn: ClientConnection | None) -> dict[str, Any]:
         return {"server_id": "TEST", "client_id": conn.cid if conn else 0}
 
-    def connection_opened(self, conn: ClientConnection) -> None:
+    def connection_opened(self, conn: ClientConnection) -> bool:
         self.open[conn.cid] = conn
+        return True
 
     def connection_closed(self, conn: ClientConnection) -> None:
         del self.open[conn.cid]

@@ -22,7 +22,12 @@ Invariants:
 - a transport that stays paused (buffer over its high-water mark) for
   `write_deadline` is a slow consumer too;
 - every PING interval the session is told to ping (it decides when the
-  connection is stale); the auth timer runs until a CONNECT is accepted;
+  connection is stale); the auth timer runs on every connection (with or
+  without authentication: a client that never sends CONNECT, or with no
+  authentication no op at all, is closed with ``-ERR 'Authentication
+  Timeout'``) until the session is no longer `awaiting_connect`;
+- a connection over `max_connections` gets its INFO, then
+  ``-ERR 'maximum connections exceeded'``, and is closed;
 - a transport error is a close without writing (`abort`).
 """
 
@@ -38,8 +43,9 @@ from typing import Any, Protocol, cast
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.auth import Authenticator
+from jetstream_server.core.clock import Clock
 from jetstream_server.core.routing import Broker
-from jetstream_server.core.session import Close, Event, Session, SessionSettings, State
+from jetstream_server.core.session import Close, Event, Session, SessionSettings
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +78,16 @@ class ConnectionHost(Protocol):
     def batcher(self) -> WriteBatcher: ...
 
     @property
+    def clock(self) -> Clock: ...
+
+    @property
     def tls_context(self) -> ssl.SSLContext | None: ...
 
     def info_for(self, conn: ClientConnection | None) -> dict[str, Any]: ...
 
-    def connection_opened(self, conn: ClientConnection) -> None: ...
+    def connection_opened(self, conn: ClientConnection) -> bool:
+        """Register `conn`; False when the server is at `max_connections`."""
+        ...
 
     def connection_closed(self, conn: ClientConnection) -> None: ...
 
@@ -93,7 +104,9 @@ class ClientConnection(asyncio.Protocol):
         self._batcher = host.batcher
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
-        self.session = Session(cid, host.broker, self, host.session_settings, host.auth)
+        self.session = Session(
+            cid, host.broker, self, host.session_settings, host.auth, host.clock
+        )
         self.closed = False
         self.tls_pending = False
         self.ip = ""
@@ -116,14 +129,19 @@ class ClientConnection(asyncio.Protocol):
             self.ip, self.port = str(peer[0]), int(peer[1])
         session = self.session
         session.ip, session.port = self.ip, self.port
-        self.host.connection_opened(self)
+        accepted = self.host.connection_opened(self)
         tls = self.host.tls_context
         self.transport.write(session.greeting(self.host.info_for(self)))
-        if self.host.auth.required or tls is not None:
-            self._auth_timer = self.loop.call_later(
-                self.config.auth_timeout_s + (1.0 if tls is not None else 0.0),
-                self._auth_timeout,
-            )
+        if not accepted:
+            log.error("cid=%d maximum connections exceeded, refusing %s:%d", self.cid, self.ip, self.port)
+            session.max_connections_exceeded()
+            return
+        # always on, with or without authentication: a connection that never
+        # completes its CONNECT holds a slot for no one (see the module docstring)
+        self._auth_timer = self.loop.call_later(
+            self.config.auth_timeout_s + (1.0 if tls is not None else 0.0),
+            self._auth_timeout,
+        )
         if tls is not None:
             self.tls_pending = True
             self._tls_task = self.loop.create_task(self._upgrade_tls(self.transport, tls))
@@ -170,7 +188,7 @@ class ClientConnection(asyncio.Protocol):
         finally:
             batcher.reading = False
             batcher.flush_dirty()
-        if self._auth_timer is not None and self.session.state is State.CONNECTED:
+        if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
 

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ class MonitorSource(Protocol):
 
     def varz(self) -> dict[str, Any]: ...
 
-    def connz(self) -> dict[str, Any]: ...
+    def connz(self, auth: bool = False) -> dict[str, Any]: ...
 
     def jsz(self) -> dict[str, Any]: ...
 
@@ -49,14 +49,16 @@ class MonitorServer:
                 log.debug("monitor listener slow to close")
             self._http = None
 
-    def route(self, path: str) -> tuple[int, dict[str, Any]]:
+    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any]]:
         path = path.rstrip("/") or "/"
+        params = parse_qs(query)
         if path == "/healthz":
             return 200, {"status": "ok"}
         if path == "/varz":
             return 200, self.server.varz()
         if path == "/connz":
-            return 200, self.server.connz()
+            auth = params.get("auth", ["false"])[-1].lower() in ("1", "true", "t")
+            return 200, self.server.connz(auth=auth)
         if path == "/jsz":
             return 200, self.server.jsz()
         if path == "/":
@@ -77,7 +79,8 @@ class MonitorServer:
         elif parts[0] not in ("GET", "HEAD"):
             status, body = 405, {"error": f"method {parts[0]} not allowed"}
         else:
-            status, body = self.route(urlsplit(parts[1]).path)
+            url = urlsplit(parts[1])
+            status, body = self.route(url.path, url.query)
         payload = json.dumps(body, indent=2).encode()
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
         writer.write(

@@ -27,16 +27,17 @@ import platform
 import secrets
 import ssl
 import time
+from dataclasses import replace
 from typing import Any, Final
 
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.monitoring import MonitorServer
-from jetstream_server.app.services import build_services
+from jetstream_server.app.services import build_services, with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
-from jetstream_server.core.auth import Authenticator
+from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service
 from jetstream_server.core.routing import Broker
@@ -62,6 +63,8 @@ class NatsServer:
         clock: Clock | None = None,
         services: list[Service] | None = None,
     ) -> None:
+        # store limits left unset get nats-server's computed defaults
+        config = replace(config, jetstream=with_store_defaults(config.jetstream))
         self.config = config
         self.clock: Clock = clock or LoopClock()
         self.broker = Broker()
@@ -90,6 +93,11 @@ class NatsServer:
         self.stopped = False
 
     @property
+    def http_host(self) -> str:
+        """Where the monitor listens: `http: host:port`, else the client host."""
+        return self.config.http_host or self.config.host
+
+    @property
     def loop(self) -> asyncio.AbstractEventLoop:
         assert self._loop is not None, "server not started"
         return self._loop
@@ -116,8 +124,8 @@ class NatsServer:
                 started.append(service)
             if cfg.http_port is not None:
                 self._monitor = MonitorServer(self)
-                self.http_port = await self._monitor.start(cfg.host, cfg.http_port)
-                log.info("Starting http monitor on %s:%d", cfg.host, self.http_port)
+                self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
+                log.info("Starting http monitor on %s:%d", self.http_host, self.http_port)
             self._listener = await self.loop.create_server(
                 self._new_connection,
                 host=cfg.host,
@@ -168,10 +176,15 @@ class NatsServer:
         log.info("Server Exiting..")
 
     # -- connections ---------------------------------------------------------------
-    def connection_opened(self, conn: ClientConnection) -> None:
-        self.connections[conn.cid] = conn
+    def connection_opened(self, conn: ClientConnection) -> bool:
         self.total_connections += 1
+        limit = self.config.max_connections
+        # nats-server: a negative limit (max_connections: 0 in a file) refuses all
+        if limit < 0 or (limit > 0 and len(self.connections) >= limit):
+            return False
+        self.connections[conn.cid] = conn
         log.debug("cid=%d client connection created from %s:%d", conn.cid, conn.ip, conn.port)
+        return True
 
     def connection_closed(self, conn: ClientConnection) -> None:
         if self.connections.pop(conn.cid, None) is not None:
@@ -226,7 +239,8 @@ class NatsServer:
             "max_payload": cfg.max_payload,
             "jetstream": True,
         }
-        if self.auth.required:
+        if self.auth.required and self.auth.anonymous is None:
+            # with a no_auth_user nats-server does not ask for credentials
             info["auth_required"] = True
         if self.tls_context is not None:
             info["tls_required"] = True
@@ -265,9 +279,10 @@ class NatsServer:
             "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
             "subscriptions": self.broker.num_subscriptions,
-            "http_host": cfg.host,
+            "http_host": self.http_host,
             "http_port": self.http_port or 0,
-            "max_connections": 65536,
+            "max_connections": cfg.max_connections,
+            **({"max_subscriptions": cfg.max_subscriptions} if cfg.max_subscriptions else {}),
             "max_control_line": cfg.max_control_line,
             "max_pending": cfg.max_pending,
             "ping_interval": int(cfg.ping_interval_s * 1e9),
@@ -290,7 +305,9 @@ class NatsServer:
         }
         return varz
 
-    def connz(self) -> dict[str, Any]:
+    def connz(self, auth: bool = False) -> dict[str, Any]:
+        """`auth`: show each connection's ``authorized_user`` (and a
+        non-global ``account``), as nats-server's ``/connz?auth=1``."""
         now = time.time()
         conns = []
         for conn in sorted(self.connections.values(), key=lambda c: c.cid):
@@ -315,7 +332,7 @@ class NatsServer:
                     "name": session.name,
                     "lang": session.lang,
                     "version": session.version,
-                    **({"authorized_user": session.user} if session.user else {}),
+                    **(_auth_fields(session.identity) if auth else {}),
                     **({"tls_version": "1.3"} if self.tls_context is not None else {}),
                 }
             )
@@ -336,6 +353,17 @@ class NatsServer:
                 result = jsz()
                 return dict(result) if isinstance(result, dict) else {"data": result}
         return {"disabled": True}
+
+
+def _auth_fields(identity: Identity | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if identity is None:
+        return out
+    if identity.user:
+        out["authorized_user"] = identity.user
+    if identity.account != GLOBAL_ACCOUNT:
+        out["account"] = identity.account
+    return out
 
 
 def _rfc3339(ts: float) -> str:

@@ -17,14 +17,33 @@ changes nothing):
 
     EXPECT_CONNECT --CONNECT_ACCEPTED--> CONNECTED --CONNECT_ACCEPTED--> CONNECTED
     EXPECT_CONNECT, CONNECTED --any closing event--> CLOSED
-    EXPECT_CONNECT --AUTH_TIMEOUT--> CLOSED      (CONNECTED ignores a late AUTH_TIMEOUT)
+    EXPECT_CONNECT --AUTH_TIMEOUT--> CLOSED      (CONNECTED ignores a late AUTH_TIMEOUT,
+                                                  and so does a session that applied ops
+                                                  anonymously)
     CLOSED: final, every event ignored
 
 Ops by state: in EXPECT_CONNECT, CONNECT is authenticated; any other op
-closes with ``-ERR 'Authorization Violation'`` when authentication is
-required, and is applied with nats-server's default options (verbose,
-pedantic, no headers) when it is not. In CONNECTED every op is applied. In
+closes with ``-ERR 'Authorization Violation'`` when a client without
+credentials is refused, and otherwise (no authentication, or a
+``no_auth_user``) is applied as that anonymous identity with nats-server's
+default options (verbose, pedantic, no headers); the session stays in
+EXPECT_CONNECT (a CONNECT may still come) but no longer `awaiting_connect`,
+and a later AUTH_TIMEOUT is ignored. When
+credentials are required, the first byte a client sends must start a
+CONNECT (as nats-server checks): anything else is refused at once, so a
+client that has not authenticated can make the session hold at most one
+control line (`max_control_line`). In CONNECTED every op is applied. In
 CLOSED nothing is.
+
+Permissions (core/permissions.py) of the session's identity are applied to
+every PUB (``-ERR 'Permissions Violation for Publish to "<subject>"'``, the
+message dropped) and SUB (``-ERR 'Permissions Violation for Subscription to
+"<subject>"'``); the connection stays open. Publish decisions are cached per
+subject (bounded); with ``allow_responses`` the reply subjects of delivered
+messages become publishable, counted and timed; a wildcard subscription
+that overlaps a subscribe deny filter gets no message the filter denies.
+`SessionSettings.max_subscriptions` caps subscriptions (``-ERR 'maximum
+subscriptions exceeded'``, the connection stays open).
 
 Invariants:
 - ops are applied in order; the ops that parsed before a protocol error are
@@ -43,14 +62,27 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from jetstream_server.core import protocol as P
-from jetstream_server.core.auth import NO_AUTH, Authenticator, Identity, Refusal
+from jetstream_server.core.auth import NO_AUTH, Authenticator, Identity, Refusal, new_nonce
+from jetstream_server.core.clock import Clock
+from jetstream_server.core.permissions import (
+    DENY_CACHE_MAX,
+    PUB_CACHE_MAX,
+    REPLY_PRUNE_COUNT,
+    REPLY_PRUNE_INTERVAL_NS,
+    PermissionRules,
+    ResponsePermission,
+    SubscribeRules,
+    prune_oldest,
+)
 from jetstream_server.core.routing import Broker, Subscription
 from jetstream_server.core.subjects import (
+    has_wildcard,
     is_valid_publish_subject,
     is_valid_queue_name,
     is_valid_subject,
@@ -62,6 +94,26 @@ TRACE: Final = 5  # the log level of -V (protocol trace), below DEBUG
 DEFAULT_MAX_PENDING: Final = 64 * 1024 * 1024
 DEFAULT_MAX_PINGS_OUT: Final = 2
 ERR_NO_RESPONDERS_WITHOUT_HEADERS: Final = "no responders requires headers support"
+ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
+ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
+
+
+def go_quote(text: str) -> str:
+    """A subject in double quotes with `"` and `\\` escaped, as Go's %q prints it."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def pub_violation(subject: str) -> str:
+    return f"Permissions Violation for Publish to {go_quote(subject)}"
+
+
+def sub_violation(subject: str, queue: str | None) -> str:
+    if queue:
+        return (
+            f"Permissions Violation for Subscription to {go_quote(subject)} "
+            f"using queue {go_quote(queue)}"
+        )
+    return f"Permissions Violation for Subscription to {go_quote(subject)}"
 
 
 class State(enum.Enum):
@@ -83,6 +135,7 @@ class Event(enum.Enum):
     SHUTDOWN = "server shutdown"
     TRANSPORT_LOST = "transport lost"  # the peer went away; nothing can be written
     TRANSPORT_FAILED = "transport failed"  # a write or the TLS handshake failed
+    MAX_CONNECTIONS = "maximum connections exceeded"  # refused right after INFO
 
 
 _OPEN: Final = (State.EXPECT_CONNECT, State.CONNECTED)
@@ -95,6 +148,7 @@ _CLOSING: Final = (
     Event.SHUTDOWN,
     Event.TRANSPORT_LOST,
     Event.TRANSPORT_FAILED,
+    Event.MAX_CONNECTIONS,
 )
 
 TRANSITIONS: Final[Mapping[tuple[State, Event], State]] = {
@@ -147,6 +201,7 @@ class SessionSettings:
     max_payload: int = P.MAX_PAYLOAD_SIZE
     max_pending: int = DEFAULT_MAX_PENDING
     max_pings_out: int = DEFAULT_MAX_PINGS_OUT
+    max_subscriptions: int = 0  # 0: unlimited
     trace: bool = False
 
 
@@ -161,6 +216,7 @@ class Session:
         io: SessionIO,
         settings: SessionSettings = SessionSettings(),
         auth: Authenticator = NO_AUTH,
+        clock: Clock | None = None,
     ) -> None:
         self.cid = cid
         self.ip = ""
@@ -175,7 +231,10 @@ class Session:
         self._io = io
         self._output_ready = io.output_ready
         self._auth = auth
-        self._auth_required = auth.required
+        # a client without credentials is refused: the first byte must start a CONNECT
+        self._strict_auth = auth.required and auth.anonymous is None
+        self._now_ns: Callable[[], int] = clock.now_ns if clock is not None else time.time_ns
+        self.nonce = ""
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
         self.subs: dict[str, Subscription] = {}
         self._out: list[bytes] = []
@@ -183,7 +242,17 @@ class Session:
         self._signalled = False
         self._max_pending = settings.max_pending
         self._max_pings_out = settings.max_pings_out
+        self._max_subs = settings.max_subscriptions
         self._trace = settings.trace
+        # permissions of the identity (None: unrestricted); see _set_identity
+        self._rules: PermissionRules | None = None
+        self._pub_cache: dict[str, bool] | None = None
+        self._sub_rules: SubscribeRules | None = None
+        self._deny_cache: dict[tuple[bytes, str | None], bool] | None = None
+        self._responses: ResponsePermission | None = None
+        self._replies: dict[str, list[int]] | None = None
+        self._replies_since_prune = 0
+        self._last_reply_prune_ns = 0
         self.close_reason: Close | None = None
         # CONNECT options; nats-server's defaults apply until CONNECT says otherwise
         self.identity: Identity | None = None
@@ -217,12 +286,28 @@ class Session:
 
     # -- input from the I/O side ---------------------------------------------------
     def greeting(self, info: Mapping[str, Any]) -> bytes:
-        """The ``INFO`` that opens the connection; written at once, before TLS."""
-        return P.encode_info(dict(info))
+        """The ``INFO`` that opens the connection; written at once, before TLS.
+        Carries a fresh nonce when the authenticator needs one (NKeys)."""
+        info = dict(info)
+        if self._auth.nonce_required:
+            self.nonce = new_nonce()
+            info["nonce"] = self.nonce
+        return P.encode_info(info)
 
     def receive_data(self, data: bytes) -> None:
         """Parse what the client sent and apply every complete op."""
         if self.closed:
+            return
+        if (
+            self._strict_auth
+            and self.state is State.EXPECT_CONNECT
+            and data
+            and not self.parser.buffered
+            and data[:1] not in (b"C", b"c")
+        ):
+            # nats-server refuses anything but CONNECT as the first op at its
+            # first byte; nothing of it is buffered
+            self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
         try:
             ops = self.parser.feed(data)
@@ -266,13 +351,24 @@ class Session:
         self.send(P.PING)
 
     def auth_timeout(self) -> None:
-        """The time to CONNECT is up (ignored once connected)."""
-        self._close(Event.AUTH_TIMEOUT, P.ERR_AUTH_TIMEOUT)
+        """The time to CONNECT is up (ignored once connected or, without
+        credentials required, once an op was applied anonymously)."""
+        if self.awaiting_connect:
+            self._close(Event.AUTH_TIMEOUT, P.ERR_AUTH_TIMEOUT)
+
+    @property
+    def awaiting_connect(self) -> bool:
+        """No CONNECT accepted and no op applied yet: the auth timer runs."""
+        return self.state is State.EXPECT_CONNECT and self.identity is None
 
     def slow_consumer(self) -> None:
         """The I/O side cannot get our bytes out (buffer over `max_pending`, or
         a transport that stayed paused past the write deadline)."""
         self._close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)
+
+    def max_connections_exceeded(self) -> None:
+        """The server is at `max_connections`: refuse this client after its INFO."""
+        self._close(Event.MAX_CONNECTIONS, ERR_MAX_CONNECTIONS)
 
     def close(self) -> None:
         """The server closes the connection: what is queued is written first."""
@@ -319,6 +415,10 @@ class Session:
     ) -> None:
         if self.closed:
             return
+        if self._deny_cache is not None and self._delivery_denied(subject, sub.queue):
+            return
+        if self._replies is not None and reply:
+            self._track_reply(reply)
         if headers is not None and self.headers:
             data = P.encode_hmsg(subject, sub.sid_b, reply, headers, payload)
             self.out_bytes += len(headers) + len(payload)
@@ -345,9 +445,15 @@ class Session:
         if type(op) is P.Connect:
             self._on_connect(op)
             return
-        if self.state is State.EXPECT_CONNECT and self._auth_required:
-            self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
-            return
+        if self.state is State.EXPECT_CONNECT:
+            anonymous = self._auth.anonymous
+            if anonymous is None:
+                self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
+                return
+            if self.identity is None:
+                # no authentication (or a no_auth_user): the op is applied as
+                # that identity, with the default options
+                self._set_identity(anonymous)
         if type(op) is P.Pub:
             self._on_pub(op)
         elif type(op) is P.Ping:
@@ -361,7 +467,7 @@ class Session:
 
     def _on_connect(self, op: P.Connect) -> None:
         opts = op.options
-        result = self._auth.authenticate(opts)
+        result = self._auth.authenticate(opts, self.nonce.encode())
         if isinstance(result, Refusal):
             log.info(
                 "cid=%d authorization violation from %s:%d (%s)",
@@ -373,7 +479,7 @@ class Session:
             self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
         self._transition(Event.CONNECT_ACCEPTED)
-        self.identity = result
+        self._set_identity(result)
         self.verbose = bool(opts.get("verbose", True))
         self.pedantic = bool(opts.get("pedantic", True))
         self.echo = bool(opts.get("echo", True))
@@ -405,6 +511,15 @@ class Session:
             if self.verbose:
                 self.send(P.OK)
             return
+        cache = self._pub_cache
+        if cache is not None:
+            allowed = cache.get(subject)
+            if allowed is None:
+                allowed = self._publish_decision(subject, cache)
+            if not allowed:
+                log.error("cid=%d Publish Violation - Subject %s", self.cid, go_quote(subject))
+                self.send(P.encode_err(pub_violation(subject)))
+                return
         if self.verbose:
             self.send(P.OK)
         self._route(subject, reply, headers, payload, self)
@@ -415,6 +530,28 @@ class Session:
             return
         if op.queue is not None and not is_valid_queue_name(op.queue):
             self.send(P.encode_err(P.ERR_INVALID_QUEUE))
+            return
+        rules = self._sub_rules
+        if rules is not None:
+            if not rules.allowed(op.subject, op.queue):
+                log.error(
+                    "cid=%d Subscription Violation - Subject %s, SID %s",
+                    self.cid,
+                    go_quote(op.subject),
+                    op.sid,
+                )
+                self.send(P.encode_err(sub_violation(op.subject, op.queue)))
+                return
+            if (
+                self._deny_cache is None
+                and (op.queue or has_wildcard(op.subject))
+                and rules.deny_collides(op.subject)
+            ):
+                # deliveries from now on are checked against the deny filters
+                self._deny_cache = {}
+        if self._max_subs > 0 and len(self.subs) >= self._max_subs:
+            log.error("cid=%d %s", self.cid, ERR_MAX_SUBSCRIPTIONS)
+            self.send(P.encode_err(ERR_MAX_SUBSCRIPTIONS))
             return
         if op.sid in self.subs:
             # nats-server ignores a duplicate sid
@@ -434,6 +571,89 @@ class Session:
                 self._broker.remove(sub)
         if self.verbose:
             self.send(P.OK)
+
+    # -- permissions -----------------------------------------------------------------------
+    def _set_identity(self, identity: Identity) -> None:
+        """Take `identity` and its permissions (compiled once per distinct set)."""
+        self.identity = identity
+        perms = identity.permissions
+        rules = PermissionRules.of(perms) if perms is not None else None
+        self._rules = rules
+        self._pub_cache = {} if rules is not None and rules.restricts_publish else None
+        self._sub_rules = rules.sub if rules is not None else None
+        self._deny_cache = None
+        self._responses = rules.responses if rules is not None else None
+        self._replies = {} if self._responses is not None else None
+
+    def _publish_decision(self, subject: str, cache: dict[str, bool]) -> bool:
+        """Allow and deny lists (cached), then tracked replies (never cached)."""
+        rules = self._rules
+        assert rules is not None
+        allowed = rules.publish_allowed(subject)
+        if not allowed and self._replies is not None:
+            return self._response_allowed(subject)
+        cache[subject] = allowed
+        if len(cache) > PUB_CACHE_MAX:
+            prune_oldest(cache)
+        return allowed
+
+    def _response_allowed(self, subject: str) -> bool:
+        replies = self._replies
+        resp = self._responses
+        assert replies is not None and resp is not None
+        entry = replies.get(subject)
+        if entry is None:
+            return False
+        entry[1] += 1
+        if resp.max_msgs > 0 and entry[1] > resp.max_msgs:
+            del replies[subject]
+            return False
+        if resp.expires_s > 0 and self._now_ns() - entry[0] > resp.expires_s * 1e9:
+            del replies[subject]
+            return False
+        return True
+
+    def _track_reply(self, reply: bytes) -> None:
+        """A delivered message's reply subject becomes publishable (allow_responses)."""
+        replies = self._replies
+        rules = self._rules
+        assert replies is not None and rules is not None
+        subject = reply.decode("utf-8", "surrogateescape")
+        if rules.publish_allowed(subject):
+            return
+        now = self._now_ns()
+        replies[subject] = [now, 0]
+        self._replies_since_prune += 1
+        if (
+            self._replies_since_prune > REPLY_PRUNE_COUNT
+            or now - self._last_reply_prune_ns > REPLY_PRUNE_INTERVAL_NS
+        ):
+            self._prune_replies(now)
+
+    def _prune_replies(self, now: int) -> None:
+        replies = self._replies
+        resp = self._responses
+        assert replies is not None and resp is not None
+        max_msgs = resp.max_msgs
+        ttl_ns = resp.expires_s * 1e9
+        for key, (started, count) in list(replies.items()):
+            if (max_msgs > 0 and count >= max_msgs) or (ttl_ns > 0 and now - started > ttl_ns):
+                del replies[key]
+        self._replies_since_prune = 0
+        self._last_reply_prune_ns = now
+
+    def _delivery_denied(self, subject: bytes, queue: str | None) -> bool:
+        cache = self._deny_cache
+        rules = self._sub_rules
+        assert cache is not None and rules is not None
+        key = (subject, queue)
+        denied = cache.get(key)
+        if denied is None:
+            denied = rules.delivery_denied(subject.decode("utf-8", "surrogateescape"), queue)
+            cache[key] = denied
+            if len(cache) > DENY_CACHE_MAX:
+                prune_oldest(cache)
+        return denied
 
     # -- state ---------------------------------------------------------------------------
     def _transition(self, event: Event) -> bool:

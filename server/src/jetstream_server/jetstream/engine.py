@@ -41,7 +41,7 @@ from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
-from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.store.base import StreamStore
 
@@ -84,6 +84,7 @@ class JetStream:
         ) or DEFAULT_SYNC_INTERVAL_S
         self.max_memory: int = int(_setting(settings, "max_memory_store", -1)) or -1
         self.max_storage: int = int(_setting(settings, "max_file_store", -1)) or -1
+        self.limits = ServerLimits.of(getattr(settings, "limits", None))
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}

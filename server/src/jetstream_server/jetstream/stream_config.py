@@ -23,6 +23,66 @@ from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_
 
 DEFAULT_DUPLICATE_WINDOW_NS = 120 * 1_000_000_000
 NS_PER_S = 1_000_000_000
+# nats-server's caps on names, descriptions and metadata (jetstream_api.go)
+MAX_NAME_LEN = 255
+MAX_DESCRIPTION_LEN = 4 * 1024
+MAX_METADATA_LEN = 128 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """``jetstream { limits { ... } }`` as the API applies them (0: no limit)."""
+
+    max_ack_pending: int = 0
+    max_request_batch: int = 0
+    duplicate_window_ns: int = 0
+
+    @classmethod
+    def of(cls, settings: Any) -> ServerLimits:
+        """From any object with the config's `JetStreamLimits` attributes (or None)."""
+        if settings is None:
+            return cls()
+        return cls(
+            int(getattr(settings, "max_ack_pending", 0) or 0),
+            int(getattr(settings, "max_request_batch", 0) or 0),
+            int(getattr(settings, "duplicate_window_ns", 0) or 0),
+        )
+
+
+def metadata_size(metadata: Any) -> int:
+    """Bytes of keys and values, as nats-server counts metadata against its cap."""
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in dict(metadata).items())
+
+
+def stream_consumer_limits(config: Any) -> tuple[int, int]:
+    """A stream's ``consumer_limits``: (max_ack_pending, inactive_threshold ns), 0 = none."""
+    raw = getattr(config, "consumer_limits", None) or {}
+    values = []
+    for key in ("max_ack_pending", "inactive_threshold"):
+        value = raw.get(key, 0)
+        values.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
+    return values[0], values[1]
+
+
+def go_duration(ns: int) -> str:
+    """A duration as Go's time.Duration prints it (``1m0s``, ``1.5s``, ``200ms``)."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < NS_PER_S:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return sign + f"{ns / size:.9f}".rstrip("0").rstrip(".") + unit
+    hours, rest = divmod(ns, 3600 * NS_PER_S)
+    minutes, rest = divmod(rest, 60 * NS_PER_S)
+    seconds = f"{rest / NS_PER_S:.9f}".rstrip("0").rstrip(".")
+    out = sign
+    if hours:
+        out += f"{hours}h"
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{seconds}s"
 
 RETENTIONS = ("limits", "interest", "workqueue")
 STORAGES = ("file", "memory")
@@ -232,6 +292,20 @@ class StreamConfig:
             allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
         )
 
+    def within(self, limits: ServerLimits, window_given: bool) -> StreamConfig:
+        """This config under the server's limits: a defaulted dedup window is
+        capped by `limits.duplicate_window_ns`; a larger one asked for is refused."""
+        cap = limits.duplicate_window_ns
+        if cap <= 0:
+            return self
+        if not window_given and self.duplicate_window > cap:
+            return replace(self, duplicate_window=cap)
+        if self.duplicate_window > cap:
+            raise invalid(
+                f"duplicates window can not be larger then server limit of {go_duration(cap)}"
+            )
+        return self
+
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
         if self.allow_msg_ttl or self.subject_delete_marker_ttl > 0:
@@ -243,6 +317,12 @@ class StreamConfig:
         for key in UNSUPPORTED_KEYS:
             if self.extra.get(key):
                 raise invalid(f"{key} is not supported by this server")
+        if len(self.name.encode()) > MAX_NAME_LEN:
+            raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
+        if len(self.description.encode()) > MAX_DESCRIPTION_LEN:
+            raise invalid(f"stream description is too long, maximum allowed is {MAX_DESCRIPTION_LEN}")
+        if metadata_size(self.metadata) > MAX_METADATA_LEN:
+            raise invalid(f"stream metadata exceeds maximum size of {MAX_METADATA_LEN} bytes")
         if self.num_replicas < 0:
             raise ApiError(Err.REPLICAS_COUNT_CANNOT_BE_NEGATIVE)
         if self.num_replicas > 1:

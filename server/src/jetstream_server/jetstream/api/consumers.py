@@ -39,6 +39,13 @@ from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.store import ConsumerStore, list_consumer_stores
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import Stream
+from jetstream_server.jetstream.stream_config import (
+    MAX_DESCRIPTION_LEN,
+    MAX_METADATA_LEN,
+    go_duration,
+    metadata_size,
+    stream_consumer_limits,
+)
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
 
@@ -86,7 +93,7 @@ def create_consumer(
     host: ApiHost, stream: Stream, name: str, config: ConsumerConfig, action: str = ""
 ) -> Consumer:
     """Create, update or return the consumer `name` (see module docstring)."""
-    config = config.with_defaults()
+    config = _within_limits(config.with_limit_defaults(stream.config, host.limits), stream, host)
     config.validate(stream.config.retention)
     existing = stream.consumers.get(name)
     if isinstance(existing, Consumer) and not existing.closed:
@@ -123,6 +130,28 @@ def create_consumer(
     # answer shows the consumer before it delivered anything).
     host.clock.call_later(0, consumer.kick)
     return consumer
+
+
+def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> ConsumerConfig:
+    """nats-server's checks of a (defaulted) consumer config against the caps on
+    descriptions and metadata, the server's `jetstream.limits` and the stream's
+    `consumer_limits`, in nats-server's order."""
+    config = config.with_defaults()
+    if len(config.description.encode()) > MAX_DESCRIPTION_LEN:
+        raise ApiError(Err.CONSUMER_DESCRIPTION_TOO_LONG, max=MAX_DESCRIPTION_LEN)
+    if metadata_size(config.metadata) > MAX_METADATA_LEN:
+        raise ApiError(Err.CONSUMER_METADATA_LENGTH, limit=f"{MAX_METADATA_LEN // 1024}KB")
+    limits = host.limits
+    if config.is_pull and 0 < limits.max_request_batch < config.max_batch:
+        raise ApiError(Err.CONSUMER_MAX_REQUEST_BATCH_EXCEEDED, limit=limits.max_request_batch)
+    if 0 < limits.max_ack_pending < config.max_ack_pending:
+        raise ApiError(Err.CONSUMER_MAX_PENDING_ACK_EXCESS, limit=limits.max_ack_pending)
+    stream_max_ack, stream_inactive = stream_consumer_limits(stream.config)
+    if 0 < stream_max_ack < config.max_ack_pending:
+        raise ApiError(Err.CONSUMER_MAX_PENDING_ACK_EXCESS, limit=stream_max_ack)
+    if 0 < stream_inactive < config.inactive_threshold_ns:
+        raise ApiError(Err.CONSUMER_INACTIVE_THRESHOLD_EXCESS, limit=go_duration(stream_inactive))
+    return config
 
 
 def restore_consumers(host: ApiHost, stream: Stream) -> None:

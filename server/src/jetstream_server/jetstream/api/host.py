@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from jetstream_server.core.clock import Clock
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.stream import Stream
-from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 
 
 class ApiHost(Protocol):
@@ -27,6 +27,7 @@ class ApiHost(Protocol):
     consumer_host: ConsumerHost  # what consumers created by the API deliver through
     api_total: int  # API requests answered (the dispatcher counts them)
     api_errors: int  # ... of which answered with an error
+    limits: ServerLimits  # jetstream { limits { ... } }
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""

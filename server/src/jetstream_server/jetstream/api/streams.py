@@ -31,18 +31,19 @@ from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 
 
-def _config_from_request(req: ApiRequest) -> StreamConfig:
+def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
     body = request_body(req)
     name = req.params[0]
     if body.get("name", "") != name:
         if not body.get("name"):
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
-    return StreamConfig.from_json(body)
+    config = StreamConfig.from_json(body)
+    return config.within(host.limits, window_given=bool(body.get("duplicate_window")))
 
 
 def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    config = _config_from_request(req)
+    config = _config_from_request(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
     existing = host.streams.get(config.name)
@@ -56,7 +57,7 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    config = _config_from_request(req)
+    config = _config_from_request(host, req)
     stream = host.lookup_stream(config.name)
     host.update_stream(stream, config)
     return views.stream_info(stream, host.clock.now_ns())

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 
@@ -296,6 +297,26 @@ class ConsumerConfig:
         return out
 
     # -- defaults and checks -------------------------------------------------
+    def with_limit_defaults(self, stream_config: Any, limits: ServerLimits) -> ConsumerConfig:
+        """Fields left 0 that limits fill in before the usual defaults, as
+        nats-server: the stream's `consumer_limits` give `max_ack_pending` and
+        `inactive_threshold`; the server's `max_ack_pending` caps the default
+        of 1000; a pull consumer gets the server's `max_request_batch`."""
+        changes: dict[str, Any] = {}
+        stream_max_ack, stream_inactive = stream_consumer_limits(stream_config)
+        max_ack = self.max_ack_pending or stream_max_ack
+        if max_ack == 0 and self.ack_policy != "none":
+            max_ack = DEFAULT_MAX_ACK_PENDING
+            if 0 < limits.max_ack_pending < max_ack:
+                max_ack = limits.max_ack_pending
+        if max_ack != self.max_ack_pending:
+            changes["max_ack_pending"] = max_ack
+        if self.inactive_threshold_ns == 0 and stream_inactive > 0:
+            changes["inactive_threshold_ns"] = stream_inactive
+        if self.is_pull and self.max_batch == 0 and limits.max_request_batch > 0:
+            changes["max_batch"] = limits.max_request_batch
+        return replace(self, **changes) if changes else self
+
     def with_defaults(self) -> ConsumerConfig:
         """The config nats-server would store for this request."""
         changes: dict[str, Any] = {}
