@@ -20,7 +20,7 @@ PACKAGES := ./server ./testing ./cli .
 install: $(STAMP)
 
 # Dependencies (slow, rarely changes): only when a pyproject changes.
-$(DEPS): pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh
+$(DEPS): Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
