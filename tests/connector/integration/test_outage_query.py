@@ -32,7 +32,7 @@ OUTAGE_S = 3.0
 def start_query(spark: Any, url: str, checkpoint: Path) -> StreamingQuery:
     source = (
         spark.readStream.format("jetstream").option("servers", url).option("stream", "IN")
-        .option("maxMessagesPerTrigger", "100").option("retryTimeout", "60s").load()
+        .option("maxMessagesPerTrigger", "100").load()
     )
     return (
         source.select("stream", "seq", F.concat(F.lit("x-"), F.col("data").cast("string")).alias("data"))
