@@ -17,9 +17,13 @@ per partition per batch; the pool keeps the connection open between tasks.
   back after the pool already holds one for its key is closed instead: at
   most one idle connection per key (a second one exists only while two
   threads of one process lease at the same time).
-- At process exit (`atexit`) the idle connections are closed. A forked child
-  (Spark's worker daemon forks the workers) starts with an empty pool and
-  never touches its parent's sockets.
+- At process exit (`atexit`) the idle connections are closed; a worker that
+  Spark ends with `os._exit` skips atexit, and its sockets close with the
+  process. A forked child (Spark's worker daemon forks the workers) starts
+  with an empty pool and never touches its parent's sockets.
+- An idle connection does not answer the server's PINGs; after a few minutes
+  the server drops it as stale, and the health check of the next lease opens
+  a new one.
 
 Thread-safe: the idle table is guarded by a lock; a leased connection belongs
 to one thread until it is closed.
