@@ -299,7 +299,7 @@ class LeanConnection:
                     last = exc  # the reason to report: a permanent one wins
         text = "could not connect to any server: " + "; ".join(errors)
         if last is not None and not is_transient(last):
-            raise type(last)(text) if isinstance(last, NatsError) else NatsError(text) from last
+            raise (ServerError(text) if isinstance(last, ServerError) else NatsError(text)) from last
         raise ConnectionLostError(text) from last
 
     def _redact(self, text: str) -> str:

@@ -1,7 +1,7 @@
 """Files named by options (options/files.py): found at their path, else among Spark's files.
 
 Without Spark in the process only the path counts; with Spark, a file distributed by
-`SparkContext.addFile` is found by its base name (tests/connector/integration/test_auth.py
+`SparkContext.addFile` is found by its base name (tests/connector/integration/test_client_auth.py
 reads through TLS files shipped that way).
 """
 
