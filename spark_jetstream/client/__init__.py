@@ -1,7 +1,13 @@
 """The lean, blocking NATS client the connector's executors (and driver) use.
 
 - `lean_client`: the connection, frame parsing, requests, the JetStream API
-  and the range fetch of the read path.
+  (every subject built in one place, `LeanConnection.api_subject`, from the
+  `domain` / `apiPrefix` options) and the range fetch of the read path.
+- `pool`: one connection per process and server list, reused across tasks;
+  `connect(options)` is how the connector gets a connection.
+- `retry`: backoff within a total time budget; what is worth retrying.
+- `auth`: the CONNECT credentials (user/password, token, .creds, NKey seed,
+  user JWT) and the TLS context; files found locally or among Spark's files.
 - `errors`: the exception family and the server's codes (`ErrorCode`,
   `Status`) as named constants.
 
@@ -10,21 +16,32 @@ only the connection options from `spark_jetstream.options`.
 """
 
 from spark_jetstream.client.errors import (
+    ConnectionLostError,
     ErrorCode,
     JetStreamApiError,
+    JetStreamUnavailableError,
     NatsError,
     NatsTimeoutError,
     NoRespondersError,
+    ReadInterruptedError,
+    ServerError,
     Status,
 )
 from spark_jetstream.client.lean_client import LeanConnection
+from spark_jetstream.client.pool import connect, lease
 
 __all__ = [
+    "ConnectionLostError",
     "ErrorCode",
     "JetStreamApiError",
+    "JetStreamUnavailableError",
     "LeanConnection",
     "NatsError",
     "NatsTimeoutError",
     "NoRespondersError",
+    "ReadInterruptedError",
+    "ServerError",
     "Status",
+    "connect",
+    "lease",
 ]

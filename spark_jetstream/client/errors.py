@@ -10,8 +10,14 @@
   member.
 - `Status`: the status codes of NATS header-only messages (`NATS/1.0 503`)
   the client reads: no responders, pull request ends, flow control.
+- `TRANSIENT_API_ERRORS`: API error replies that say "not now" rather than
+  "no": a cluster without a leader (`JetStream system temporarily
+  unavailable`, 503), a stream or consumer offline while it catches up. The
+  client retries these (retry.py); any other error reply is final.
 - The exception family: `NatsError` for anything the protocol or the server
-  refuses; subclasses for timeouts, no responders and API errors.
+  refuses; subclasses for timeouts, no responders, API errors, a lost
+  connection and the server's `-ERR` lines. Which of them are worth a retry
+  is decided in one place, `retry.is_transient`.
 
 Members are only added for codes the connector checks; the full table lives
 in the server.
@@ -58,6 +64,18 @@ class Status(IntEnum):
     NO_RESPONDERS = 503  # nobody subscribes to the subject (no stream, no JetStream)
 
 
+# "Not now" answers of the JetStream API (nats-server's errors.json): worth a retry.
+TRANSIENT_API_ERRORS = frozenset(
+    {
+        10004,  # JSClusterIncompleteErr (503): incomplete results
+        10007,  # JSClusterNotAssignedErr (500): not assigned to this server (yet)
+        10008,  # JSClusterNotAvailErr (503): JetStream system temporarily unavailable
+        10009,  # JSClusterNotLeaderErr (500): cluster can not handle request (no leader)
+        10118,  # JSStreamOfflineErr (500): stream is offline (recovering)
+        10119,  # JSConsumerOfflineErr (500): consumer is offline (recovering)
+    }
+)
+
 FIRST_ERROR_STATUS = 400  # request replies with a status at or above this are errors
 # The `code` of a JetStream error reply (a pub ack) while JetStream cannot take the message
 # yet, e.g. a restarting server still loading its streams: worth a retry.
@@ -74,6 +92,23 @@ class NatsTimeoutError(NatsError, TimeoutError):
 
 class NoRespondersError(NatsError):
     """A request went to a subject nobody serves (status 503)."""
+
+
+class JetStreamUnavailableError(NoRespondersError):
+    """The JetStream API kept answering "no responders" (503) until the retries ran out:
+    JetStream is off, the server is starting, or a cluster is electing a leader."""
+
+
+class ConnectionLostError(NatsError):
+    """The connection broke (closed by the server, reset, a failed write); reconnecting may help."""
+
+
+class ServerError(NatsError):
+    """The server's `-ERR` line (authorization, permissions, stale connection, ...)."""
+
+
+class ReadInterruptedError(NatsError):
+    """A range read's consumer went away mid-read (no responders, consumer deleted): resumable."""
 
 
 class JetStreamApiError(NatsError):

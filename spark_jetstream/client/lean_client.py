@@ -6,9 +6,11 @@ one raw socket, reads large chunks and parses frames in bulk with
 `bytes.find`, which is what lets `read()` stream a whole sequence range fast.
 
 Layers (the writer reuses the first two):
-1. Connection + handshake (`LeanConnection.connect`): INFO, optional TLS
-   upgrade, CONNECT (headers, no_responders, user/password/token, creds when
-   the `nkeys` package is installed), PING/PONG round trip; `-ERR` raises.
+1. Connection + handshake (`LeanConnection.connect`: one pass over the
+   server list in random order; `open`/`reconnect`: passes retried within
+   `retryTimeout`): INFO, optional TLS upgrade, CONNECT (headers,
+   no_responders, the credentials of `auth.py`), PING/PONG round trip;
+   `-ERR` raises `ServerError`.
 2. Frames: `parse_frames(buf, pos)` is pure (bytes in, frames out) and returns
    `(frames, new_pos)`; a frame is a tuple
    `(op, subject, sid, reply, header_bytes, payload)` with `op` one of
@@ -16,52 +18,83 @@ Layers (the writer reuses the first two):
    `LeanConnection.read_frames()` feeds it from the socket and answers PINGs;
    `publish()`, `hpublish()`, `subscribe()`, `send()`, `flush()` write.
 3. Requests and the JetStream API (`request()`, `js_api()`), on one wildcard
-   inbox subscription.
+   inbox subscription under the `inboxPrefix` option; every API subject is
+   built by `api_subject()` (the `domain` / `apiPrefix` options). `js_api`
+   retries transient failures (retry.py), reconnecting when needed.
 4. `fetch_range()`: every message of a stream in (start, end] that matches the
    filter, in sequence order, read with an ephemeral ack-none pull consumer
-   that is deleted afterwards.
+   that is deleted afterwards; resumed after the last message read when the
+   server goes away mid-read.
 
-Invariants: nothing here is shared between threads; a connection is opened
-inside `read()`/`write()` on the executor, never pickled. Any protocol or
-server error raises (`NatsError` and subclasses, in `errors.py`, with the
-server's codes as `ErrorCode` / `Status`); nothing is silently dropped.
-Imports no pyspark and no pyarrow: the driver's API calls and the executors'
-reads and writes share it.
+Invariants: a connection is used by one thread at a time (the pool, pool.py,
+hands it to one user); it is opened inside `read()`/`write()` on the
+executor, never pickled. A write that fails marks the connection broken (half
+a frame may be on the wire): it is never reused. Any protocol or server error
+raises (`NatsError` and subclasses, in `errors.py`, with the server's codes as
+`ErrorCode` / `Status`); nothing is silently dropped. Messages name servers
+by their redacted URL (`server_url`): no password or token appears in an
+error text or a log line. Imports no pyspark and no pyarrow: the driver's API
+calls and the executors' reads and writes share it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 import secrets
 import socket
-import ssl
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from spark_jetstream.client.auth import connect_fields, ssl_context
 from spark_jetstream.client.errors import (
     FIRST_ERROR_STATUS,
     WORKQUEUE_CONSUMER_ERRORS,
+    ConnectionLostError,
     ErrorCode,
     JetStreamApiError,
+    JetStreamUnavailableError,
     NatsError,
     NatsTimeoutError,
     NoRespondersError,
+    ReadInterruptedError,
+    ServerError,
     Status,
 )
+from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
 from spark_jetstream.options.connection import ConnectionOptions
+from spark_jetstream.options.secrets import redact_text, redact_url
+
+__all__ = [
+    "Chunk",
+    "FetchSpec",
+    "Frame",
+    "LeanConnection",
+    "ServerInfo",
+    "consumer_config",
+    "encode_headers",
+    "fetch_range",
+    "fetch_range_by_get",
+    "parse_frames",
+    "parse_headers",
+    "ssl_context",
+    "subject_matches",
+]
 
 log = logging.getLogger(__name__)
 
 CRLF = b"\r\n"
 RECV_SIZE = 4 * 1024 * 1024
 REQUEST_BYTES = 8 * 1024 * 1024
-JS_API_PREFIX = "$JS.API."
 VERSION = "0.1.0"
+CLIENT_NAME = "spark-jetstream"  # the connection name servers show (connz), to tell ours apart
+HEALTH_CHECK_S = 2.0  # longest PING/PONG wait before a connection counts as dead
+_RNG = random.Random()  # server order; tests pass their own
 
 # A frame: (op, subject, sid, reply, header_bytes, payload)
 Frame = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
@@ -150,14 +183,6 @@ def encode_headers(headers: Sequence[tuple[str, str]]) -> bytes:
     return b"".join(out)
 
 
-def ssl_context(options: ConnectionOptions) -> ssl.SSLContext:
-    """The TLS context for `options`: their CA file (else the system's), their client certificate."""
-    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=options.tls_ca_file)
-    if options.tls_cert_file and options.tls_key_file:
-        ctx.load_cert_chain(options.tls_cert_file, options.tls_key_file)
-    return ctx
-
-
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
     raw: dict[str, Any]
@@ -172,36 +197,113 @@ class ServerInfo:
 
 
 class LeanConnection:
-    """One blocking connection to a NATS server. Not thread-safe."""
+    """One blocking connection to a NATS server. Not thread-safe.
 
-    def __init__(self, options: ConnectionOptions, *, read_timeout_s: float = 30.0) -> None:
+    `connect` makes one pass over the server list (in random order, as the
+    NATS clients do) and fails when no server takes the connection; `open`
+    retries such passes within `retryTimeout`; `reconnect` replaces a broken
+    socket in place (same object, same subscriptions), so the callers of a
+    connection never hold a dead one. `js_api` retries transient failures
+    (retry.py) itself. `close` hands a pooled connection back to its pool
+    (pool.py) and closes any other; `discard` always closes.
+    """
+
+    def __init__(
+        self,
+        options: ConnectionOptions,
+        *,
+        read_timeout_s: float = 30.0,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.options = options
         self.read_timeout_s = read_timeout_s
         self.sock: socket.socket | None = None
         self.info: ServerInfo | None = None
-        self.server_url: str = ""
+        self.server_url: str = ""  # redacted: safe in any message
+        self.broken = False
+        self.connects = 0  # successful connects, reconnects included
+        self._rng = rng or _RNG
+        self._clock = clock
+        self._sleep = sleep
         self._buf = b""
         self._pos = 0
         self._backlog: list[Frame] = []
         self._next_sid = 0
         self._sids: set[bytes] = set()
+        self._subs: dict[bytes, str] = {}  # sid -> subject, replayed after a reconnect
         self._inbox_prefix = ""
         self._inbox_sid = b""
         self._req_counter = 0
+        self._release: Callable[[LeanConnection], None] | None = None  # set by a pool
 
     # -- connect --------------------------------------------------------------
     @classmethod
-    def connect(cls, options: ConnectionOptions, *, read_timeout_s: float = 30.0) -> LeanConnection:
-        conn = cls(options, read_timeout_s=read_timeout_s)
-        errors: list[str] = []
-        for url in options.servers:
+    def connect(
+        cls, options: ConnectionOptions, *, read_timeout_s: float = 30.0, rng: random.Random | None = None
+    ) -> LeanConnection:
+        """Connect to one server of the list (one try each, random order); raise if none takes it."""
+        conn = cls(options, read_timeout_s=read_timeout_s, rng=rng)
+        conn._connect_any()
+        return conn
+
+    @classmethod
+    def open(
+        cls,
+        options: ConnectionOptions,
+        *,
+        read_timeout_s: float = 30.0,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> LeanConnection:
+        """`connect`, retrying with backoff within `retryTimeout` while the failures are transient."""
+        conn = cls(options, read_timeout_s=read_timeout_s, rng=rng, clock=clock, sleep=sleep)
+        conn.reconnect()
+        return conn
+
+    def reconnect(self, budget: RetryBudget | None = None) -> None:
+        """Open a new socket in place of the current one, retrying within `budget` (a fresh
+        one by default); subscriptions are made again with the same sids and subjects."""
+        self._close_socket()
+        budget = budget or self._budget()
+        while True:
             try:
-                conn._connect_one(url)
-                return conn
+                self._connect_any()
+                return
+            except (NatsError, OSError) as exc:
+                if not is_transient(exc) or not budget.wait(f"connecting to {self.options.display_servers}", exc):
+                    if is_transient(exc):
+                        raise exhausted(ConnectionLostError(f"{exc}; {budget.summary()}")) from exc
+                    raise
+
+    def _budget(self) -> RetryBudget:
+        return RetryBudget.of(self.options, clock=self._clock, sleep=self._sleep)
+
+    def _connect_any(self) -> None:
+        urls = list(self.options.servers)
+        self._rng.shuffle(urls)  # spread executors over the servers; fail over in any order
+        errors: list[str] = []
+        last: BaseException | None = None
+        for url in urls:
+            try:
+                self._connect_one(url)
+                if errors:
+                    log.info("connected to %s after: %s", self.server_url, "; ".join(errors))
+                return
             except (OSError, NatsError) as exc:
-                errors.append(f"{url}: {exc}")
-                conn.close()
-        raise NatsError("could not connect to any server: " + "; ".join(errors))
+                errors.append(f"{redact_url(url)}: {self._redact(str(exc))}")
+                self._close_socket()
+                if last is None or not is_transient(exc):
+                    last = exc  # the reason to report: a permanent one wins
+        text = "could not connect to any server: " + "; ".join(errors)
+        if last is not None and not is_transient(last):
+            raise (ServerError(text) if isinstance(last, ServerError) else NatsError(text)) from last
+        raise ConnectionLostError(text) from last
+
+    def _redact(self, text: str) -> str:
+        return redact_text(text, self.options.secrets)
 
     def _connect_one(self, url: str) -> None:
         parts = urlsplit(url if "://" in url else f"nats://{url}")
@@ -211,6 +313,7 @@ class LeanConnection:
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = sock
+        self.broken = False
         self._buf, self._pos, self._backlog = b"", 0, []
         self.info = None
         frames = self._read_until(lambda f: f[0] == b"INFO", timeout)
@@ -225,6 +328,7 @@ class LeanConnection:
             "verbose": False,
             "pedantic": False,
             "tls_required": want_tls,
+            "name": CLIENT_NAME,
             "lang": "python-lean",
             "version": VERSION,
             "protocol": 1,
@@ -232,25 +336,35 @@ class LeanConnection:
             "no_responders": True,
             "echo": True,
         }
-        user = unquote(parts.username) if parts.username else self.options.user
-        password = unquote(parts.password) if parts.password else self.options.password
-        if user is not None and password is None:
-            connect["auth_token"] = user  # nats://token@host
-        elif user is not None:
-            connect["user"] = user
-            connect["pass"] = password
-        if self.options.token is not None:
-            connect["auth_token"] = self.options.token
-        if self.options.creds_file is not None:
-            connect.update(_creds_auth(self.options.creds_file, str(info.raw.get("nonce", ""))))
+        connect.update(
+            connect_fields(
+                self.options,
+                str(info.raw.get("nonce", "")),
+                unquote(parts.username) if parts.username else None,
+                unquote(parts.password) if parts.password else None,
+            )
+        )
         self.send(b"CONNECT " + json.dumps(connect).encode() + b"\r\nPING\r\n")
         self._read_until(lambda f: f[0] == b"PONG", timeout)
         self.sock.settimeout(self.read_timeout_s)
-        self.server_url = url
-        self._inbox_prefix = "_INBOX." + secrets.token_hex(11)
-        self._inbox_sid = self.subscribe(self._inbox_prefix + ".*")
+        self.server_url = redact_url(url)
+        if not self._inbox_prefix:
+            self._inbox_prefix = self.new_inbox()
+            self._inbox_sid = self.subscribe(self._inbox_prefix + ".*")
+        else:  # a reconnect: the same subscriptions under the same sids
+            self.send(b"".join(f"SUB {subject} ".encode() + sid + CRLF for sid, subject in self._subs.items()))
+        self.connects += 1
 
-    def close(self) -> None:
+    def new_inbox(self) -> str:
+        """A fresh reply subject under the `inboxPrefix` option (`_INBOX` by default)."""
+        return f"{self.options.inbox_prefix}.{secrets.token_hex(11)}"
+
+    def api_subject(self, api: str) -> str:
+        """The subject of JetStream API call `api` (e.g. `STREAM.INFO.S`): the one place that
+        applies the `domain` / `apiPrefix` options."""
+        return f"{self.options.api_prefix}.{api}"
+
+    def _close_socket(self) -> None:
         if self.sock is not None:
             try:
                 self.sock.close()
@@ -258,17 +372,59 @@ class LeanConnection:
                 log.debug("closing socket: %s", exc)
             self.sock = None
 
+    def discard(self) -> None:
+        """Close the socket (never back to a pool)."""
+        self._release = None
+        self._close_socket()
+
+    def close(self) -> None:
+        """Done with this connection: back to its pool if it came from one, else closed."""
+        release, self._release = self._release, None
+        if release is not None:
+            release(self)
+        else:
+            self._close_socket()
+
     def __enter__(self) -> LeanConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- pooling support ------------------------------------------------------------
+    def healthy(self, timeout: float) -> bool:
+        """A PING/PONG round trip within `timeout` (also reads what arrived while idle)."""
+        if self.sock is None or self.broken:
+            return False
+        try:
+            self.flush(timeout)
+            return True
+        except (NatsError, OSError) as exc:
+            log.info("pooled connection to %s is unusable (%s): opening another", self.server_url, exc)
+            return False
+
+    def reset_for_reuse(self) -> None:
+        """Drop what the last user left: its subscriptions, buffered frames, socket timeout."""
+        extra = [sid for sid in self._subs if sid != self._inbox_sid]
+        for sid in extra:
+            self.unsubscribe(sid)
+        self._backlog = []
+        if self.sock is not None:
+            self.sock.settimeout(self.read_timeout_s)
+
     # -- writing ----------------------------------------------------------------
     def send(self, data: bytes) -> None:
         if self.sock is None:
-            raise NatsError("connection is closed")
-        self.sock.sendall(data)
+            raise ConnectionLostError(f"connection to {self.server_url or 'the server'} is closed")
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:
+            # part of a frame may have gone out: the stream is unusable, never reuse it
+            self.broken = True
+            self._close_socket()
+            raise ConnectionLostError(
+                f"lost the connection to {self.server_url or 'the server'} while sending: {exc}"
+            ) from exc
 
     def new_sid(self) -> bytes:
         self._next_sid += 1
@@ -277,14 +433,17 @@ class LeanConnection:
     def subscribe(self, subject: str) -> bytes:
         sid = self.new_sid()
         self._sids.add(sid)
+        self._subs[sid] = subject
         self.send(f"SUB {subject} ".encode() + sid + CRLF)
         return sid
 
     def unsubscribe(self, sid: bytes) -> None:
         """Stop the subscription; frames already buffered for it are dropped."""
         self._sids.discard(sid)
+        self._subs.pop(sid, None)
         self._backlog = [f for f in self._backlog if f[2] != sid]
-        self.send(b"UNSUB " + sid + CRLF)
+        if self.sock is not None:  # a closed connection has no subscription left to end
+            self.send(b"UNSUB " + sid + CRLF)
 
     @staticmethod
     def pub_frame(subject: str, payload: bytes, reply: str = "", headers: bytes = b"") -> bytes:
@@ -310,15 +469,22 @@ class LeanConnection:
         self._read_until(lambda f: f[0] == b"PONG", timeout or self.read_timeout_s, keep=True)
 
     # -- reading ----------------------------------------------------------------
+    def _lost(self, why: str, cause: BaseException | None = None) -> ConnectionLostError:
+        self.broken = True
+        self._close_socket()
+        return ConnectionLostError(f"{why} {self.server_url or 'server'}" + (f": {cause}" if cause else ""))
+
     def _recv(self) -> bytes:
         if self.sock is None:
-            raise NatsError("connection is closed")
+            raise ConnectionLostError(f"connection to {self.server_url or 'the server'} is closed")
         try:
             chunk = self.sock.recv(RECV_SIZE)
         except TimeoutError:
             raise NatsTimeoutError(f"no data from {self.server_url or 'server'} in time") from None
+        except OSError as exc:
+            raise self._lost("lost the connection to", exc) from exc
         if not chunk:
-            raise NatsError(f"connection closed by {self.server_url or 'server'}")
+            raise self._lost("connection closed by")
         return chunk
 
     def fill(self) -> None:
@@ -326,6 +492,10 @@ class LeanConnection:
         chunk = self._recv()
         self._buf = self._buf[self._pos :] + chunk if self._pos < len(self._buf) else chunk
         self._pos = 0
+
+    def server_error(self, payload: bytes) -> ServerError:
+        """The exception for a `-ERR` line (its text is the server's, redacted)."""
+        return ServerError("server error: " + self._redact(payload.decode("utf-8", "replace").strip("' ")))
 
     def read_frames(self) -> list[Frame]:
         """Block until at least one frame is available; return all parsed frames.
@@ -353,7 +523,7 @@ class LeanConnection:
                 elif op == b"PING":
                     self.send(b"PONG\r\n")
                 elif op == b"-ERR":
-                    raise NatsError("server error: " + f[5].decode("utf-8", "replace").strip("' "))
+                    raise self.server_error(f[5])
                 elif op == b"INFO":
                     self.info = ServerInfo(json.loads(f[5]))
                     out.append(f)
@@ -362,9 +532,13 @@ class LeanConnection:
             if out:
                 return out
 
-    def _read_until(self, pred: Any, timeout: float, keep: bool = False) -> list[Frame]:
-        """Read frames until `pred(frame)`; earlier frames are kept in the backlog if `keep`."""
-        assert self.sock is not None
+    def _read_until(
+        self, pred: Any, timeout: float, keep: bool = False, drop: Callable[[Frame], bool] | None = None
+    ) -> list[Frame]:
+        """Read frames until `pred(frame)`; earlier messages are kept in the backlog if `keep`
+        (except those `drop` matches: late replies to requests that timed out)."""
+        if self.sock is None:
+            raise ConnectionLostError(f"connection to {self.server_url or 'the server'} is closed")
         deadline = time.monotonic() + timeout
         seen: list[Frame] = []
         saved = self.sock.gettimeout()
@@ -372,7 +546,8 @@ class LeanConnection:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise NatsTimeoutError("timed out waiting for the server")
+                    raise NatsTimeoutError(f"timed out waiting for {self.server_url or 'the server'}")
+                assert self.sock is not None
                 self.sock.settimeout(remaining)
                 frames = self.read_frames()
                 for i, f in enumerate(frames):
@@ -380,7 +555,7 @@ class LeanConnection:
                         rest = frames[i + 1 :]
                         self._backlog = (seen if keep else []) + rest + self._backlog
                         return [f]
-                    if f[0] == b"MSG":
+                    if f[0] == b"MSG" and (drop is None or not drop(f)):
                         seen.append(f)
         finally:
             if self.sock is not None:
@@ -404,8 +579,12 @@ class LeanConnection:
         reply = self.new_reply()
         self.publish(subject, payload, reply=reply, headers=headers)
         rb = reply.encode()
+        inbox_sid = self._inbox_sid
         frame = self._read_until(
-            lambda f: f[0] == b"MSG" and f[1] == rb, timeout or self.read_timeout_s, keep=True
+            lambda f: f[0] == b"MSG" and f[1] == rb,
+            timeout or self.read_timeout_s,
+            keep=True,
+            drop=lambda f: f[2] == inbox_sid,  # a late reply to an earlier request that timed out
         )[0]
         hdr = frame[4]
         if hdr:
@@ -416,40 +595,63 @@ class LeanConnection:
                 raise NatsError(f"{subject}: status {status} {desc}")
         return hdr, frame[5]
 
-    def js_api(self, api: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
-        """Call `$JS.API.<api>`; raise `JetStreamApiError` on an error reply."""
-        subject = JS_API_PREFIX + api
+    def js_api(
+        self, api: str, body: dict[str, Any] | None = None, timeout: float | None = None, *, retry: bool = True
+    ) -> dict[str, Any]:
+        """Call the JetStream API `api` (e.g. `STREAM.INFO.S`, under the API prefix); raise
+        `JetStreamApiError` on an error reply.
+
+        Transient failures (retry.py) are retried with backoff within `retryTimeout`,
+        reconnecting first when the connection broke; the final error says what it was
+        (no responders: JetStream unavailable; no reply; connection lost) and how long
+        it was retried. Safe for every call the connector makes: each is idempotent (info,
+        names, create with a fixed name and config, reset to a sequence, purge up to one,
+        delete). `retry=False` makes one attempt (cleanup that may be skipped).
+        """
+        subject = self.api_subject(api)
         payload = json.dumps(body).encode() if body is not None else b""
-        try:
-            _, data = self.request(subject, payload, timeout)
-        except NoRespondersError:
-            raise NatsError(f"JetStream is not enabled on {self.server_url} (no responders for {subject})") from None
-        reply = json.loads(data) if data else {}
-        err = reply.get("error")
-        if err:
-            raise JetStreamApiError(
-                subject, int(err.get("code", 0)), int(err.get("err_code", 0)), str(err.get("description", ""))
+        per_try = timeout or self.options.request_timeout_s
+        budget = self._budget()
+        while True:
+            try:
+                if self.sock is None:
+                    self._connect_any()
+                wait = per_try if budget.retries == 0 else max(0.05, min(per_try, budget.remaining()))
+                _, data = self.request(subject, payload, wait)
+                reply = json.loads(data) if data else {}
+                err = reply.get("error")
+                if err:
+                    raise JetStreamApiError(
+                        subject, int(err.get("code", 0)), int(err.get("err_code", 0)), str(err.get("description", ""))
+                    )
+                return reply  # type: ignore[no-any-return]
+            except (NatsError, OSError) as exc:
+                if not retry or not is_transient(exc):
+                    raise
+                if not budget.wait(f"JetStream API {subject} on {self.server_url or self.options.display_servers}", exc):
+                    raise exhausted(self._gave_up(exc, subject, per_try, budget)) from exc
+                if breaks_connection(exc):
+                    self._close_socket()
+                elif isinstance(exc, NatsTimeoutError) and not self.healthy(min(HEALTH_CHECK_S, per_try)):
+                    self._close_socket()
+
+    def _gave_up(self, exc: BaseException, subject: str, per_try: float, budget: RetryBudget) -> NatsError:
+        """The final error of a JetStream API call whose retries ran out: what it is, how long it tried."""
+        server = self.server_url or self.options.display_servers
+        if isinstance(exc, NoRespondersError):
+            hint = f" (option domain={self.options.domain!r})" if self.options.domain else ""
+            return JetStreamUnavailableError(
+                f"the JetStream API did not answer on {server}: no responders for {subject} (status 503): "
+                f"JetStream is not enabled there{hint}, the server is starting, or a cluster is "
+                f"electing a leader; {budget.summary()}"
             )
-        return reply
-
-
-def _creds_auth(path: str, nonce: str) -> dict[str, str]:
-    """JWT + nonce signature from a `.creds` file (needs the `nkeys` package)."""
-    try:
-        import nkeys  # type: ignore[import-not-found]
-    except ImportError:
-        raise NatsError("option credsFile needs the 'nkeys' package (pip install 'spark-jetstream[nkeys]')") from None
-    text = open(path, encoding="utf-8").read()
-    blocks = [b.strip() for b in text.split("------") if b.strip() and "BEGIN" not in b and "END" not in b]
-    jwt = next((b for b in blocks if b.startswith("ey")), None)
-    seed = next((b for b in blocks if b.startswith("SU")), None)
-    if jwt is None or seed is None:
-        raise NatsError(f"credsFile {path}: no JWT and user seed found")
-    kp = nkeys.from_seed(seed.encode())
-    import base64
-
-    sig = base64.urlsafe_b64encode(kp.sign(nonce.encode())).decode().rstrip("=")
-    return {"jwt": jwt, "sig": sig}
+        if isinstance(exc, JetStreamApiError):
+            return JetStreamApiError(exc.subject, exc.code, exc.err_code, f"{exc.description}; {budget.summary()}")
+        if isinstance(exc, NatsTimeoutError):
+            return NatsTimeoutError(
+                f"no reply to {subject} from {server} within requestTimeout={per_try:g}s; {budget.summary()}"
+            )
+        return ConnectionLostError(f"{self._redact(str(exc))}; {budget.summary()}")
 
 
 # -- range fetch ---------------------------------------------------------------------
@@ -522,9 +724,38 @@ def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
     Deterministic: the same spec yields the same messages as long as the stream
     still holds them. The ephemeral consumer is deleted when done (or left to
     expire after its inactive threshold if the connection broke).
+
+    Survives the server going away mid-read: a lost connection, a silent socket
+    or a consumer that vanished (a restarted server keeps no ephemeral consumer)
+    resumes after the last message yielded, on a new connection (the same object,
+    `reconnect`) with a new consumer, retrying within `retryTimeout` without
+    progress. Nothing is yielded twice and nothing is skipped.
     """
     if spec.end <= spec.start:
         return
+    budget: RetryBudget | None = None
+    part = spec
+    while True:
+        try:
+            for chunk in _fetch_once(conn, part):
+                part = replace(part, start=chunk.seqs[-1])
+                if budget is not None:
+                    budget.progressed()
+                yield chunk
+            return
+        except (NatsError, OSError) as exc:
+            if not is_transient(exc):
+                raise
+            budget = budget or conn._budget()
+            what = f"reading {spec.stream} ({part.start}, {spec.end}] from {conn.server_url or 'the server'}"
+            if not budget.wait(what, exc):
+                raise exhausted(ConnectionLostError(f"{what}: {conn._redact(str(exc))}; {budget.summary()}")) from exc
+            if breaks_connection(exc) or isinstance(exc, NatsTimeoutError):
+                conn.reconnect(budget)
+
+
+def _fetch_once(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
+    """One attempt at `fetch_range`: one read consumer (or message gets), no resuming."""
     name = "sjr_" + secrets.token_hex(8)
     try:
         created = conn.js_api(
@@ -617,8 +848,10 @@ def _rfc3339_ns(text: str, datetime_cls: Any) -> int:
 
 
 def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:
+    if conn.sock is None:
+        return  # the connection broke: the consumer expires on its own (or went with the server)
     try:
-        conn.js_api(f"CONSUMER.DELETE.{stream}.{name}")
+        conn.js_api(f"CONSUMER.DELETE.{stream}.{name}", retry=False)
     except (NatsError, OSError) as exc:
         # it expires on its own after inactive_threshold; worth a note, not a failure
         log.warning("could not delete ephemeral consumer %s on stream %s: %s", name, stream, exc)
@@ -636,9 +869,9 @@ _MSG_ACK = re.compile(
 
 def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Chunk]:
     # not under the connection's request wildcard: every message would arrive twice
-    inbox = "_INBOX." + secrets.token_hex(11)
+    inbox = conn.new_inbox()
     sid = conn.subscribe(inbox)
-    next_subject = f"{JS_API_PREFIX}CONSUMER.MSG.NEXT.{spec.stream}.{name}"
+    next_subject = conn.api_subject(f"CONSUMER.MSG.NEXT.{spec.stream}.{name}")
     end = spec.end
     want_headers = spec.with_headers
     chunk_rows = spec.chunk_rows
@@ -701,7 +934,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                 if op == b"PING":
                     conn.send(b"PONG\r\n")
                 elif op == b"-ERR":
-                    raise NatsError("server error: " + payload.decode("utf-8", "replace").strip("' "))
+                    raise conn.server_error(payload)
                 elif op != b"MSG" or msid != sid:
                     continue
                 elif not reply.startswith(b"$JS.ACK."):
@@ -719,6 +952,13 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                             max_bytes *= 2
                             body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
                         outstanding = 0  # this request is over; the next one follows
+                    elif status == Status.NO_RESPONDERS or (
+                        status == Status.CONFLICT and "consumer deleted" in desc.lower()
+                    ):
+                        # the consumer is gone (a restarted server, a consumer leader moving): resumable
+                        raise ReadInterruptedError(
+                            f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}".rstrip()
+                        )
                     elif status != Status.CONTROL:
                         raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
                 else:

@@ -6,6 +6,8 @@
   help); parsing and the README tables come from it.
 - `connection`, `read`, `write`: the frozen, picklable option groups the
   connector uses, with the rules that join several options.
+- `files`: where a file named by an option is (its path, or Spark's
+  distributed copy); `secrets`: how passwords and tokens are shown (`***`).
 
 Imports neither pyspark nor pyarrow, and nothing of the client, read or write
 packages. `python -m spark_jetstream.options` prints the README sections.

@@ -18,7 +18,7 @@ option has which kind; nothing else parses option values.
   names no zone).
 - Names (streams, consumers) and subjects follow the NATS rules.
 
-Invariants: every parser is pure (no I/O but the file check of `check_file`),
+Invariants: every parser is pure (no I/O; file options are checked in `files.py`),
 and a value that parses is in range; surrounding spaces are ignored except in
 free text (passwords, prefixes), which is taken as given.
 """
@@ -28,13 +28,11 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from fractions import Fraction
-from pathlib import Path
 from typing import Final
 
 __all__ = [
     "GRAMMAR_MARKDOWN",
     "OptionError",
-    "check_file",
     "check_filter_subject",
     "check_publish_subject",
     "format_duration_ns",
@@ -266,12 +264,6 @@ def check_publish_subject(subject: str, what: str) -> None:
         )
     if any(token == "" for token in subject.split(".")):
         raise OptionError(f"{what}: {subject!r} has an empty token")
-
-
-def check_file(name: str, path: str) -> str:
-    if not Path(path).is_file():
-        raise OptionError(f"option {name}: file not found: {path}")
-    return path
 
 
 GRAMMAR_MARKDOWN: Final = """\

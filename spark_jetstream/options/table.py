@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from enum import Flag, auto
 from typing import Any, Final
 
+from spark_jetstream.options.files import find_file, not_found_text
 from spark_jetstream.options.grammar import (
     GRAMMAR_MARKDOWN,
     OptionError,
-    check_file,
     check_filter_subject,
     check_publish_subject,
     parse_bool,
@@ -41,6 +41,7 @@ from spark_jetstream.options.grammar import (
     parse_size,
     parse_timestamp_ms,
 )
+from spark_jetstream.options.secrets import redact_url
 
 __all__ = [
     "OPTIONS",
@@ -51,6 +52,7 @@ __all__ = [
     "lower_keys",
     "option_value",
     "parse_options",
+    "connection_table",
     "read_table",
     "readme_sections",
     "update_sections",
@@ -108,10 +110,14 @@ class Text(Kind):
 
 @dataclass(frozen=True)
 class File(Kind):
-    """A path to a file that must exist (checked on the driver)."""
+    """A path to a file that must exist on the driver: at that path, or distributed by Spark
+    (`spark.files`, `SparkContext.addFile`) under its base name. Kept as given: each
+    executor finds it again where it runs (files.py)."""
 
     def parse(self, option: str, raw: str) -> str:
-        return check_file(option, raw)
+        if find_file(raw) is None:
+            raise OptionError(not_found_text(option, raw))
+        return raw
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,17 @@ class PublishSubject(Kind):
 
 
 @dataclass(frozen=True)
+class SubjectPrefix(Kind):
+    """The first tokens of subjects (no wildcards); a trailing dot is dropped."""
+
+    def parse(self, option: str, raw: str) -> str:
+        prefix = raw.strip()
+        prefix = prefix[:-1] if prefix.endswith(".") else prefix
+        check_publish_subject(prefix, f"option {option}")
+        return prefix
+
+
+@dataclass(frozen=True)
 class Servers(Kind):
     """Comma-separated server URLs."""
 
@@ -160,7 +177,8 @@ class Servers(Kind):
         for url in servers:
             if "://" not in url:
                 raise OptionError(
-                    f"option {option}: {url!r} is not a URL (expected nats://host:port or tls://host:port)"
+                    f"option {option}: {redact_url(url)!r} is not a URL (expected nats://host:port "
+                    "or tls://host:port)"
                 )
         return servers
 
@@ -266,6 +284,7 @@ SECOND_NS: Final = 1_000_000_000
 DEFAULT_SERVERS: Final = "nats://127.0.0.1:4222"
 MAX_IN_FLIGHT_LIMIT: Final = 65536
 DEDUP_CHECK_MODES: Final = ("warn", "fail")
+DEFAULT_INBOX_PREFIX: Final = "_INBOX"
 
 OPTIONS: Final[tuple[Option, ...]] = (
     Option("servers", Servers(), DEFAULT_SERVERS, ALL,
@@ -311,15 +330,43 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Add the `headers` column (map<string,array<string>>)."),
     # -- connection (reads and writes)
     Option("user", Text(), None, ALL, "User name (with password)."),
-    Option("password", Text(), None, ALL, "Password (with user)."),
-    Option("token", Text(), None, ALL, "Authentication token."),
-    Option("credsFile", File(), None, ALL, "NATS .creds file (JWT + seed; needs the nkeys package)."),
+    Option("password", Text(), None, ALL, "Password (with user); never shown in errors, logs or reprs."),
+    Option("token", Text(), None, ALL, "Authentication token; never shown in errors, logs or reprs."),
+    Option("credsFile", File(), None, ALL,
+           "NATS .creds file: user JWT + NKey seed (needs the nkeys extra)."),
+    Option("nkeySeedFile", File(), None, ALL,
+           "File holding an NKey user seed (`SU...`): signs the server's nonce; alone for an NKey "
+           "user, with userJwt for a JWT user (needs the nkeys extra)."),
+    Option("userJwt", Text(single_line=True), None, ALL,
+           "User JWT, signed for with nkeySeedFile's seed (decentralised auth without a .creds file)."),
     Option("tls", Bool(), "false", ALL, "Use TLS (implied by tls:// URLs and the other tls options)."),
     Option("tlsCaFile", File(), None, ALL, "CA certificate file for TLS."),
     Option("tlsCertFile", File(), None, ALL, "Client certificate file (with tlsKeyFile)."),
     Option("tlsKeyFile", File(), None, ALL, "Client key file (with tlsCertFile)."),
     Option("connectTimeout", Duration(SECOND_NS // 10, seconds_first=True), "10", ALL,
-           "Connect timeout (a duration; a plain number is seconds)."),
+           "Connect timeout of one attempt on one server (a duration; a plain number is seconds)."),
+    Option("requestTimeout", Duration(SECOND_NS // 100), "10s", ALL,
+           "Wait for the reply to one JetStream API request (one attempt; like Kafka's "
+           "request.timeout.ms)."),
+    Option("retryTimeout", Duration(), "60s", ALL,
+           "Total time one call to the server (connecting, a JetStream API request, resuming a read) "
+           "keeps retrying transient failures: connection refused or lost, no reply, no responders "
+           "or `JetStream system temporarily unavailable` (503, e.g. a cluster electing a leader). "
+           "0 fails at the first one."),
+    Option("retryBackoff", Duration(SECOND_NS // 1000), "100ms", ALL,
+           "Wait before the first retry; doubled after each one up to retryBackoffMax, with "
+           "jitter (like Kafka's retry.backoff.ms)."),
+    Option("retryBackoffMax", Duration(SECOND_NS // 1000), "2s", ALL,
+           "Longest wait between two retries (like Kafka's retry.backoff.max.ms)."),
+    Option("inboxPrefix", SubjectPrefix(), DEFAULT_INBOX_PREFIX, ALL,
+           "Prefix of the reply subjects the connector subscribes to (for accounts whose "
+           "permissions allow only some inboxes)."),
+    Option("domain", Name("JetStream domain"), None, ALL,
+           "JetStream domain: API requests go to `$JS.<domain>.API.>` (a leaf node's or hub's "
+           "JetStream); excludes apiPrefix."),
+    Option("apiPrefix", SubjectPrefix(), None, ALL,
+           "JetStream API subject prefix, for an account that imports another's JetStream API "
+           "(default `$JS.API`); excludes domain.", shown="$JS.API"),
     # -- writes
     Option("subject", PublishSubject(), None, W,
            "Subject every row is published to. Overrides the `subject` column; one of the two "
@@ -446,11 +493,11 @@ def _applies_column(scope: Scope) -> str:
     return "streaming" if read == Scope.STREAM_READ else "batch"
 
 
-def read_table() -> str:
-    """The README table of read options (connection options included)."""
+def read_table(*, connection: bool = True) -> str:
+    """The README table of read options (with the connection options unless `connection=False`)."""
     lines = ["| option | default | applies to | meaning |", "|---|---|---|---|"]
     for o in OPTIONS:
-        if o.applies & Scope.READ:
+        if o.applies & Scope.READ and (connection or o.applies != Scope.ALL):
             lines.append(f"| `{o.name}` | {o.shown_default} | {_applies_column(o.applies)} | {o.help} |")
     return "\n".join(lines)
 
@@ -464,9 +511,23 @@ def write_table() -> str:
     return "\n".join(lines)
 
 
+def connection_table() -> str:
+    """The README table of the connection options (reads and writes alike)."""
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for o in OPTIONS:
+        if o.applies == Scope.ALL:
+            lines.append(f"| `{o.name}` | {o.shown_default} | {o.help} |")
+    return "\n".join(lines)
+
+
 def readme_sections() -> dict[str, str]:
     """The generated README sections by marker name."""
-    return {"option-grammar": GRAMMAR_MARKDOWN, "read-options": read_table(), "write-options": write_table()}
+    return {
+        "option-grammar": GRAMMAR_MARKDOWN,
+        "read-options": read_table(connection=False),
+        "write-options": write_table(),
+        "connection-options": connection_table(),
+    }
 
 
 def _section_re(name: str) -> re.Pattern[str]:

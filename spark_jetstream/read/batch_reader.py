@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_jetstream.client import LeanConnection
+from spark_jetstream.client import connect
 from spark_jetstream.options import ReadOptions
 from spark_jetstream.read.offsets import (
     DataLossError,
@@ -38,7 +38,7 @@ class JetStreamBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
-        with LeanConnection.connect(opts.connection) as conn:
+        with connect(opts.connection) as conn:
             try:
                 state = stream_state(conn, opts.stream)
             except StreamMissingError as exc:

@@ -145,11 +145,11 @@ def first_seq_at_or_after(conn: LeanConnection, state: StreamState, ts_ms: int) 
 
 def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, bytes, int | None]:
     """Pull one message (no wait): (header_bytes, payload, stream_seq), or seq None when there is none."""
-    inbox = "_INBOX." + secrets.token_hex(11)
+    inbox = conn.new_inbox()
     sid = conn.subscribe(inbox)
     try:
         conn.publish(
-            f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{name}",
+            conn.api_subject(f"CONSUMER.MSG.NEXT.{stream}.{name}"),
             json.dumps({"batch": 1, "no_wait": True}).encode(),
             reply=inbox,
         )

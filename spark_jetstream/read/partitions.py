@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from spark_jetstream.client.lean_client import FetchSpec, LeanConnection, fetch_range
+from spark_jetstream.client import connect
+from spark_jetstream.client.lean_client import FetchSpec, fetch_range
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 
@@ -98,7 +99,7 @@ def read_partition(
         avg_msg_bytes=partition.avg_msg_bytes,
     )
     rows = 0
-    with LeanConnection.connect(connection) as conn:
+    with connect(connection) as conn:  # the process's pooled connection (client/pool.py)
         for chunk in fetch_range(conn, spec):
             if len(chunk):
                 rows += len(chunk)

@@ -41,7 +41,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from spark_jetstream.client import LeanConnection, NatsError
+from spark_jetstream.client import LeanConnection, NatsError, connect
 from spark_jetstream.options import ReadOptions
 from spark_jetstream.read.durable import durable_ack_floor, ensure_durable, mirror_commit
 from spark_jetstream.read.offsets import (
@@ -87,7 +87,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """Run `fn` on the driver's connection, reconnecting once if it broke."""
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = LeanConnection.connect(self.options.connection)
+                self._conn = connect(self.options.connection)
             try:
                 return fn(self._conn)
             except (OSError, NatsError) as exc:

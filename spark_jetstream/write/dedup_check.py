@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection, NatsError
+from spark_jetstream.client import connect as connect_pooled
 from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.options.grammar import format_duration_ns
 
@@ -75,13 +76,13 @@ def dedup_window_problem(stream: str, window_ns: int, options: WriteOptions) -> 
 
 def check_target(
     options: WriteOptions,
-    connect: Callable[[ConnectionOptions], LeanConnection] = LeanConnection.connect,
+    connect: Callable[[ConnectionOptions], LeanConnection] = connect_pooled,
 ) -> TargetInfo:
     try:
         conn = connect(options.connection)
     except (NatsError, OSError) as exc:
         raise TargetError(
-            f"jetstream sink: cannot connect to {', '.join(options.connection.servers)}: {exc}"
+            f"jetstream sink: cannot connect to {options.connection.display_servers}: {exc}"
         ) from exc
     with conn:
         stream = options.stream

@@ -87,7 +87,7 @@ class Publisher:
         self._max_in_flight = max(1, max_in_flight)
         self._ack_timeout_s = ack_timeout_s
         self._connect_fn = connect
-        self._prefix = b"_INBOX." + secrets.token_hex(10).encode() + b"."
+        self._prefix = options.inbox_prefix.encode() + b"." + secrets.token_hex(10).encode() + b"."
         self._token = 0
         self._pending: dict[int, bytes] = {}
         self._out: list[bytes] = []
@@ -122,7 +122,7 @@ class Publisher:
                 refused = "server error" in str(exc)  # -ERR, e.g. authorization: not transient
                 if refused or time.monotonic() + delay > deadline:
                     raise PublishError(
-                        f"{what}: could not connect to {', '.join(self._options.servers)} "
+                        f"{what}: could not connect to {self._options.display_servers} "
                         f"within ackTimeout={self._ack_timeout_s:g}s: {exc}"
                     ) from exc
                 log.info("jetstream sink: %s: %s; retrying in %.2fs", what, exc, delay)

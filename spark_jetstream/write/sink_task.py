@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from spark_jetstream.client import LeanConnection
+from spark_jetstream.client import LeanConnection, lease
 from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.write.msg_ids import MsgIdGenerator
 from spark_jetstream.write.publisher import Publisher, PublishStats
@@ -133,7 +133,7 @@ def publish_batches(
     batches: Iterator[pa.RecordBatch],
     scope: str,
     partition_id: int,
-    connect: Callable[[ConnectionOptions], LeanConnection] = LeanConnection.connect,
+    connect: Callable[[ConnectionOptions], LeanConnection] = lease,
 ) -> JetStreamCommitMessage:
     """Publish every row of `batches`; return once all are acked."""
     ids = MsgIdGenerator(options.msg_id_prefix, scope, partition_id)

@@ -25,4 +25,6 @@ def test_target_check_warns_on_a_short_dedup_window(server: ServerProcess, caplo
 
 def test_unreachable_server_fails_naming_the_servers() -> None:
     with pytest.raises(TargetError, match="cannot connect to nats://127.0.0.1:1"):
-        check_target(WriteOptions.from_options({"servers": "nats://127.0.0.1:1", "subject": "a", "connectTimeout": "1"}))
+        check_target(WriteOptions.from_options(
+            {"servers": "nats://127.0.0.1:1", "subject": "a", "connectTimeout": "1", "retryTimeout": "1s"}
+        ))

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import random
 import re
 import socket
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from api_proxy import ApiProxy
 from read_helpers import fill
+from server_kinds import SERVER_KINDS
+from sink_helpers import connect, create_stream, publish_acked
 
 from jetstream_testing.process import ServerProcess, start_server
-from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError, NoRespondersError
+from spark_jetstream.client import (
+    ConnectionLostError,
+    JetStreamApiError,
+    JetStreamUnavailableError,
+    LeanConnection,
+    NatsError,
+    NatsTimeoutError,
+    NoRespondersError,
+)
 from spark_jetstream.client.lean_client import (
     FetchSpec,
     encode_headers,
@@ -297,3 +311,233 @@ async def test_requests_bounded_by_bytes_when_the_average_misleads(
     with _conn(server) as conn:
         chunks = list(fetch_range(conn, FetchSpec("MB", 10, 14, avg_msg_bytes=10)))
     assert [s for c in chunks for s in c.seqs] == [11, 12, 13, 14]
+
+
+# -- retries, failover and subjects (real servers, real sockets) ------------------------------
+
+
+def _opts(*servers: str, **options: str) -> ConnectionOptions:
+    return ConnectionOptions.from_options({"servers": ",".join(servers), **options})
+
+
+class InOrder(random.Random):
+    """Server order as listed (the default is random, like the NATS clients)."""
+
+    def shuffle(self, x: Any, random: Any = None) -> None:  # noqa: ARG002
+        return None
+
+
+def test_api_calls_ride_out_a_server_killed_and_restarted_on_the_same_port(server: ServerProcess) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    opts = _opts(server.url, retryTimeout="30s", retryBackoff="50ms", retryBackoffMax="500ms")
+    outage = threading.Thread(target=lambda: (server.kill(), time.sleep(1.0), server.restart()))
+    with LeanConnection.open(opts) as conn:
+        assert conn.js_api("STREAM.INFO.S")["config"]["name"] == "S"
+        started = time.monotonic()
+        outage.start()
+        names = []
+        while outage.is_alive() or len(names) < 3:
+            names.append(conn.js_api("STREAM.INFO.S")["config"]["name"])  # never fails: retried
+            time.sleep(0.01)
+        outage.join()
+        elapsed = time.monotonic() - started
+    assert set(names) == {"S"}
+    assert conn.connects == 2  # the same object reconnected once, in place
+    assert elapsed < 25, elapsed
+
+
+def test_connect_retries_until_the_server_is_back(server: ServerProcess) -> None:
+    url = server.url
+    server.kill()
+    timer = threading.Timer(1.0, server.restart)
+    started = time.monotonic()
+    timer.start()
+    try:
+        with LeanConnection.open(_opts(url, retryTimeout="30s", retryBackoffMax="200ms")) as conn:
+            conn.flush(5)
+    finally:
+        timer.join()
+    assert 0.9 < time.monotonic() - started < 25
+
+
+def test_connect_gives_up_after_the_retry_timeout_naming_the_servers() -> None:
+    started = time.monotonic()
+    with pytest.raises(ConnectionLostError, match=r"could not connect to any server: nats://127.0.0.1:1: .*gave up after \d+ attempts in \d"):
+        LeanConnection.open(_opts("nats://127.0.0.1:1", connectTimeout="1", retryTimeout="1s", retryBackoff="100ms"))
+    assert time.monotonic() - started < 5
+
+
+def test_a_range_read_resumes_after_a_restart_without_repeating_or_skipping(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spark_jetstream.client.lean_client as lean
+
+    create_stream(server.url, "R", ["r.>"])
+    total = 3000
+    publish_acked(server.url, [(f"r.{i % 3}", b"x" * 100) for i in range(total)])
+    monkeypatch.setattr(lean, "REQUEST_BYTES", 32_000)  # small pulls: most of the range is still on the server
+    seqs: list[int] = []
+    with LeanConnection.open(_opts(server.url, retryTimeout="30s", retryBackoffMax="500ms")) as conn:
+        for chunk in fetch_range(conn, FetchSpec("R", 0, total, chunk_rows=200, avg_msg_bytes=100)):
+            if not seqs:
+                server.kill()  # mid-read: the rest comes after the restart, from a new consumer
+                server.restart()
+            seqs.extend(chunk.seqs)
+        assert conn.connects == 2
+    assert seqs == list(range(1, total + 1))
+
+
+def test_no_responders_on_the_api_are_retried_until_jetstream_answers(server: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    proxy = ApiProxy(server.url, "$PX.API")
+    started = time.monotonic()
+    timer = proxy.start_later(1.0)  # until then the server answers "no responders" (503)
+    try:
+        with caplog.at_level("INFO", logger="spark_jetstream.client.retry"), LeanConnection.open(
+            _opts(server.url, apiPrefix="$PX.API", retryTimeout="20s", retryBackoffMax="200ms")
+        ) as conn:
+            assert conn.js_api("STREAM.INFO.S")["config"]["name"] == "S"
+    finally:
+        timer.join()
+        proxy.stop()
+    assert proxy.error is None, proxy.error
+    assert 0.9 < time.monotonic() - started < 20
+    assert "no responders for $PX.API.STREAM.INFO.S" in caplog.text and "retry 1 in" in caplog.text
+
+
+def test_the_api_s_own_503_is_retried(server: ServerProcess) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    with ApiProxy(server.url, "$PX.API", unavailable=3) as proxy, LeanConnection.open(
+        _opts(server.url, apiPrefix="$PX.API", retryTimeout="20s", retryBackoff="50ms")
+    ) as conn:
+        assert conn.js_api("STREAM.INFO.S")["config"]["name"] == "S"
+    assert proxy.error is None and proxy.requests == ["$PX.API.STREAM.INFO.S"] * 4
+
+
+def test_api_timeouts_are_retried_within_the_request_timeout(server: ServerProcess) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    started = time.monotonic()
+    with ApiProxy(server.url, "$PX.API", swallow=2) as proxy, LeanConnection.open(
+        _opts(server.url, apiPrefix="$PX.API", requestTimeout="300ms", retryTimeout="20s", retryBackoff="10ms")
+    ) as conn:
+        assert conn.js_api("STREAM.INFO.S")["config"]["name"] == "S"
+        assert conn.connects == 1  # a slow reply is not a broken connection (checked with a PING)
+        # the late replies of the swallowed requests never reach a later request
+        assert conn.js_api("STREAM.INFO.S")["config"]["name"] == "S"
+    assert proxy.error is None and len(proxy.requests) == 4
+    assert 0.6 < time.monotonic() - started < 10
+
+
+def test_jetstream_unavailable_past_the_timeout_is_reported_as_what_it_is(server: ServerProcess) -> None:
+    started = time.monotonic()
+    with LeanConnection.open(_opts(server.url, apiPrefix="$PX.API", retryTimeout="1s", retryBackoff="100ms")) as conn:
+        with pytest.raises(JetStreamUnavailableError) as err:
+            conn.js_api("STREAM.INFO.S")
+    text = str(err.value)
+    assert "no responders for $PX.API.STREAM.INFO.S (status 503)" in text
+    assert "electing a leader" in text and re.search(r"gave up after \d+ attempts in 0\.\d+s \(retryTimeout=1s\)", text), text
+    assert "no stream" not in text and "not found" not in text
+    assert time.monotonic() - started < 5
+    with LeanConnection.open(_opts(server.url, apiPrefix="$PX.API", retryTimeout="1s")) as conn, ApiProxy(
+        server.url, "$PX.API", unavailable=1000
+    ), pytest.raises(JetStreamApiError, match=r"JetStream system temporarily unavailable; gave up after") as api_err:
+        conn.js_api("STREAM.INFO.S")
+    assert api_err.value.err_code == 10008
+
+
+def test_final_api_errors_are_not_retried(server: ServerProcess) -> None:
+    started = time.monotonic()
+    with LeanConnection.open(_opts(server.url, retryTimeout="30s")) as conn, pytest.raises(
+        JetStreamApiError, match="stream not found"
+    ):
+        conn.js_api("STREAM.INFO.MISSING")
+    assert time.monotonic() - started < 2
+
+
+def test_failover_when_the_first_server_is_down(server_kind: str, server: ServerProcess, tmp_path: Path) -> None:
+    dead = "nats://127.0.0.1:1"
+    with LeanConnection.connect(_opts(dead, server.url, connectTimeout="1"), rng=InOrder()) as conn:
+        assert conn.server_url == server.url
+        conn.flush(5)
+    # a connection whose server dies fails over to another server of the list
+    other = start_server(server_kind, tmp_path / "other")
+    try:
+        opts = _opts(server.url, other.url, retryTimeout="20s", retryBackoffMax="200ms")
+        with LeanConnection.connect(opts, rng=InOrder()) as conn:
+            assert conn.server_url == server.url
+            server.kill()
+            assert "api" in conn.js_api("INFO") or "limits" in conn.js_api("INFO")
+            assert conn.server_url == other.url and conn.connects == 2
+    finally:
+        other.stop()
+
+
+def test_servers_are_tried_in_random_order(server_kind: str, server: ServerProcess, tmp_path: Path) -> None:
+    other = start_server(server_kind, tmp_path / "other")
+    try:
+        opts = _opts(server.url, other.url)
+        seen = set()
+        for seed in range(12):
+            with LeanConnection.connect(opts, rng=random.Random(seed)) as conn:
+                seen.add(conn.server_url)
+        assert seen == {server.url, other.url}
+    finally:
+        other.stop()
+
+
+def _domain_server(kind: str, tmp_path: Path, domain: str) -> ServerProcess:
+    store = tmp_path / "js"
+    conf = tmp_path / "domain.conf"
+    conf.write_text(f'jetstream {{ domain: {domain}, store_dir: "{store}" }}\n')
+    return start_server(kind, None, args=["-c", str(conf)])
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_domain_routes_every_api_call(kind: str, tmp_path: Path) -> None:
+    srv = _domain_server(kind, tmp_path, "hub")
+    try:
+        with LeanConnection.open(_opts(srv.url, domain="hub", retryTimeout="1s")) as conn:
+            assert conn.api_subject("STREAM.INFO.D") == "$JS.hub.API.STREAM.INFO.D"
+            conn.js_api("STREAM.CREATE.D", {"name": "D", "subjects": ["d.>"], "storage": "memory"})
+            for i in range(20):
+                conn.request("d.x", str(i).encode(), timeout=5)
+            chunks = list(fetch_range(conn, FetchSpec("D", 5, 15, chunk_rows=4)))
+            assert [s for c in chunks for s in c.seqs] == list(range(6, 16))
+            assert conn.js_api("STREAM.INFO.D")["state"]["last_seq"] == 20
+        # another domain is not this server's: the requests go nowhere (and the error says so)
+        with LeanConnection.open(_opts(srv.url, domain="elsewhere", retryTimeout="500ms")) as conn:
+            with pytest.raises(JetStreamUnavailableError, match=r"option domain='elsewhere'"):
+                conn.js_api("STREAM.INFO.D")
+    finally:
+        srv.stop()
+
+
+def test_every_api_subject_goes_through_the_api_prefix(server: ServerProcess) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    publish_acked(server.url, [("s.a", b"1"), ("s.b", b"2")])
+    with ApiProxy(server.url, "$PX.API") as proxy, LeanConnection.open(_opts(server.url, apiPrefix="$PX.API")) as conn:
+        assert [s for c in fetch_range(conn, FetchSpec("S", 0, 2)) for s in c.seqs] == [1, 2]
+        conn.flush(5)
+        time.sleep(0.2)  # the proxy has seen the last request (the consumer delete) by now
+    kinds = [".".join(r.split(".")[2:5]) for r in proxy.requests]
+    assert kinds[:2] == ["CONSUMER.CREATE.S", "CONSUMER.MSG.NEXT"] and kinds[-1] == "CONSUMER.DELETE.S", kinds
+
+
+def test_inbox_prefix_names_every_reply_subject(server: ServerProcess) -> None:
+    create_stream(server.url, "S", ["s.>"])
+    publish_acked(server.url, [("s.a", b"1"), ("s.b", b"2")])
+    with connect(server.url) as spy:
+        sid = spy.subscribe("my.inbox.>")
+        default_sid = spy.subscribe("_INBOX.>")
+        spy.flush(5)
+        with LeanConnection.open(_opts(server.url, inboxPrefix="my.inbox")) as conn:
+            conn.js_api("STREAM.INFO.S")
+            assert [s for c in fetch_range(conn, FetchSpec("S", 0, 2)) for s in c.seqs] == [1, 2]
+        # the spy sees what went to my.inbox.>: the API replies, and the pulled messages
+        # (delivered to the pull request's inbox, under their own subjects)
+        got = []
+        while len(got) < 5:
+            got.append(spy.wait_for_sid(sid, 5)[1].decode())
+        assert sorted(g for g in got if not g.startswith("my.inbox.")) == ["s.a", "s.b"], got
+        with pytest.raises(NatsTimeoutError):
+            spy.wait_for_sid(default_sid, 0.3)
