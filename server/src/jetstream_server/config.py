@@ -25,6 +25,8 @@ server honours:
     }
     no_auth_user: alice
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
+    lame_duck_duration: "2m"      # SIGUSR2: clients closed over this (30s minimum)
+    lame_duck_grace_period: "10s" # ... starting this long after lame duck mode begins
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
                 sync_interval: "2m", sync_always: false, domain: hub,
                 limits { max_ack_pending: 10000, max_request_batch: 1000,
@@ -77,6 +79,9 @@ DEFAULT_PING_INTERVAL_S: Final = 120.0
 DEFAULT_WRITE_DEADLINE_S: Final = 10.0
 DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
 DEFAULT_MAX_CONNECTIONS: Final = 64 * 1024
+DEFAULT_LAME_DUCK_DURATION_S: Final = 120.0
+DEFAULT_LAME_DUCK_GRACE_PERIOD_S: Final = 10.0
+MIN_LAME_DUCK_DURATION_S: Final = 30.0
 _MAX_INT32: Final = 2**31 - 1
 
 
@@ -170,6 +175,9 @@ class ServerConfig:
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
     debug: bool = False
     trace: bool = False
+    # lame duck mode (SIGUSR2): clients are closed over `duration`, after `grace_period`
+    lame_duck_duration_s: float = DEFAULT_LAME_DUCK_DURATION_S
+    lame_duck_grace_period_s: float = DEFAULT_LAME_DUCK_GRACE_PERIOD_S
 
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
@@ -200,6 +208,12 @@ class ServerConfig:
             raise ConfigError(f"port: {self.port} is not a valid port")
         if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
             raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        if self.lame_duck_grace_period_s >= self.lame_duck_duration_s:
+            raise ConfigError(
+                f"lame duck grace period ({_go_duration(self.lame_duck_grace_period_s)}) should "
+                "be strictly lower than lame duck duration "
+                f"({_go_duration(self.lame_duck_duration_s)})"
+            )
         _check_no_auth_user(self.auth)
         return self
 
@@ -448,6 +462,7 @@ _TOP_KEYS = {
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "lame_duck_duration", "lame_duck_grace_period",
 }
 
 
@@ -471,6 +486,34 @@ def _int32_size(value: Any, key: str) -> int:
     return size
 
 
+def _lame_duck_duration(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < MIN_LAME_DUCK_DURATION_S:
+        raise ConfigError(
+            f"invalid lame_duck_duration of {_go_duration(seconds)}, minimum is 30 seconds"
+        )
+    return seconds
+
+
+def _lame_duck_grace_period(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < 0:
+        raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+    return seconds
+
+
+def _go_duration(seconds: float) -> str:
+    """A duration as Go prints one (``30s``, ``1m30s``, ``500ms``)."""
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs:g}s"
+
+
 def _max_connections(value: Any, key: str) -> int:
     # nats-server: 0 in a config file means -1, and -1 refuses every connection
     count = _as_int(value, key)
@@ -492,6 +535,8 @@ _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "server_name": ("server_name", _as_str),
     "debug": ("debug", _as_bool),
     "trace": ("trace", _as_bool),
+    "lame_duck_duration": ("lame_duck_duration_s", _lame_duck_duration),
+    "lame_duck_grace_period": ("lame_duck_grace_period_s", _lame_duck_grace_period),
 }
 
 

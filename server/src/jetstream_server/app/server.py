@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from jetstream_server.app.connection import ClientConnection
+from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services, with_store_defaults
@@ -91,6 +92,9 @@ class NatsServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
         self.stopped = False
+        self.finished = asyncio.Event()  # set once stop() is done
+        self.lame_duck = False
+        self._services_closed = False
 
     @property
     def http_host(self) -> str:
@@ -157,8 +161,7 @@ class NatsServer:
             return
         self.stopped = True
         log.info("Initiating Shutdown...")
-        if self._listener is not None:
-            self._listener.close()
+        self.stop_listening()
         for conn in list(self.connections.values()):
             conn.close()
         if self._listener is not None:
@@ -166,14 +169,31 @@ class NatsServer:
                 await asyncio.wait_for(self._listener.wait_closed(), 5.0)
             except asyncio.TimeoutError:
                 log.warning("listener did not close within 5s")
+        self.close_services()
+        if self._monitor is not None:
+            await self._monitor.stop()
+        log.info("Server Exiting..")
+        self.finished.set()
+
+    def stop_listening(self) -> None:
+        """Accept no new client (the connected ones stay)."""
+        if self._listener is not None:
+            self._listener.close()
+
+    def close_services(self) -> None:
+        """Close the services (JetStream flushes its store), once."""
+        if self._services_closed:
+            return
+        self._services_closed = True
         for service in reversed(self.services):
             try:
                 service.close()
             except Exception:
                 log.exception("service %r failed to close", service)
-        if self._monitor is not None:
-            await self._monitor.stop()
-        log.info("Server Exiting..")
+
+    async def enter_lame_duck(self) -> None:
+        """Lame duck mode (SIGUSR2), run to its end: see `app.lame_duck`."""
+        await enter_lame_duck(self)
 
     # -- connections ---------------------------------------------------------------
     def connection_opened(self, conn: ClientConnection) -> bool:
