@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.lame_duck import enter_lame_duck
+from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services, with_store_defaults
@@ -129,14 +130,10 @@ class NatsServer:
             if cfg.http_port is not None:
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
-                log.info("Starting http monitor on %s:%d", self.http_host, self.http_port)
-            self._listener = await self.loop.create_server(
-                self._new_connection,
-                host=cfg.host,
-                port=0 if cfg.port == -1 else cfg.port,
-                reuse_address=True,
-                backlog=1024,
-            )
+                log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
+            sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
+            sock.listen(1024)
+            self._listener = await self.loop.create_server(self._new_connection, sock=sock)
         except BaseException:
             for service in reversed(started):
                 service.close()
@@ -145,7 +142,7 @@ class NatsServer:
             raise
         sock = self._listener.sockets[0]
         self.port = int(sock.getsockname()[1])
-        log.info("Listening for client connections on %s:%d", cfg.host, self.port)
+        log.info("Listening for client connections on %s", join_host_port(cfg.host, self.port))
         if self.auth.required:
             log.info("Client authentication required")
         if self.tls_context is not None:
