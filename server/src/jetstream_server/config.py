@@ -24,7 +24,8 @@ server honours:
       ]
     }
     no_auth_user: alice
-    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
+    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true,
+          handshake_first: true }     # or "auto" / a fallback delay like "300ms"
     lame_duck_duration: "2m"      # SIGUSR2: clients closed over this (30s minimum)
     lame_duck_grace_period: "10s" # ... starting this long after lame duck mode begins
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
@@ -128,6 +129,10 @@ class TlsSettings:
     key_file: str | None = None
     ca_file: str | None = None
     verify: bool = False
+    # `handshake_first`: TLS before INFO; with a fallback delay, a client that
+    # sends nothing for that long gets INFO in clear text instead
+    handshake_first: bool = False
+    handshake_first_fallback_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -863,6 +868,8 @@ def _tls_block(value: object, key: str) -> TlsSettings:
                 out["verify"] = _as_bool(v, f"{key}.{k}")
             elif k == "timeout":
                 parse_duration(v, f"{key}.{k}")
+            elif k in ("handshake_first", "first", "immediate"):
+                out["handshake_first"], out["handshake_first_fallback_s"] = _handshake_first(v, k)
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
         except ConfigError as exc:
@@ -870,6 +877,31 @@ def _tls_block(value: object, key: str) -> TlsSettings:
     if not out.get("cert_file") or not out.get("key_file"):
         raise ConfigError(f"{key}: cert_file and key_file are required")
     return TlsSettings(**out)
+
+
+DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S: Final = 0.05
+
+
+def _handshake_first(value: object, key: str) -> tuple[bool, float]:
+    """nats-server's `handshake_first`: a bool, "true"/"on", "false"/"off",
+    "auto" (50 ms fallback) or a fallback duration."""
+    if isinstance(value, bool):
+        return value, 0.0
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"field {key!r} should be a boolean or a string, got {type(value).__name__}"
+        )
+    text = value.lower()
+    if text in ("true", "on"):
+        return True, 0.0
+    if text in ("false", "off"):
+        return False, 0.0
+    if text in ("auto", "auto_fallback"):
+        return True, DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S
+    try:
+        return True, parse_duration(value, key)
+    except ConfigError:
+        raise ConfigError(f"field {key!r}'s value {value!r} is invalid") from None
 
 
 def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
