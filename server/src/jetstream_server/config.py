@@ -26,6 +26,7 @@ server honours:
     no_auth_user: alice
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true,
           handshake_first: true }     # or "auto" / a fallback delay like "300ms"
+    websocket { port: 8080, no_tls: true, compression: true }  # needs the wsproto package
     lame_duck_duration: "2m"      # SIGUSR2: clients closed over this (30s minimum)
     lame_duck_grace_period: "10s" # ... starting this long after lame duck mode begins
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
@@ -136,6 +137,18 @@ class TlsSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSocketSettings:
+    """``websocket { ... }``: a listener for WebSocket clients (None: none)."""
+
+    host: str | None = None  # None: the client listener's host
+    port: int = 8080
+    no_tls: bool = False
+    tls: TlsSettings | None = None
+    compression: bool = False
+    handshake_timeout_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
 class JetStreamLimits:
     """``jetstream { limits { ... } }``: server-wide caps on consumers and
     streams (0: none). `duplicate_window_ns` caps a stream's dedup window."""
@@ -178,6 +191,7 @@ class ServerConfig:
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    websocket: WebSocketSettings | None = None
     debug: bool = False
     trace: bool = False
     # lame duck mode (SIGUSR2): clients are closed over `duration`, after `grace_period`
@@ -467,7 +481,7 @@ _TOP_KEYS = {
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
-    "lame_duck_duration", "lame_duck_grace_period",
+    "lame_duck_duration", "lame_duck_grace_period", "websocket", "ws",
 }
 
 
@@ -595,6 +609,8 @@ def config_from_mapping(
                 )
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
+            elif k in ("websocket", "ws"):
+                changes["websocket"] = _websocket_block(value, key)
             elif k == "jetstream":
                 changes["jetstream"] = _jetstream_block(value, key, cfg.jetstream)
         except ConfigError as exc:
@@ -880,6 +896,41 @@ def _tls_block(value: object, key: str) -> TlsSettings:
 
 
 DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S: Final = 0.05
+
+
+def _websocket_block(value: object, key: str) -> WebSocketSettings:
+    """nats-server's `websocket` block (the keys this server honours), with
+    its rule that a listener without TLS must say `no_tls: true`."""
+    out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            name = f"{key}.{k}"
+            if k == "listen":
+                host, port = _split_hostport(v, name)
+                if host:
+                    out["host"] = host
+                if port is not None:
+                    out["port"] = port
+            elif k == "port":
+                out["port"] = _as_int(v, name)
+            elif k in ("host", "net"):
+                out["host"] = _as_str(v, name)
+            elif k == "no_tls":
+                out["no_tls"] = _as_bool(v, name)
+            elif k == "tls":
+                out["tls"] = _tls_block(v, name)
+            elif k in ("compress", "compression"):
+                out["compression"] = _as_bool(v, name)
+            elif k == "handshake_timeout":
+                out["handshake_timeout_s"] = parse_duration(v, name)
+            else:
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    settings = WebSocketSettings(**out)
+    if settings.tls is None and not settings.no_tls:
+        raise ConfigError("websocket requires TLS configuration")
+    return settings
 
 
 def _handshake_first(value: object, key: str) -> tuple[bool, float]:

@@ -99,8 +99,10 @@ class ConnectionHost(Protocol):
 
 
 class ClientConnection(asyncio.Protocol):
-    def __init__(self, host: ConnectionHost, cid: int) -> None:
+    def __init__(self, host: ConnectionHost, cid: int, *, websocket: bool = False) -> None:
         self.host = host
+        # a WebSocket client: TLS, if any, was the listener's (never upgraded here)
+        self.websocket = websocket
         self.config = host.config
         self.cid = cid
         self.loop = host.loop
@@ -135,7 +137,7 @@ class ClientConnection(asyncio.Protocol):
         session = self.session
         session.ip, session.port = self.ip, self.port
         accepted = self.host.connection_opened(self)
-        tls = self.host.tls_context
+        tls = None if self.websocket else self.host.tls_context
         tls_first = tls is not None and self.config.tls.handshake_first
         if not tls_first or not accepted:
             self.transport.write(session.greeting(self.host.info_for(self)))

@@ -38,7 +38,7 @@ from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services, with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
-from jetstream_server.config import ServerConfig
+from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service
@@ -89,6 +89,8 @@ class NatsServer:
         self.http_port: int | None = None
         self.tls_context: ssl.SSLContext | None = None
         self._listener: asyncio.Server | None = None
+        self._ws_listener: asyncio.Server | None = None
+        self.websocket_port = 0
         self._monitor: MonitorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
@@ -143,6 +145,8 @@ class NatsServer:
         sock = self._listener.sockets[0]
         self.port = int(sock.getsockname()[1])
         log.info("Listening for client connections on %s", join_host_port(cfg.host, self.port))
+        if cfg.websocket is not None:
+            await self._listen_websocket(cfg.websocket)
         if self.auth.required:
             log.info("Client authentication required")
         if self.tls_context is not None:
@@ -152,6 +156,38 @@ class NatsServer:
 
     def _new_connection(self) -> ClientConnection:
         return ClientConnection(self, next(self._cids))
+
+    async def _listen_websocket(self, ws: WebSocketSettings) -> None:
+        try:
+            from jetstream_server.app.websocket import WebSocketConnection
+        except ImportError:
+            raise ConfigError(
+                "websocket: needs the wsproto package (pip install 'jetstream-server[websocket]')"
+            ) from None
+        ctx = make_server_context(ws.tls) if ws.tls is not None else None
+        host = ws.host or self.config.host
+
+        def protocol() -> WebSocketConnection:
+            return WebSocketConnection(
+                lambda: ClientConnection(self, next(self._cids), websocket=True),
+                loop=self.loop,
+                compression=ws.compression,
+                handshake_timeout_s=ws.handshake_timeout_s,
+                max_inflated=self.config.max_pending,
+            )
+
+        sock = bind_socket(host, 0 if ws.port == -1 else ws.port)
+        sock.listen(1024)
+        self._ws_listener = await self.loop.create_server(protocol, sock=sock, ssl=ctx)
+        self.websocket_port = int(sock.getsockname()[1])
+        scheme = "wss" if ctx is not None else "ws"
+        log.info(
+            "Listening for websocket clients on %s://%s",
+            scheme,
+            join_host_port(host, self.websocket_port),
+        )
+        if ctx is None:
+            log.warning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")
 
     async def stop(self) -> None:
         if self.stopped:
@@ -174,8 +210,9 @@ class NatsServer:
 
     def stop_listening(self) -> None:
         """Accept no new client (the connected ones stay)."""
-        if self._listener is not None:
-            self._listener.close()
+        for listener in (self._listener, self._ws_listener):
+            if listener is not None:
+                listener.close()
 
     def close_services(self) -> None:
         """Close the services (JetStream flushes its store), once."""
@@ -265,6 +302,10 @@ class NatsServer:
                 info["tls_verify"] = True
         if cfg.jetstream.domain:
             info["domain"] = cfg.jetstream.domain
+        if conn is not None and conn.websocket:
+            # TLS, if any, was the WebSocket listener's
+            info.pop("tls_required", None)
+            info.pop("tls_verify", None)
         if conn is not None:
             info["client_id"] = conn.cid
             info["client_ip"] = conn.ip
@@ -333,7 +374,7 @@ class NatsServer:
                 {
                     "cid": conn.cid,
                     "kind": "Client",
-                    "type": "nats",
+                    "type": "websocket" if conn.websocket else "nats",
                     "ip": conn.ip,
                     "port": conn.port,
                     "start": _rfc3339(conn.start),
