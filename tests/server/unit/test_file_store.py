@@ -218,10 +218,21 @@ def test_corrupt_record_in_the_middle_of_the_tail(tmp_path: Path) -> None:
         fh.write(bytes([byte[0] ^ 0x55]))
     again = FileStore(tmp_path)
     st = again.state()
-    assert (st.msgs, st.last_seq) == (59, 59)
-    assert again.recovery.lost_msgs == 41
-    assert "checksum" in again.recovery.notes[0] and "after sequence 59" in again.recovery.notes[0]
-    again.close()
+    # record by record: only the damaged record is lost, every later one is kept
+    assert (st.msgs, st.last_seq, st.num_deleted) == (99, 100, 1)
+    rep = again.recovery
+    assert rep.lost_msgs == 1 and rep.lost_seqs == [60]
+    assert "checksum" in rep.notes[0] and "after sequence 59" in rep.notes[0]
+    assert again.load(60) is None and again.load(61) is not None
+    assert [m.seq for m in again.iter_range(58, 100)] == [58, 59, *range(61, 101)]
+    assert again.store("next", None, b"n", T0) == 101
+    crash(again)
+    # the damaged bytes were cut out of the block: the loss is reported once
+    third = FileStore(tmp_path)
+    assert third.recovery.lost_bytes == 0 and third.recovery.lost_seqs == []
+    assert third.state().msgs == 100 and third.load(101) is not None
+    assert [m.seq for m in third.iter_range(1, 101)] == [*range(1, 60), *range(61, 102)]
+    third.close()
 
 
 def test_half_created_block_is_dropped(tmp_path: Path) -> None:
