@@ -42,6 +42,7 @@ from jetstream_server.store.index import MessageIndex
 log = logging.getLogger(__name__)
 
 _CRC = struct.Struct("<I")
+MAX_GAP = 1 << 16  # most sequences one unreadable hole is reported to have held
 
 
 @dataclass(slots=True)
@@ -258,6 +259,7 @@ def _replay(
     tail: tuple[int, int] | None = None
     stamp_seen = 0
     holes: list[_Hole] = []
+    gap_after = -1  # a hole with no readable header: the gap up to the next message is lost
 
     def flush() -> None:
         if run_sids:
@@ -289,6 +291,8 @@ def _replay(
             lost = _framed_msg_seqs(mv, pos, nxt, after)
             for lost_seq in lost:
                 suspects[lost_seq] = 0
+            if not lost:
+                gap_after = after
             records = max(codec.count_framed(mv[:nxt], pos, nxt), len(lost), 1)
             holes.append(_Hole(pos, nxt, records, after, why))
             pos = nxt
@@ -302,6 +306,10 @@ def _replay(
                 except UnicodeDecodeError:
                     reason = "subject is not UTF-8"
                     break
+            if gap_after >= 0:
+                for lost_seq in range(gap_after + 1, min(seq, gap_after + 1 + MAX_GAP)):
+                    suspects[lost_seq] = 0
+                gap_after = -1
             if seq != next_seq:
                 flush()
                 if seq <= index.last_seq:
