@@ -24,6 +24,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from jetstream_testing.process import ServerProcess, nats_server_binary, write_config
 
@@ -116,7 +117,7 @@ class NatsCluster:
         return [name for name, node in self.nodes.items() if node.running]
 
     # -- monitoring ----------------------------------------------------------
-    def jsz(self, name: str, query: str = "") -> dict[str, object]:
+    def jsz(self, name: str, query: str = "") -> dict[str, Any]:
         node = self.nodes[name]
         url = f"http://{self.host}:{node.http_port}/jsz{query}"
         with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 (loopback)
