@@ -11,7 +11,8 @@ usage: python tests/crash_pipeline.py <server url> <checkpoint dir> <in stream> 
 
 Optional `key=value` settings (the cluster tests): `durable=<name>` mirrors the
 commits into that durable consumer; `max=<n>` sets maxMessagesPerTrigger (250); `conf.<spark key>=<value>` sets a Spark conf
-(`conf.spark.master=spark://...` runs it on a standalone cluster).
+; `submit=1` when run by spark-submit: the session is
+spark-submit's (master, --py-files, Python), not a local one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ def main(argv: list[str]) -> int:
     # C1-only JIT and serial GC: this short-lived JVM starts several times per test
     fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
     fast_start.update({k[len("conf.") :]: v for k, v in settings.items() if k.startswith("conf.")})
-    spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
+    if settings.get("submit") == "1":
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("crash-pipeline").getOrCreate()
+    else:
+        spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
     spark.sparkContext.setLogLevel("ERROR")
     spark_jetstream.register(spark)
     reader = (
