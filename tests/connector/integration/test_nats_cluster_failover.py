@@ -33,7 +33,7 @@ from spark_jetstream.options import ConnectionOptions
 
 pytestmark = [pytest.mark.crash, pytest.mark.cluster]
 
-N = 2000
+N = 1200
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "crash_pipeline.py"
 SEEDS = [int(s) for s in os.environ.get("CLUSTER_SEEDS", "").split(",") if s.strip()] or [
     random.randrange(1, 10**6)

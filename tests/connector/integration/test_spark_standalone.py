@@ -27,7 +27,7 @@ from jetstream_testing.spark_cluster import SparkStandalone, spark_home, worker_
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
-N = 1500
+N = 1000
 REPO = Path(__file__).resolve().parents[3]
 PIPELINE = REPO / "tests" / "support" / "crash_pipeline.py"
 
@@ -132,3 +132,25 @@ def _submit_env() -> dict[str, str]:
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
         env.pop(key, None)
     return env
+
+
+@pytest.mark.timeout(600)
+def test_main_job_on_the_standalone_cluster_against_a_nats_cluster(
+    standalone: SparkStandalone, connector_zip: Path, tmp_path: Path
+) -> None:
+    """The README's cluster command: `python -m jobs.orders_pipeline --master spark://...
+    --servers a,b,c --replicas 3 --py-files spark_jetstream.zip`; its own checks pass."""
+    from jetstream_testing.cluster import NatsCluster
+
+    with NatsCluster(tmp_path / "nats", 3) as nats_cluster:
+        argv = [sys.executable, "-m", "jobs.orders_pipeline", "--master", standalone.master_url]
+        argv += ["--servers", nats_cluster.servers, "--replicas", "3", "--py-files", str(connector_zip)]
+        argv += ["--orders", "300", "--batch-size", "500", "--data-dir", str(tmp_path / "data")]
+        for setting in ("spark.driver.host=127.0.0.1", "spark.executor.memory=512m", "spark.cores.max=2"):
+            argv += ["--conf", setting]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=480, env=_submit_env(), cwd=REPO  # jobs/ runs from the repository
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
+        assert "all checks passed" in done.stdout
+        assert stream_info(nats_cluster.urls[0], "ORDERS")["config"]["num_replicas"] == 3
