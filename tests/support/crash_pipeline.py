@@ -7,7 +7,12 @@ jetstream sink (subject `out.copy`), with a checkpoint, under
 process group with SIGKILL at random points and starts it again on the same
 checkpoint; exit code 0 means every available message was processed.
 
-usage: python tests/crash_pipeline.py <server url> <checkpoint dir> <in stream> <out subject>
+usage: python tests/crash_pipeline.py <server url> <checkpoint dir> <in stream> <out subject> [key=value ...]
+
+Optional `key=value` settings (the cluster tests): `durable=<name>` mirrors the
+commits into that durable consumer; `max=<n>` sets maxMessagesPerTrigger (250); `conf.<spark key>=<value>` sets a Spark conf
+; `submit=1` when run by spark-submit: the session is
+spark-submit's (master, --py-files, Python), not a local one.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    url, checkpoint, in_stream, out_subject = argv
+    url, checkpoint, in_stream, out_subject, *extra = argv
+    settings = dict(arg.split("=", 1) for arg in extra)
     from pyspark.sql import functions as F
 
     import spark_jetstream
@@ -24,16 +30,24 @@ def main(argv: list[str]) -> int:
 
     # C1-only JIT and serial GC: this short-lived JVM starts several times per test
     fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-    spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
+    fast_start.update({k[len("conf.") :]: v for k, v in settings.items() if k.startswith("conf.")})
+    if settings.get("submit") == "1":
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("crash-pipeline").getOrCreate()
+    else:
+        spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
     spark.sparkContext.setLogLevel("ERROR")
     spark_jetstream.register(spark)
-    source = (
+    reader = (
         spark.readStream.format("jetstream")
         .option("servers", url)
         .option("stream", in_stream)
-        .option("maxMessagesPerTrigger", "250")
-        .load()
+        .option("maxMessagesPerTrigger", settings.get("max", "250"))
     )
+    if "durable" in settings:
+        reader = reader.option("durable", settings["durable"])
+    source = reader.load()
     out = source.select(
         "stream",
         "seq",
