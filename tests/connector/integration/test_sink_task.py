@@ -8,8 +8,8 @@ from sink_helpers import create_stream, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.options import WriteOptions
-from spark_jetstream.write.schema import WriteColumns
 from spark_jetstream.write.msg_ids import content_digest
+from spark_jetstream.write.schema import WriteColumns
 from spark_jetstream.write.sink_task import RowValueError, publish_batches
 
 MULTI = pa.map_(pa.string(), pa.list_(pa.string()))
