@@ -411,9 +411,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Subject every row is published to. Overrides the `subject` column; one of the two "
            "is required."),
     Option("stream", Name("stream name"), None, W,
-           "Expected target stream. Checked on the driver before anything is published (the "
-           "stream must exist and capture the `subject` option); every message carries "
-           "`Nats-Expected-Stream`, so a row whose subject belongs to another stream fails the task."),
+           "Expected target stream: every message carries `Nats-Expected-Stream`, so a row whose "
+           "subject belongs to another stream (or to none) fails its task, naming the subject."),
     Option("maxInFlight", Count(1, MAX_IN_FLIGHT_LIMIT), "2048", W,
            f"Publishes awaiting their pub ack, per task (1-{MAX_IN_FLIGHT_LIMIT}). Every ack is "
            "awaited before the task ends."),

@@ -75,6 +75,49 @@ def test_replayed_batch_is_deduplicated_and_restart_continues(
     assert sorted(m.data for m in msgs) == sorted(f"v{i}".encode() for i in range(60))
 
 
+def test_a_write_inside_foreach_batch_repeats_its_ids_when_the_batch_is_replayed(
+    spark: SparkSession, server: ServerProcess, tmp_path: Path
+) -> None:
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    create_stream(server.url, "FB", ["fb"])
+    src, ck = tmp_path / "in", tmp_path / "ck"
+    write_json_files(src, 0, 40)
+    url = server.url
+
+    def write_batch(df: DataFrame, batch_id: int) -> None:
+        # a shuffle and a new row order on every attempt; no msg_id, no source coordinates
+        shuffled = df.repartition(3, "data").sortWithinPartitions(F.rand()).select("data")
+        shuffled.write.format("jetstream").mode("append").option("servers", url).option("subject", "fb").save()
+
+    def run() -> StreamingQuery:
+        df = spark.readStream.schema("data string, subject string").option("maxFilesPerTrigger", 2).json(str(src))
+        query = (
+            df.writeStream.foreachBatch(write_batch)
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+        return query
+
+    first = run()
+    assert stream_info(server.url, "FB")["state"]["messages"] == 40
+    commits = sorted((ck / "commits").iterdir(), key=lambda p: p.name)
+    last = [p for p in commits if p.name.isdigit()][-1]
+    last.unlink()
+    (ck / "commits" / f".{last.name}.crc").unlink(missing_ok=True)
+    write_json_files(src, 40, 20)
+    query = run()
+    replayed = [p for p in query.recentProgress if p["batchId"] == int(last.name)]
+    assert replayed and replayed[0]["numInputRows"] > 0  # the batch really ran again
+    msgs = read_stream(server.url, "FB")
+    assert sorted(m.data for m in msgs) == sorted(f"v{i}".encode() for i in range(60))
+    assert all(m.msg_id and m.msg_id.startswith(f"{first.id}:") for m in msgs)  # query and batch ids
+
+
 def test_bad_option_fails_the_query_at_start(spark: SparkSession, server: ServerProcess, tmp_path: Path) -> None:
     create_stream(server.url, "ST", ["st"])
     write_json_files(tmp_path / "in", 0, 10)
