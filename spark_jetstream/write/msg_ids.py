@@ -7,7 +7,7 @@ resolved in schema.py) is explicit:
 
 - `column`: the `msg_id` column, as given (non-empty, no line breaks).
 - `content`: `<prefix><scope>:<partition>:<digest>:<k>`. `digest` is a
-  96-bit BLAKE2b hash (16 characters, URL-safe base64) of what the row
+  96-bit BLAKE2b hash (16 characters of base64: never a colon) of what the row
   publishes (subject, the header lines the sink copies, data), `k` the number
   of identical rows before it in the task. With `msgIdColumns` the digest
   hashes those columns' values instead and the partition is left out:
@@ -35,8 +35,8 @@ scope collapse into one message unless they share a task.
 
 from __future__ import annotations
 
-import base64
 import hashlib
+from binascii import b2a_base64
 from collections.abc import Callable, Sequence
 
 from spark_jetstream.spark_internals import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
@@ -86,8 +86,19 @@ def id_scope(mode: str, msg_id_scope: str | None, streaming: str | None) -> str:
 def content_digest(subject: bytes, header_lines: bytes, payload: bytes) -> str:
     """The digest of what one row publishes. Unambiguous: the subject holds no line feed and
     every header line ends in CRLF, so the lone LF after them ends the headers."""
-    raw = hashlib.blake2b(subject + b"\n" + header_lines + b"\n" + payload, digest_size=DIGEST_BYTES).digest()
-    return base64.urlsafe_b64encode(raw).decode()
+    return content_digests([subject], [header_lines], [payload])[0]
+
+
+def content_digests(
+    subjects: Sequence[bytes], header_lines: Sequence[bytes], payloads: Sequence[bytes]
+) -> list[str]:
+    """`content_digest` of every row (one call per batch: the per-row cost is the hash)."""
+    blake2b = hashlib.blake2b
+    size = DIGEST_BYTES
+    return [
+        b2a_base64(blake2b(s + b"\n" + h + b"\n" + p, digest_size=size).digest(), newline=False).decode()
+        for s, h, p in zip(subjects, header_lines, payloads, strict=True)
+    ]
 
 
 def _canonical(value: object) -> bytes:
@@ -106,7 +117,7 @@ def _canonical(value: object) -> bytes:
 def values_digest(values: Sequence[object]) -> str:
     """The digest of one row's msgIdColumns values."""
     raw = hashlib.blake2b(b"".join(_canonical(v) for v in values), digest_size=DIGEST_BYTES).digest()
-    return base64.urlsafe_b64encode(raw).decode()
+    return b2a_base64(raw, newline=False).decode()
 
 
 class MsgIdGenerator:

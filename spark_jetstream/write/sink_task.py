@@ -35,7 +35,12 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_jetstream.client import LeanConnection, lease
 from spark_jetstream.options import ConnectionOptions, WriteOptions
-from spark_jetstream.write.msg_ids import MsgIdGenerator, content_digest, values_digest
+from spark_jetstream.write.msg_ids import (
+    MsgIdGenerator,
+    content_digest,
+    content_digests,
+    values_digest,
+)
 from spark_jetstream.write.publisher import Publisher, PublishStats
 from spark_jetstream.write.schema import WriteColumns
 
@@ -227,7 +232,7 @@ def publish_batches(
                 value_lists = [batch.column(c).to_pylist() for c in columns.id_columns]
                 msg_ids = ids.from_digests([values_digest(v) for v in zip(*value_lists, strict=True)])
             else:
-                msg_ids = ids.from_digests([digest(i) for i in range(n)])
+                msg_ids = ids.from_digests(content_digests(subjects, lines, payloads))
             # header blocks
             tail = b"\r\n" + expected
             hdrs = [
