@@ -36,18 +36,47 @@ def make_reader(url: str, clock: FakeClock | None = None, **opts: str) -> JetStr
 
 
 def off(seq: int) -> dict:
-    return {"stream": "S", "seq": seq}
+    return {"streams": {"S": seq}}
+
+
+def resolved_start(reader: JetStreamStreamReader) -> dict:
+    """What batch 0 ends at: the start, resolved from the initial offset."""
+    initial = reader.initialOffset()
+    assert initial == {"streams": {}}
+    return reader.latestOffset(initial, ReadAllAvailable())
 
 
 async def test_initial_offsets(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
     await fill(js, "S", [("s.a", b"x") for _ in range(6)], subjects=["s.>"])
     await js.purge_stream("S", seq=3)  # first_seq = 3
-    assert make_reader(server.url).initialOffset() == off(2)
-    assert make_reader(server.url, startingOffsets="latest").initialOffset() == off(6)
-    assert make_reader(server.url, startingOffsets="5").initialOffset() == off(4)
+    assert resolved_start(make_reader(server.url)) == off(2)
+    assert resolved_start(make_reader(server.url, startingOffsets="latest")) == off(6)
+    assert resolved_start(make_reader(server.url, startingOffsets="5")) == off(4)
+    assert resolved_start(make_reader(server.url, startingTimestamp="0")) == off(2)
     far_future = str(4102444800000)  # 2100-01-01
-    assert make_reader(server.url, startingTimestamp=far_future).initialOffset() == off(6)
-    assert make_reader(server.url, startingTimestamp="0").initialOffset() == off(2)
+    lenient = make_reader(server.url, startingTimestamp=far_future, startingOffsetsByTimestampStrategy="latest")
+    assert resolved_start(lenient) == off(6)
+    with pytest.raises(ValueError, match=r"no message of stream 'S' is stored at or after startingTimestamp "
+                       r"2100-01-01T00:00:00.000\+00:00; set option startingOffsetsByTimestampStrategy=latest"):
+        resolved_start(make_reader(server.url, startingTimestamp=far_future))
+
+
+async def test_latest_start_is_resolved_once(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    """Defect: each initialOffset call asked the server again, so messages published
+    between Spark's calls for batch 0 were never read."""
+    await fill(js, "S", [("s.a", b"x") for _ in range(3)], subjects=["s.>"])
+    r = make_reader(server.url, startingOffsets="latest")
+    first = r.initialOffset()
+    start = r.latestOffset(first, ReadAllAvailable())
+    assert start == off(3)
+    await fill(js, "S", [("s.a", b"y") for _ in range(4)])  # 4..7 arrive after the resolution
+    assert r.initialOffset() == first  # the same answer on every call
+    assert r.latestOffset(first, ReadAllAvailable()) == off(3)  # resolved once
+    assert r.partitions(first, start) == []  # batch 0 reads nothing: it records the start
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == off(7)
+    assert [(p.start, p.end) for p in r.partitions(start, end)] == [(3, 7)]
+    r.stop()
 
 
 async def test_latest_offset_limits(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
@@ -118,3 +147,5 @@ async def test_data_loss_in_latest_offset_and_partitions(server: ServerProcess, 
 async def test_new_query_on_missing_stream_names_the_option(server: ServerProcess) -> None:
     with pytest.raises(LookupError, match=r"stream 'S' not found.*\(option stream\)"):
         make_reader(server.url).initialOffset()
+    with pytest.raises(LookupError, match=r"stream 'T' not found.*\(option stream\)"):
+        make_reader(server.url, stream="T").latestOffset({"streams": {}}, ReadAllAvailable())
