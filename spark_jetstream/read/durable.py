@@ -43,7 +43,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection, NatsError
+from spark_jetstream.client import (
+    ErrorCode,
+    JetStreamApiError,
+    LeanConnection,
+    NatsError,
+    NatsTimeoutError,
+    NoRespondersError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +80,13 @@ def durable_ack_floor(conn: LeanConnection, stream: str, durable: str) -> int | 
 
 
 def durable_config(
-    durable: str, subjects: tuple[str, ...], after_seq: int, owner: str = "", start: int | None = None
+    durable: str,
+    subjects: tuple[str, ...],
+    after_seq: int,
+    owner: str = "",
+    start: int | None = None,
+    *,
+    workqueue: bool = False,
 ) -> dict[str, Any]:
     config: dict[str, Any] = {
         "durable_name": durable,
@@ -82,7 +95,7 @@ def durable_config(
         "description": "progress of a spark-jetstream query (ack floor = committed offset)",
         "metadata": {OWNER_KEY: owner, START_KEY: str(after_seq if start is None else start)},
     }
-    if after_seq <= 0:
+    if after_seq <= 0 or workqueue:  # work-queue consumers must deliver all (10101)
         config["deliver_policy"] = "all"
     else:
         config["deliver_policy"] = "by_start_sequence"
@@ -148,13 +161,17 @@ def claim_durable(
     subjects: tuple[str, ...],
     owner: str,
     resolve_start: Callable[[], int],
+    retention: str = "limits",
 ) -> int:
     """At the query's start on `stream`: the sequence to start after (see the module doc)."""
     info = consumer_info(conn, stream, durable)
     if info is None:
         start = resolve_start()
         log.info("creating durable consumer %s on stream %s after sequence %d", durable, stream, start)
-        _create(conn, stream, durable_config(durable, subjects, start, owner), "create")
+        workqueue = retention == "workqueue"
+        _create(conn, stream, durable_config(durable, subjects, start, owner, workqueue=workqueue), "create")
+        if workqueue and start > 0:  # delivers all: its ack floor moves to the start instead
+            conn.js_api(f"CONSUMER.RESET.{stream}.{durable}", {"seq": start + 1}, retry=False)
         return start
     metadata = check_ours(info, stream, durable, subjects)
     floor = int(info.get("ack_floor", {}).get("stream_seq", 0))
@@ -183,7 +200,8 @@ def mirror_commit(
     """
     info = consumer_info(conn, stream, durable)
     if info is None:  # deleted behind our back: re-created, marked; it read nothing below `end`
-        info = _create(conn, stream, durable_config(durable, subjects, end, owner), "create")
+        config = durable_config(durable, subjects, end, owner, workqueue=retention == "workqueue")
+        info = _create(conn, stream, config, "create")
     metadata = check_ours(info, stream, durable, subjects, unmarked_ok=adopt)
     if metadata.get(OWNER_KEY) != owner and adopt:
         metadata = _adopt(conn, stream, info, metadata, owner)
@@ -218,22 +236,33 @@ def mirror_commit(
 
 
 class MirrorGuard:
-    """Makes the mirror best effort: server errors become one warning, then debug lines."""
+    """Makes the mirror best effort: server errors become one warning, then debug lines.
+
+    A request that gets no answer or no responder (a server without the RESET
+    API, older than 2.14) turns the mirror off until the query restarts, so
+    that no micro-batch waits for a timeout again; other errors are retried at
+    the next commit.
+    """
 
     def __init__(self) -> None:
         self.warned = False
+        self.disabled = False
 
     def run(self, what: str, server_version: str, fn: Callable[[], Any]) -> bool:
+        if self.disabled:
+            return False
         try:
             fn()
         except (NatsError, OSError) as exc:
+            self.disabled = isinstance(exc, (NatsTimeoutError, NoRespondersError))
             log_at = logging.DEBUG if self.warned else logging.WARNING
             self.warned = True
             log.log(
                 log_at,
                 "%s: the durable consumer does not mirror the committed offset (%s); it needs %s, the "
-                "server reports version %s; the query continues (its checkpoint is the source of truth)",
+                "server reports version %s; the query continues (its checkpoint is the source of truth)%s",
                 what, exc, RESET_NEEDS, server_version or "unknown",
+                "; mirroring is off until the query restarts" if self.disabled else "",
             )
             return False
         return True

@@ -172,7 +172,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if durable and owner:
             seq = self._call(
                 lambda c: claim_durable(
-                    c, stream, durable, opts.subjects, owner, lambda: resolve_start(c, opts, state)
+                    c, stream, durable, opts.subjects, owner, lambda: resolve_start(c, opts, state), state.retention
                 )
             )
         else:

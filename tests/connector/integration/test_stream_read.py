@@ -64,8 +64,8 @@ async def test_available_now_then_restart_continues_exactly(
     q = _run_available_now(stream_reader(spark, server.url, "E", subjects="e.0,e.1"), checkpoint, t1)
     assert _seqs(t1) == [s for s in range(1, 13) if (s - 1) % 3 != 2]
     source = q.lastProgress["sources"][0]
-    assert json.loads(source["endOffset"]) == {"stream": "E", "seq": 12}
-    assert json.loads(source["latestOffset"]) == {"stream": "E", "seq": 12}
+    assert json.loads(source["endOffset"]) == {"streams": {"E": 12}}
+    assert json.loads(source["latestOffset"]) == {"streams": {"E": 12}}
     await fill(js, "E", [(f"e.{i % 3}", f"n{i}".encode()) for i in range(12, 18)])
     t2 = Collector()
     _run_available_now(stream_reader(spark, server.url, "E", subjects="e.0,e.1"), checkpoint, t2)
