@@ -12,22 +12,19 @@ on the stream reader directly (no Spark: faster, and the steps are explicit).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
-from read_helpers import fill, stream_reader
-
-import logging
-
 from api_proxy import ApiProxy
 from pyspark.sql.streaming.datasource import ReadAllAvailable
+from read_helpers import fill, stream_reader
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
 from spark_jetstream.options import ConnectionOptions, ReadOptions
 from spark_jetstream.read.durable import OWNER_KEY, DurableOwnershipError, consumer_info
 from spark_jetstream.read.stream_reader import JetStreamStreamReader
-
 
 
 class FloorRecorder:
