@@ -4,7 +4,8 @@ Driver side (this object lives in Spark's Python source runner on the driver;
 it is pickled to executors only for `read`, without its connection):
 - `initialOffset` is `{"streams": {}}`: no stream's start resolved yet, the
   same answer on every call (Spark asks more than once for batch 0, and again
-  after a crash before its first offset is logged).
+  after a crash before its first offset is logged), without asking the server
+  (a missing stream is reported when its start is resolved, naming the option).
 - `latestOffset(start, limit)`: a configured stream missing from `start` has
   its start resolved once (the durable consumer's ack floor when `durable`
   names a consumer of this connector, else startingTimestamp /
@@ -151,12 +152,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # -- offsets ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        for stream in self.options.streams:
-            try:
-                self._call(partial(stream_state, stream=stream))
-            except StreamMissingError as exc:
-                # a new query on a stream that does not exist: a mistake, not data loss
-                raise StreamMissingError(f"{exc} (option stream)") from None
+        # No server call: the same answer every time; the start is resolved by latestOffset.
         return Offset().to_dict()
 
     def _resolve(self, stream: str, owner: str | None) -> int:

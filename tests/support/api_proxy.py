@@ -12,7 +12,8 @@ the first N requests with the API's own 503 error (`JetStream system
 temporarily unavailable`, err_code 10008, as nats-server sends during a
 leader election); `swallow=N` drops the first N (a request that times out);
 `drop` names APIs (e.g. "CONSUMER.RESET") that never get an answer, like a
-server too old to know them.
+server too old to know them; `relay` names APIs (e.g. "STREAM.INFO") whose
+replies pass through the proxy and are kept in `replies` (subject, JSON).
 Not collected by pytest (no `test_` prefix).
 """
 
@@ -29,9 +30,18 @@ UNAVAILABLE = {"code": 503, "err_code": 10008, "description": "JetStream system 
 
 class ApiProxy:
     def __init__(
-        self, url: str, prefix: str, *, unavailable: int = 0, swallow: int = 0, drop: tuple[str, ...] = ()
+        self,
+        url: str,
+        prefix: str,
+        *,
+        unavailable: int = 0,
+        swallow: int = 0,
+        drop: tuple[str, ...] = (),
+        relay: tuple[str, ...] = (),
     ) -> None:
         self.drop = drop
+        self.relay = relay
+        self.replies: list[tuple[str, dict]] = []
         self.url = url
         self.prefix = prefix
         self.unavailable = unavailable
@@ -85,6 +95,12 @@ class ApiProxy:
                     if self.unavailable > 0:
                         self.unavailable -= 1
                         conn.publish(reply, json.dumps({"error": UNAVAILABLE}).encode())
+                        continue
+                    api = "$JS.API." + subject[len(self.prefix) + 1 :]
+                    if any(subject.startswith(f"{self.prefix}.{name}.") for name in self.relay):
+                        _, answer = conn.request(api, payload, timeout=10)
+                        self.replies.append((subject, json.loads(answer)))
+                        conn.publish(reply, answer)
                         continue
                     # forwarded with the client's reply subject: the server answers the client
                     # directly (also the stream of messages a pull request gets)

@@ -146,6 +146,6 @@ async def test_data_loss_in_latest_offset_and_partitions(server: ServerProcess, 
 
 async def test_new_query_on_missing_stream_names_the_option(server: ServerProcess) -> None:
     with pytest.raises(LookupError, match=r"stream 'S' not found.*\(option stream\)"):
-        make_reader(server.url).initialOffset()
+        make_reader(server.url).latestOffset({"streams": {}}, ReadAllAvailable())
     with pytest.raises(LookupError, match=r"stream 'T' not found.*\(option stream\)"):
         make_reader(server.url, stream="T").latestOffset({"streams": {}}, ReadAllAvailable())
