@@ -309,8 +309,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("subjects", FilterSubjects(), None, R,
            "Comma-separated subject filter; wildcards `*` and `>` allowed.", shown="(all)"),
     Option("durable", Name("consumer name"), None, S,
-           "Durable consumer that mirrors progress: its ack floor follows the committed offset "
-           "(created if missing); a new query without checkpoint starts from its ack floor."),
+           "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
+           "offset (created and marked if missing; one made by another application or with another "
+           "filter is refused); a new query without checkpoint starts from its ack floor."),
     Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
     Option("startingTimestamp", Timestamp(), None, R,
