@@ -131,6 +131,19 @@ class Name(Kind):
 
 
 @dataclass(frozen=True)
+class StreamNames(Kind):
+    """Comma-separated stream names; no duplicates."""
+
+    absent: Any = ()
+
+    def parse(self, option: str, raw: str) -> tuple[str, ...]:
+        names = tuple(parse_name(option, n, "stream name") for n in raw.split(",") if n.strip())
+        if len(set(names)) != len(names):
+            raise OptionError(f"option {option}: duplicate stream in {raw!r}")
+        return names
+
+
+@dataclass(frozen=True)
 class FilterSubjects(Kind):
     """Comma-separated subjects with wildcards; no duplicates."""
 
@@ -329,30 +342,37 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("servers", Servers(), DEFAULT_SERVERS, ALL,
            "Comma-separated server URLs (nats:// or tls://; user:pass@ allowed)."),
     # -- reads
-    Option("stream", Name("stream name"), None, R, "The JetStream stream to read.", shown="(required)"),
+    Option("stream", StreamNames(), None, R,
+           "The JetStream stream to read, or several (comma-separated: one source, one offset per stream).",
+           shown="(required)"),
     Option("subjects", FilterSubjects(), None, R,
            "Comma-separated subject filter; wildcards `*` and `>` allowed.", shown="(all)"),
     Option("durable", Name("consumer name"), None, S,
-           "Durable consumer that mirrors progress: its ack floor follows the committed offset "
-           "(created if missing); a new query without checkpoint starts from its ack floor."),
+           "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
+           "offset (created and marked if missing; one made by another application or with another "
+           "filter is refused); a new query without checkpoint starts from its ack floor."),
     Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
     Option("startingTimestamp", Timestamp(), None, R,
            "Start at the first message stored at or after this time (ms since epoch or ISO-8601); "
            "excludes startingOffsets."),
+    Option("startingOffsetsByTimestampStrategy", Choice(("error", "latest")), "error", R,
+           "When no message is stored at or after startingTimestamp: `error` fails naming the time, "
+           "`latest` starts at the end of the stream (as Spark's Kafka source)."),
     Option("endingOffsets", Position(("latest",)), "latest", B,
            "`latest` or a stream sequence (the last message read is at or before it)."),
     Option("endingTimestamp", Timestamp(), None, B,
            "Read only messages stored before this time; excludes endingOffsets."),
     Option("maxMessagesPerTrigger", Count(1), None, S,
-           "At most this many stream sequences per micro-batch."),
+           "At most this many messages per micro-batch (matching messages when subjects is set; "
+           "split across streams by backlog)."),
     Option("maxBytesPerTrigger", Size(1), None, S,
            "About this many bytes per micro-batch (a size; estimated from the stream's average "
-           "stored message size)."),
-    Option("maxRecordsPerBatch", Count(1), None, S,
-           "Spark's name for maxMessagesPerTrigger (the smaller wins)."),
-    Option("maxBytesPerBatch", Size(1), None, S,
-           "Spark's name for maxBytesPerTrigger (the smaller wins)."),
+           "stored message size, then counted like maxMessagesPerTrigger)."),
+    Option("maxOffsetsPerTrigger", Count(1), None, S,
+           "Spark's Kafka name for maxMessagesPerTrigger (same meaning; the smaller wins)."),
+    Option("minOffsetsPerTrigger", Count(1), None, S,
+           "Spark's Kafka name for minMessagesPerTrigger (same meaning; excludes it)."),
     Option("minMessagesPerTrigger", Count(1), None, S,
            "Wait until this many matching messages are available (or maxTriggerDelay passed) "
            "before a micro-batch."),
