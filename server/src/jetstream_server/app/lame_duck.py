@@ -17,12 +17,34 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from jetstream_server.app.server import NatsServer
+from jetstream_server.app.connection import ClientConnection
+from jetstream_server.config import ServerConfig
 
 log = logging.getLogger(__name__)
+
+
+class LameDuckHost(Protocol):
+    """What lame duck mode needs of the server (`NatsServer`)."""
+
+    stopped: bool
+    lame_duck: bool
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def connections(self) -> Mapping[int, ClientConnection]: ...
+
+    def info_for(self, conn: ClientConnection | None) -> dict[str, Any]: ...
+
+    def stop_listening(self) -> None: ...
+
+    def close_services(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 def close_pacing(clients: int, duration_s: float, grace_s: float) -> tuple[float, int]:
@@ -41,7 +63,7 @@ def close_pacing(clients: int, duration_s: float, grace_s: float) -> tuple[float
     return interval_ns / 1e9, batch
 
 
-async def enter_lame_duck(server: NatsServer, rng: random.Random | None = None) -> None:
+async def enter_lame_duck(server: LameDuckHost, rng: random.Random | None = None) -> None:
     """Run lame duck mode to its end (the server stopped); a no-op when the
     server is already stopping or in lame duck mode."""
     if server.stopped or server.lame_duck:
