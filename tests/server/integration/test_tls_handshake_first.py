@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 
 import nats
 import pytest
-from conftest import ConfigServer
 
 from jetstream_testing.process import ServerProcess
+
+ConfigServer = Callable[..., ServerProcess]  # the `config_server` fixture (tests/conftest.py)
 
 
 def _config(certs: Path, handshake_first: str) -> str:

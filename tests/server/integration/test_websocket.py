@@ -14,12 +14,12 @@ import ssl
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
 import nats
 import pytest
-from conftest import ConfigServer
 from server_kinds import SERVER_KINDS
 
 from jetstream_testing.process import ServerProcess, nats_server_binary, write_config
@@ -33,6 +33,8 @@ websocket {
   compression: true
 }
 """
+
+ConfigServer = Callable[..., ServerProcess]  # the `config_server` fixture (tests/conftest.py)
 
 
 def _ws_url(srv: ServerProcess) -> str:
