@@ -26,7 +26,7 @@ from jetstream_testing.process import ServerProcess
 pytestmark = [pytest.mark.spark, pytest.mark.crash]
 
 N = 2000
-KILLS = 3
+KILLS = 2
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "crash_pipeline.py"
 
 
@@ -40,10 +40,12 @@ def seed() -> int:
     return value
 
 
-def start_child(url: str, checkpoint: Path, log: Path, variant: str = "narrow") -> subprocess.Popen[bytes]:
+def start_child(
+    url: str, checkpoint: Path, log: Path, variant: str = "narrow", *settings: str
+) -> subprocess.Popen[bytes]:
     with log.open("ab") as sink:
         return subprocess.Popen(
-            [sys.executable, str(PIPELINE), variant, url, str(checkpoint), "IN", "out.copy"],
+            [sys.executable, str(PIPELINE), variant, url, str(checkpoint), "IN", "out.copy", *settings],
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the JVM and workers die with it
@@ -105,8 +107,10 @@ def test_sigkill_at_random_points_then_restart_gives_each_input_once(
     assert len(msgs) == N
 
 
-SHUFFLE_N = 200_000
-PER_BATCH = 100_000
+# the defect's reproduction used 200k messages in 100k batches; the kill lands inside a
+# partition's publishing at any size, so the suite runs a fifth of it
+SHUFFLE_N = int(os.environ.get("CRASH_SHUFFLE_N", "40000"))
+PER_BATCH = SHUFFLE_N // 2
 
 
 def kill_points(rng: random.Random) -> list[int]:
@@ -134,7 +138,7 @@ def test_sigkill_while_publishing_after_a_shuffle_gives_each_input_once(
     log = tmp_path / "child.log"
 
     for threshold in kill_points(rng):
-        child = start_child(server.url, checkpoint, log, "shuffle")
+        child = start_child(server.url, checkpoint, log, "shuffle", f"max={PER_BATCH}")
         deadline = time.monotonic() + 480
         try:
             with connect(server.url) as conn:  # one connection: a poll costs one round trip
@@ -154,7 +158,7 @@ def test_sigkill_while_publishing_after_a_shuffle_gives_each_input_once(
         print(f"killed at {now} messages (threshold {threshold}), {after} stored after the kill")
         assert now > before, "the kill did not land while a task was publishing"
 
-    child = start_child(server.url, checkpoint, log, "shuffle")
+    child = start_child(server.url, checkpoint, log, "shuffle", f"max={PER_BATCH}")
     try:
         assert child.wait(600) == 0, log.read_text()[-3000:]
     finally:
