@@ -171,6 +171,8 @@ class NatsServer:
                 service.close()
             except Exception:
                 log.exception("service %r failed to close", service)
+        if isinstance(self.clock, LoopClock):
+            self.clock.shutdown()  # disk jobs in flight finish before the process ends
         if self._monitor is not None:
             await self._monitor.stop()
         log.info("Server Exiting..")
