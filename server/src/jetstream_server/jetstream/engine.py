@@ -72,7 +72,9 @@ def open_stream_store(
         storage,
         None if directory is None else str(directory),
         sync_always=sync_always,
-        sync_interval_s=sync_interval_s,
+        # the engine's timer syncs every interval on the disk thread; the store's
+        # own check (inline, on a store call) is only a backstop behind it
+        sync_interval_s=sync_interval_s * 2,
     )
 
 
