@@ -224,9 +224,9 @@ def test_failed_durable_create_leaves_nothing(tmp_path: Path, monkeypatch: pytes
 def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     tmp_path: Path,
 ) -> None:
-    """The stream keeps 20k messages for a consumer that has not read them; a
+    """The stream keeps 5k messages for a consumer that has not read them; a
     second, caught-up consumer is deleted: no message is read for it (it read
-    all 20k of them, for the retention check)."""
+    all 5k of them, for the retention check)."""
     env = Env(tmp_path)
     resp = env.api(
         "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "retention": "interest"}
@@ -235,12 +235,12 @@ def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     for name in ("SLOW", "FAST"):
         config = {"durable_name": name, "ack_policy": "explicit", "max_ack_pending": -1}
         assert "error" not in env.api(f"CONSUMER.CREATE.S.{name}", {"stream_name": "S", "config": config})
-    env.publish(20_000)
-    for reply in env.fetch("FAST", 20_000):
+    env.publish(5_000)
+    for reply in env.fetch("FAST", 5_000):
         env.router.publish(reply, None, None, b"+ACK")
     env.turn()
     stream = env.engine.streams["S"]
-    assert stream.store.state().msgs == 20_000  # SLOW still wants them all
+    assert stream.store.state().msgs == 5_000  # SLOW still wants them all
     reads = 0
     store = stream.store
     real_get = store._get  # type: ignore[attr-defined]
@@ -253,7 +253,7 @@ def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     store._get = counting_get  # type: ignore[attr-defined]
     assert env.api("CONSUMER.DELETE.S.FAST")["success"] is True
     assert reads == 0, reads
-    assert store.state().msgs == 20_000
+    assert store.state().msgs == 5_000
     # deleting the one that held them all drops them all
     assert env.api("CONSUMER.DELETE.S.SLOW")["success"] is True
     assert store.state().msgs == 0
