@@ -298,6 +298,7 @@ async def test_disk_full_during_publishing_and_acks(small_fs: Path) -> None:
                 seq = int(body.split(b'"seq":')[1].split(b"}")[0].split(b",")[0])
                 acked[seq] = payload
         assert errors >= 45, f"only {errors} of 50 publishes on a full disk were refused"
+        print(f"disk full: {errors} of 50 publishes refused, {50 - errors} stored and acked")
         # acks as requests: unconfirmed once the state cannot be written
         unconfirmed = 0
         for msg in first[50:]:

@@ -9,8 +9,10 @@ makes; the real full-disk runs are in integration/test_faults.py.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 from router_double import Inbox, RouterDouble
 
+from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.consumer import store as consumer_store
@@ -64,8 +67,11 @@ class Env:
         return [m.reply for m in box.messages if m.reply]
 
     def ack_sync(self, reply: str) -> bool:
-        """An ack sent as a request: True when the server confirmed it."""
-        return bool(self.router.request(reply, b"+ACK"))
+        """An ack sent as a request: True when the server confirmed it (with
+        sync_always after the fsync at the end of the loop turn)."""
+        answers = self.router.request(reply, b"+ACK")
+        self.turn()
+        return bool(answers)
 
     def consumer_info(self, name: str = "C") -> Any:
         return self.api(f"CONSUMER.INFO.S.{name}")
@@ -218,9 +224,9 @@ def test_failed_durable_create_leaves_nothing(tmp_path: Path, monkeypatch: pytes
 def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     tmp_path: Path,
 ) -> None:
-    """The stream keeps 20k messages for a consumer that has not read them; a
+    """The stream keeps 5k messages for a consumer that has not read them; a
     second, caught-up consumer is deleted: no message is read for it (it read
-    all 20k of them, for the retention check)."""
+    all 5k of them, for the retention check)."""
     env = Env(tmp_path)
     resp = env.api(
         "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "retention": "interest"}
@@ -229,12 +235,12 @@ def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     for name in ("SLOW", "FAST"):
         config = {"durable_name": name, "ack_policy": "explicit", "max_ack_pending": -1}
         assert "error" not in env.api(f"CONSUMER.CREATE.S.{name}", {"stream_name": "S", "config": config})
-    env.publish(20_000)
-    for reply in env.fetch("FAST", 20_000):
+    env.publish(5_000)
+    for reply in env.fetch("FAST", 5_000):
         env.router.publish(reply, None, None, b"+ACK")
     env.turn()
     stream = env.engine.streams["S"]
-    assert stream.store.state().msgs == 20_000  # SLOW still wants them all
+    assert stream.store.state().msgs == 5_000  # SLOW still wants them all
     reads = 0
     store = stream.store
     real_get = store._get  # type: ignore[attr-defined]
@@ -247,7 +253,62 @@ def test_deleting_a_consumer_on_an_interest_stream_reads_only_what_it_held(
     store._get = counting_get  # type: ignore[attr-defined]
     assert env.api("CONSUMER.DELETE.S.FAST")["success"] is True
     assert reads == 0, reads
-    assert store.state().msgs == 20_000
+    assert store.state().msgs == 5_000
     # deleting the one that held them all drops them all
     assert env.api("CONSUMER.DELETE.S.SLOW")["success"] is True
     assert store.state().msgs == 0
+
+
+@pytest.mark.asyncio
+async def test_sync_always_ack_waits_for_the_disk_thread_not_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With sync_always an ack sent as a request is answered after its state is
+    fsynced, and that fsync runs on the disk thread: the loop keeps turning."""
+    clock = LoopClock(asyncio.get_running_loop())
+    router = RouterDouble()
+    engine = JetStream(JetStreamSettings(store_dir=str(tmp_path), sync_always=True), clock)
+    engine.start(router)
+
+    async def until(check: Callable[[], bool]) -> None:
+        for _ in range(300):
+            if check():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("timed out")
+
+    try:
+        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        assert "error" not in resp, resp
+        config = {"durable_name": "C", "ack_policy": "explicit"}
+        resp = router.request_json(API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config})
+        assert "error" not in resp, resp
+        acks = router.inbox("_PUBACK")
+        for i in range(3):
+            router.publish("s.1", "_PUBACK", None, b"m%d" % i)
+        await until(lambda: len(acks.messages) == 3)
+        box = router.inbox("_PULL")
+        router.publish(API + "CONSUMER.MSG.NEXT.S.C", "_PULL", None, b'{"batch":3}')
+        await until(lambda: len(box.messages) == 3)
+        threads: list[str] = []
+        real_fsync = os.fsync
+
+        def slow_fsync(fd: int) -> None:
+            threads.append(threading.current_thread().name)
+            time.sleep(0.3)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        answers = [router.request(m.reply or "", b"+ACK") for m in box.messages[:2]]
+        start = time.monotonic()
+        await asyncio.sleep(0.05)
+        assert time.monotonic() - start < 0.25, "the loop waited for an fsync"
+        assert answers == [[], []]  # not confirmed before the fsync
+        await until(lambda: all(answers))
+        assert threads and all(t.startswith("jetstream-disk") for t in threads), threads
+        monkeypatch.undo()
+        info = router.request_json(API + "CONSUMER.INFO.S.C")
+        assert info["num_ack_pending"] == 1 and info["ack_floor"]["stream_seq"] == 2
+    finally:
+        engine.close()
+        clock.shutdown()

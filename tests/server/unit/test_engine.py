@@ -6,12 +6,17 @@ tests/router_double.py; time moves only with FakeClock.advance.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from router_double import RouterDouble
 
+from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
@@ -470,3 +475,45 @@ def test_create_never_deletes_a_stream_that_failed_to_load(tmp_path: Path, damag
     assert str(tmp_path) not in text
     assert sorted(p.name for p in directory.rglob("*")) == before
     assert again.api("STREAM.NAMES")["streams"] is None
+
+
+@pytest.mark.asyncio
+async def test_group_commit_fsyncs_on_the_disk_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With sync_always the loop hands the fsyncs to the disk thread and keeps
+    serving; the held pub acks go out, in order, once the disk is done."""
+    loop = asyncio.get_running_loop()
+    clock = LoopClock(loop)
+    router = RouterDouble()
+    engine = JetStream(Settings(store_dir=str(tmp_path), sync_always=True), clock)
+    engine.start(router)
+    try:
+        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        assert "error" not in resp, resp
+        threads: list[str] = []
+        real_fsync = os.fsync
+
+        def slow_fsync(fd: int) -> None:
+            threads.append(threading.current_thread().name)
+            time.sleep(0.3)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        box = router.inbox("_ACKS")
+        for i in range(3):
+            router.publish("s.1", "_ACKS", None, b"m%d" % i)
+        start = time.monotonic()
+        await asyncio.sleep(0.05)  # the loop turns while the disk thread fsyncs
+        assert time.monotonic() - start < 0.25, "the loop waited for an fsync"
+        assert box.messages == []  # nothing confirmed before the fsync finished
+        for _ in range(200):
+            if len(box.messages) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert [json.loads(m.payload)["seq"] for m in box.messages] == [1, 2, 3]
+        assert threads and all(name.startswith("jetstream-disk") for name in threads), threads
+        monkeypatch.undo()
+    finally:
+        engine.close()
+        clock.shutdown()

@@ -203,6 +203,8 @@ class NatsServer:
             except asyncio.TimeoutError:
                 log.warning("listener did not close within 5s")
         self.close_services()
+        if isinstance(self.clock, LoopClock):
+            self.clock.shutdown()  # disk jobs in flight finish before the process ends
         if self._monitor is not None:
             await self._monitor.stop()
         log.info("Server Exiting..")

@@ -17,7 +17,12 @@ Durability: with `sync_always` the pub acks of one loop turn are held, the
 touched stores are synced once (group commit) in a callback scheduled with
 `clock.call_later(0, ...)`, then acks go out and listeners hear of the
 messages, in publish order. Without it acks go right after the OS write and a
-periodic `sync()` runs every `sync_interval_s`.
+periodic `sync()` runs every `sync_interval_s`. The fsyncs themselves run off
+the loop when the clock offers `run_off_loop` (app/loop_clock.py: the disk
+thread): the stores hand them over with `begin_sync()`, the loop keeps
+serving, and the held acks go out when the disk thread is done. One group is
+in flight at a time; publishes arriving meanwhile form the next group, so
+acks still go out in publish order.
 
 Invariant: nothing raised while handling a message escapes into the broker;
 API failures become error responses, publish failures error pub acks.
@@ -67,7 +72,9 @@ def open_stream_store(
         storage,
         None if directory is None else str(directory),
         sync_always=sync_always,
-        sync_interval_s=sync_interval_s,
+        # the engine's timer syncs every interval on the disk thread; the store's
+        # own check (inline, on a store call) is only a backstop behind it
+        sync_interval_s=sync_interval_s * 2,
     )
 
 
@@ -97,6 +104,7 @@ class JetStream:
         self._pending: list[tuple[Stream, str | None, PubAck]] = []
         self._dirty: set[str] = set()
         self._flush_timer: TimerHandle | None = None
+        self._syncing = False  # a group commit's fsyncs are on the disk thread
         self._sync_timer: TimerHandle | None = None
         self._started = False
         self._ack_prefix: dict[str, bytes] = {}
@@ -126,7 +134,7 @@ class JetStream:
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        self._flush()
+        self._flush(inline=True)
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
@@ -371,22 +379,56 @@ class JetStream:
         self._flush_timer = None
         self._flush()
 
-    def _flush(self) -> None:
-        """Group commit: one sync per touched store, then acks and listeners in order."""
+    def _flush(self, *, inline: bool = False) -> None:
+        """Group commit: one sync per touched store, then acks and listeners in order.
+        The fsyncs run on the disk thread when there is one (module docstring)."""
+        if self._syncing and not inline:
+            return  # the group in flight flushes the next one when it is done
         pending, self._pending = self._pending, []
         dirty, self._dirty = self._dirty, set()
+        jobs: list[tuple[Stream, Callable[[], None]]] = []
+        failed: dict[str, BaseException] = {}
         for name in dirty:
             stream = self.streams.get(name)
             if stream is None:
                 continue
             try:
-                stream.store.sync()
+                job = stream.store.begin_sync()
             except Exception as exc:  # the messages are not durable: tell their publishers
-                logger.exception("stream %s: sync failed", name)
-                failed = ApiError(Err.STREAM_STORE_FAILED, err=str(exc))
-                pending = [
-                    (s, r, PubAck(seq=0, error=failed) if s is stream else a) for s, r, a in pending
-                ]
+                failed[name] = exc
+                continue
+            if job is not None:
+                jobs.append((stream, job))
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if not jobs or inline or run_off_loop is None:
+            failed.update(_run_sync_jobs(jobs))
+            self._acks_after_sync(pending, failed)
+            return
+        self._syncing = True
+
+        def synced(result: Any) -> None:
+            self._syncing = False
+            if isinstance(result, BaseException):  # the runner itself failed
+                result = {stream.name: result for stream, _ in jobs}
+            failed.update(result)
+            self._acks_after_sync(pending, failed)
+            if self._pending and self._flush_timer is None:
+                self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
+
+        run_off_loop(functools.partial(_run_sync_jobs, jobs), synced)
+
+    def _acks_after_sync(
+        self, pending: list[tuple[Stream, str | None, PubAck]], failed: dict[str, BaseException]
+    ) -> None:
+        for name, exc in failed.items():
+            logger.error("stream %s: sync failed: %s", name, exc)
+            stream = self.streams.get(name)
+            if stream is not None and not stream.closed:
+                stream.store.sync_failed()
+            error = ApiError(Err.STREAM_STORE_FAILED, err=_why(exc))
+            pending = [
+                (s, r, PubAck(seq=0, error=error) if s.name == name else a) for s, r, a in pending
+            ]
         for stream, reply, ack in pending:
             self._send_ack(stream, reply, ack)
             if ack.msg is not None and not stream.closed:
@@ -419,13 +461,32 @@ class JetStream:
 
     def _periodic_sync(self) -> None:
         self._sync_timer = None
+        jobs: list[tuple[Stream, Callable[[], None]]] = []
         for stream in list(self.streams.values()):
             try:
-                stream.store.sync()
+                job = stream.store.begin_sync()
             except Exception:  # keep syncing the others and try again next interval
                 logger.exception("stream %s: periodic sync failed", stream.name)
+                continue
+            if job is not None:
+                jobs.append((stream, job))
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if jobs and run_off_loop is not None:
+            run_off_loop(functools.partial(_run_sync_jobs, jobs), self._periodic_synced)
+        elif jobs:
+            self._periodic_synced(_run_sync_jobs(jobs))
         if self._started:
             self._arm_sync_timer()
+
+    def _periodic_synced(self, result: Any) -> None:
+        if isinstance(result, BaseException):
+            logger.error("periodic sync failed: %s", result)
+            return
+        for name, exc in result.items():
+            logger.error("stream %s: periodic sync failed: %s", name, exc)
+            stream = self.streams.get(name)
+            if stream is not None and not stream.closed:
+                stream.store.sync_failed()
 
     # -- account information -------------------------------------------------------------
     def reserved(self, storage: str) -> int:
@@ -476,6 +537,17 @@ class JetStream:
             "bytes": sum(st.bytes for st in states),
             "api": {"total": self.api_total, "errors": self.api_errors},
         }
+
+
+def _run_sync_jobs(jobs: list[tuple[Stream, Callable[[], None]]]) -> dict[str, BaseException]:
+    """Run `begin_sync()` jobs (any thread); the failures by stream name."""
+    failed: dict[str, BaseException] = {}
+    for stream, job in jobs:
+        try:
+            job()
+        except Exception as exc:  # reported per stream on the loop thread
+            failed[stream.name] = exc
+    return failed
 
 
 def _why(exc: BaseException, directory: Path | None = None) -> str:

@@ -23,7 +23,7 @@ Semantics (modelled on nats-server's `StreamStore`):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -200,6 +200,17 @@ class StreamStore(ABC):
     @abstractmethod
     def sync(self) -> None:
         """Make everything stored so far durable (fsync for the file store)."""
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        """`sync()` split in two: the store counts as synced now and returns the
+        slow part as a job that touches no store state, for another thread (None:
+        nothing to do). This default does it all inline."""
+        self.sync()
+        return None
+
+    def sync_failed(self) -> None:
+        """A `begin_sync()` job raised: the next sync must cover everything again."""
+        return None  # nothing is deferred by the inline default
 
     @abstractmethod
     def close(self) -> None:

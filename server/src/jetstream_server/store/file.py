@@ -9,7 +9,10 @@ Directory layout (the store owns everything in it):
 Writes: every `store()` encodes one record and hands it to the OS with one
 `os.write` on an O_APPEND descriptor before returning, so a killed process
 loses nothing that was acknowledged. `sync()` fsyncs the current block (and the
-directory after block files came or went). With `sync_always=True` the caller
+directory after block files came or went); `begin_sync()` hands the same work
+to another thread as a `SyncJob` (the engine's group commit runs it on the
+server's disk thread, so the event loop never waits for an fsync), and an
+erase's fsync rides along with the next sync. With `sync_always=True` the caller
 (the stream) calls `sync()` itself, once per batch of stores (group commit).
 Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
 on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
@@ -129,6 +132,7 @@ class FileStore(IndexedStore):
         self._last_chunk: tuple[int, int, bytes] | None = None
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
+        self._erase_fds: dict[int, int] = {}  # block number -> descriptor, erased in place
         self._touched: set[Block] = set()
         self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
@@ -389,9 +393,16 @@ class FileStore(IndexedStore):
         fd = os.open(blk.path, os.O_WRONLY)
         try:
             os.pwrite(fd, rec, offset)
-            os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        # fsynced (and closed) with the next sync, off the loop thread with begin_sync();
+        # one descriptor per block is enough (fsync covers the file)
+        if blk is self._blocks[-1] or blk.number in self._erase_fds:
+            os.close(fd)
+        else:
+            self._erase_fds[blk.number] = fd
+        self._unsynced = True
         for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
             self._cache.discard((self._token, blk.number, chunk))
         self._last_chunk = None
@@ -678,6 +689,11 @@ class FileStore(IndexedStore):
         self._arm_timer()
 
     def _fsync_data(self) -> None:
+        while self._erase_fds:
+            number, fd = next(iter(self._erase_fds.items()))
+            os.fsync(fd)
+            os.close(fd)
+            del self._erase_fds[number]
         while self._unsynced_fds:
             fd = self._unsynced_fds[0]
             os.fsync(fd)
@@ -686,6 +702,39 @@ class FileStore(IndexedStore):
         if self._unsynced:
             os.fsync(self._wfd)
             self._unsynced = False
+
+    def begin_sync(self) -> SyncJob | None:
+        """Take what `sync()` would fsync as a job that may run on another thread
+        (the server's disk thread) while this store goes on: the descriptors are
+        duplicated, so closing or rolling blocks meanwhile is harmless; the store
+        counts as synced from here. On the job's failure call `sync_failed()`
+        (on the owner's thread): the next sync covers everything again. None
+        when nothing waits for an fsync."""
+        self._check_open()
+        fds: list[int] = []
+        try:
+            if self._unsynced:
+                fds.append(os.dup(self._wfd))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        fds.extend(self._unsynced_fds)  # handed over: the job closes them
+        fds.extend(self._erase_fds.values())
+        self._unsynced_fds = []
+        self._erase_fds = {}
+        directory = self._msgs_dir if self._dir_dirty else None
+        if not fds and directory is None:
+            return None
+        self._unsynced = False
+        self._dir_dirty = False
+        self._last_sync_ns = self._now_ns()
+        return SyncJob(fds, directory)
+
+    def sync_failed(self) -> None:
+        """A `begin_sync()` job failed: count everything as unsynced again."""
+        self._unsynced = True
+        self._dir_dirty = True
 
     def sync(self) -> None:
         self._check_open()
@@ -745,9 +794,10 @@ class FileStore(IndexedStore):
                 os.close(blk.rfd)
                 blk.rfd = -1
         self._open_fds = 0
-        for fd in self._unsynced_fds:
+        for fd in [*self._unsynced_fds, *self._erase_fds.values()]:
             os.close(fd)
         self._unsynced_fds.clear()
+        self._erase_fds.clear()
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1
@@ -771,6 +821,32 @@ class FileStore(IndexedStore):
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SyncJob:
+    """fsync these descriptors (then close them) and a directory; touches no
+    store state, so it may run on any thread (see `FileStore.begin_sync`)."""
+
+    __slots__ = ("fds", "directory")
+
+    def __init__(self, fds: list[int], directory: Path | None) -> None:
+        self.fds = fds
+        self.directory = directory
+
+    def __call__(self) -> None:
+        error: OSError | None = None
+        for fd in self.fds:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                error = error or exc
+            finally:
+                os.close(fd)
+        self.fds = []
+        if self.directory is not None:
+            _fsync_dir(self.directory)
+        if error is not None:
+            raise error
 
 
 def _fsync_dir(path: Path) -> None:

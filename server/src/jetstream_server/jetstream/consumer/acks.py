@@ -137,5 +137,4 @@ class AckInbox:
             # A double ack (ack as request) is answered once the ack is stored (and
             # fsynced with sync_always); if it could not be, no answer: the client's
             # request fails rather than confirming what a restart would undo.
-            if consumer.flush():
-                self.publish(reply, None, None, b"")
+            consumer.confirm(reply)

@@ -71,6 +71,8 @@ class Consumer:
         self._again = False
         self._flush_scheduled = False
         self._written_marks = (-1, -1, -1, -1)  # (delivered, ack floor) as last written
+        self._confirms: list[str] = []  # acks as requests waiting for the state's fsync
+        self._confirming = False
         self._inactive_timer: TimerHandle | None = None
         self._pause_timer: TimerHandle | None = None
         self._wake_timer: TimerHandle | None = None
@@ -218,6 +220,58 @@ class Consumer:
             )
             return False
         return True
+
+    def confirm(self, reply: str) -> None:
+        """Answer an ack sent as a request once it is stored: written now, and with
+        sync_always fsynced on the disk thread together with the other acks of
+        this loop turn (the loop does not wait). Nothing is answered when the
+        write or the fsync fails."""
+        if not self.flush():
+            return
+        store = self.store
+        if store is None or not store.unsynced:
+            if not self._confirms:
+                self.host.publish(reply, None, None, b"")
+                return
+        self._confirms.append(reply)
+        if not self._confirming:
+            self._confirming = True
+            self.clock.call_later(0, self._commit_confirms)
+
+    def _commit_confirms(self) -> None:
+        store = self.store
+        replies, self._confirms = self._confirms, []
+        try:
+            job = store.begin_sync() if store is not None and not self._closed else None
+        except OSError as exc:
+            self._confirmed(replies, exc)
+            return
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if job is None or run_off_loop is None:
+            try:
+                if job is not None:
+                    job()
+            except OSError as exc:
+                self._confirmed(replies, exc)
+                return
+            self._confirmed(replies, None)
+            return
+        run_off_loop(job, lambda result: self._confirmed(replies, result))
+
+    def _confirmed(self, replies: list[str], result: object) -> None:
+        self._confirming = False
+        if isinstance(result, BaseException):
+            logger.error(
+                "fsync of consumer %s > %s state failed: %s", self.stream_name, self.name, result
+            )
+            if self.store is not None:
+                self.store.sync_failed()
+        else:
+            for reply in replies:
+                self.host.publish(reply, None, None, b"")
+        if self._confirms and not self._confirming:
+            self._confirming = True
+            self.clock.call_later(0, self._commit_confirms)
 
     def write_state(self) -> None:
         """Store what changed since the last write: a log line of the changes

@@ -27,8 +27,11 @@ cut off the log again; if even that fails the next write is a whole state.
 
 Durability: every write is handed to the OS before it returns (survives a
 process kill); with `sync` (the server's `sync_always`) it is fsynced too
-(survives a power cut). Writes raise OSError on failure: the caller confirms
-nothing it could not store (an ack sent as a request gets no reply).
+(survives a power cut): a whole state at once, log lines by `begin_sync()`,
+a job the consumer runs on the server's disk thread before it confirms the
+acks of that loop turn (one fsync for all of them). Writes raise OSError on
+failure: the caller confirms nothing it could not store (an ack sent as a
+request gets no reply).
 
 Invariants: after a crash `o.dat` is the old or the new version, never a torn
 one; a consumer directory without a readable `meta.json` is reported and
@@ -37,11 +40,13 @@ skipped, never deleted.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import shutil
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -165,6 +170,7 @@ class ConsumerStore:
         self._log_size = 0
         self._state_size = 0
         self._need_full = True  # until this store wrote a whole state itself
+        self.unsynced = False  # log lines written and not fsynced yet (sync mode)
 
     @classmethod
     def for_stream(cls, stream_dir: Path, name: str, *, sync: bool = False) -> ConsumerStore:
@@ -198,6 +204,7 @@ class ConsumerStore:
         self._log_fd = fd
         self._log_size = 0
         self._need_full = False
+        self.unsynced = False
         if self.sync:
             fsync_dir(self.directory)
 
@@ -211,8 +218,6 @@ class ConsumerStore:
             view = memoryview(line)
             while view:
                 view = view[os.write(fd, view) :]
-            if self.sync:
-                os.fsync(fd)
         except OSError:
             try:
                 os.ftruncate(fd, self._log_size)
@@ -220,6 +225,22 @@ class ConsumerStore:
                 self._need_full = True  # a torn line would hide every later one
             raise
         self._log_size += len(line)
+        if self.sync:
+            self.unsynced = True
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        """The fsync of the log lines written so far, as a job for any thread
+        (None when there are none). On its failure call `sync_failed()`."""
+        if not self.unsynced or self._log_fd < 0:
+            return None
+        fd = os.dup(self._log_fd)
+        self.unsynced = False
+        return functools.partial(_fsync_close, fd)
+
+    def sync_failed(self) -> None:
+        """A `begin_sync()` job failed: what it covered may not be on disk; the
+        next write is a whole state (fsynced)."""
+        self._need_full = True
 
     def read_meta(self) -> tuple[dict[str, Any], int]:
         raw = json.loads((self.directory / META_FILE).read_text())
@@ -270,6 +291,13 @@ class ConsumerStore:
         self._close_log()
         shutil.rmtree(self.directory, ignore_errors=True)
         fsync_dir(self.directory.parent)
+
+
+def _fsync_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def list_consumer_stores(stream_dir: Path | None, *, sync: bool = False) -> list[ConsumerStore]:
