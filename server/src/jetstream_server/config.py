@@ -24,6 +24,13 @@ server honours:
       ]
     }
     no_auth_user: alice
+    accounts {                                  # isolated subject spaces and JetStream
+      ORDERS: { users: [ { user: o, password: p } ],
+                jetstream: { max_mem: 1GB, max_file: 10GB, max_streams: 10, max_consumers: 100 } }
+      OPS: { users: [ { user: ops, password: q } ], jetstream: enabled }
+      SYS: { users: [ { user: sys, password: s } ] }
+    }
+    system_account: SYS    # default: $SYS, an account nobody logs in to
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
                 sync_interval: "2m", sync_always: false, domain: hub,
@@ -46,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.auth import (
     Authenticator,
     NkeyUser,
@@ -116,6 +124,21 @@ class AuthSettings:
         return StaticAuth(self.user, self.password, self.token)
 
 
+GLOBAL_ACCOUNT: Final = "$G"
+DEFAULT_SYSTEM_ACCOUNT: Final = "$SYS"
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSettings:
+    """One account of the ``accounts`` block: its name and its JetStream
+    limits (None: no JetStream). Its users are in `AuthSettings.users` with
+    `account` set to `name`."""
+
+    name: str
+    jetstream: AccountLimits | None = None
+    nkey: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class TlsSettings:
     enabled: bool = False
@@ -168,6 +191,9 @@ class ServerConfig:
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    accounts: tuple[AccountSettings, ...] = ()
+    system_account: str | None = None  # None: $SYS (unless no_system_account)
+    no_system_account: bool = False
     debug: bool = False
     trace: bool = False
 
@@ -201,7 +227,26 @@ class ServerConfig:
         if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
             raise ConfigError(f"http_port: {self.http_port} is not a valid port")
         _check_no_auth_user(self.auth)
+        names = {a.name for a in self.accounts}
+        if self.system_account and self.system_account not in names | {DEFAULT_SYSTEM_ACCOUNT}:
+            raise ConfigError("error resolving system account: account missing")
         return self
+
+    def account_jetstream(self) -> dict[str, AccountLimits]:
+        """The accounts that have JetStream, with their limits: the global
+        account when no account other than the system account is configured
+        (nats-server's globalAccountOnly), else those that enable it."""
+        system = self.system_account_name
+        others = [a for a in self.accounts if a.name != system]
+        if not others:
+            return {GLOBAL_ACCOUNT: AccountLimits()}
+        return {a.name: a.jetstream for a in self.accounts if a.jetstream is not None}
+
+    @property
+    def system_account_name(self) -> str | None:
+        if self.system_account:
+            return self.system_account
+        return None if self.no_system_account else DEFAULT_SYSTEM_ACCOUNT
 
 
 # -- value helpers ---------------------------------------------------------------
@@ -448,6 +493,7 @@ _TOP_KEYS = {
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
 }
 
 
@@ -506,6 +552,7 @@ def config_from_mapping(
         return f"{source}:{lines[key]}: " if key in lines else f"{source}: "
 
     changes: dict[str, Any] = {}
+    account_users: tuple[tuple[User, ...], tuple[NkeyUser, ...]] = ((), ())
     for key, value in entries.items():
         k = key.lower()
         try:
@@ -543,6 +590,12 @@ def config_from_mapping(
                 changes["auth"] = replace(
                     changes.get("auth", cfg.auth), no_auth_user=_as_str(value, key)
                 )
+            elif k == "accounts":
+                changes["accounts"], account_users = _accounts_block(value, key)
+            elif k in ("system_account", "system"):
+                changes["system_account"] = _as_str(value, key)
+            elif k in ("no_system_account", "no_system", "no_sys_acc"):
+                changes["no_system_account"] = _as_bool(value, key)
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
             elif k == "jetstream":
@@ -551,7 +604,158 @@ def config_from_mapping(
             if exc.line is not None:
                 raise ConfigError(f"{source}:{exc.line}: {exc}", exc.line) from None
             raise ConfigError(f"{where(key)}{exc}", lines.get(key)) from None
+    if account_users != ((), ()):
+        try:
+            changes["auth"] = _with_account_users(changes.get("auth", cfg.auth), *account_users)
+        except ConfigError as exc:
+            raise ConfigError(f"{where('accounts')}{exc}", lines.get("accounts")) from None
     return replace(cfg, **changes)
+
+
+def _accounts_block(
+    value: object, key: str
+) -> tuple[tuple[AccountSettings, ...], tuple[tuple[User, ...], tuple[NkeyUser, ...]]]:
+    """``accounts { NAME: { users, jetstream, default_permissions, nkey } }`` (or
+    a list of names), with nats-server's checks and messages; the users come
+    back with their account set."""
+    if isinstance(value, list):
+        names: list[str] = []
+        for item in value:
+            name = _as_str(item, key)
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            if name in names:
+                raise ConfigError(f"Duplicate Account Entry: {name}")
+            names.append(name)
+        return tuple(AccountSettings(n) for n in names), ((), ())
+    accounts: list[AccountSettings] = []
+    users: list[User] = []
+    nkey_users: list[NkeyUser] = []
+    lines = {str(k): n for k, n in getattr(value, "lines", {}).items()}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a block {{ ... }} or a list of names, got {value!r}")
+    for name, body in value.items():
+        name = str(name)
+        try:
+            if not isinstance(body, dict):
+                raise ConfigError("Expected map entries for accounts")
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            account, acc_users, acc_nkeys = _account_entry(name, body, f"{key}.{name}")
+        except ConfigError as exc:
+            raise _at(lines.get(name), exc) from None
+        accounts.append(account)
+        users.extend(acc_users)
+        nkey_users.extend(acc_nkeys)
+    return tuple(accounts), (tuple(users), tuple(nkey_users))
+
+
+def _account_entry(
+    name: str, body: dict[str, Any], key: str
+) -> tuple[AccountSettings, tuple[User, ...], tuple[NkeyUser, ...]]:
+    limits: AccountLimits | None = None
+    nkey: str | None = None
+    users: tuple[User, ...] = ()
+    nkey_users: tuple[NkeyUser, ...] = ()
+    defaults: Permissions | None = None
+    for k, v, line in _block_items(body, key):
+        try:
+            if k == "users":
+                users, nkey_users = _users(v, f"{key}.{k}")
+            elif k == "jetstream":
+                limits = _account_jetstream(v, f"{key}.{k}")
+            elif k == "default_permissions":
+                defaults = _permissions(v, f"{key}.{k}")
+            elif k == "nkey":
+                nkey = _as_str(v, f"{key}.{k}")
+                if len(nkey) != 56 or not nkey.startswith("A"):
+                    raise ConfigError(f'Not a valid public nkey for an account: "{nkey}"')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in users
+    )
+    nkey_users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in nkey_users
+    )
+    _check_packages(None, None, None, users, nkey_users)
+    return AccountSettings(name, limits, nkey), users, nkey_users
+
+
+_ACCOUNT_JS_SIZES: Final = {
+    "max_memory": "max_memory", "max_mem": "max_memory", "mem": "max_memory", "memory": "max_memory",
+    "max_store": "max_storage", "max_file": "max_storage", "max_disk": "max_storage",
+    "store": "max_storage", "disk": "max_storage",
+    "max_streams": "max_streams", "streams": "max_streams",
+    "max_consumers": "max_consumers", "consumers": "max_consumers",
+    "mem_max_stream_bytes": "memory_max_stream_bytes",
+    "memory_max_stream_bytes": "memory_max_stream_bytes",
+    "disk_max_stream_bytes": "storage_max_stream_bytes",
+    "store_max_stream_bytes": "storage_max_stream_bytes",
+    "max_ack_pending": "max_ack_pending",
+}
+
+
+def _account_jetstream(value: object, key: str) -> AccountLimits | None:
+    """An account's ``jetstream``: true/false, "enabled"/"disabled" or a limits block."""
+    if isinstance(value, bool):
+        return AccountLimits() if value else None
+    if isinstance(value, str):
+        low = value.lower()
+        if low in ("enabled", "enable"):
+            return AccountLimits()
+        if low in ("disabled", "disable"):
+            return None
+        raise ConfigError(f"Expected 'enabled' or 'disabled' for string value, got '{value}'")
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"Expected map, bool or string to define JetStream, got {type(value).__name__}"
+        )
+    out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            if k in _ACCOUNT_JS_SIZES:
+                try:
+                    out[_ACCOUNT_JS_SIZES[k]] = parse_size(v, k)
+                except ConfigError:
+                    raise ConfigError(f'Expected a parseable size for "{k}", got {v}') from None
+            elif k in ("max_bytes_required", "max_stream_bytes", "max_bytes"):
+                if not isinstance(v, bool):
+                    raise ConfigError(f'Expected a parseable bool for "{k}", got {v}')
+                out["max_bytes_required"] = v
+            elif k == "cluster_traffic":
+                if v not in ("system", "owner", ""):
+                    raise ConfigError(f'Expected \'system\' or \'owner\' string value for "{k}", got {v}')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return AccountLimits(**out)
+
+
+def _with_account_users(
+    auth: AuthSettings, users: tuple[User, ...], nkey_users: tuple[NkeyUser, ...]
+) -> AuthSettings:
+    """The authorization block's users plus the accounts' (names unique across both)."""
+    if users or nkey_users:
+        if auth.user is not None:
+            raise ConfigError("Can not have a single user/pass and accounts")
+        if auth.token is not None:
+            raise ConfigError("Can not have a token and accounts")
+    seen = {u.name for u in auth.users} | {u.public_key for u in auth.nkey_users}
+    for u in users:
+        if u.name in seen:
+            raise ConfigError(f'Duplicate user "{u.name}" detected')
+        seen.add(u.name)
+    for k in nkey_users:
+        if k.public_key in seen:
+            raise ConfigError(f'Duplicate nkey "{k.public_key}" detected')
+        seen.add(k.public_key)
+    return replace(auth, users=auth.users + users, nkey_users=auth.nkey_users + nkey_users)
 
 
 def _block(value: object, key: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 from jetstream_server.app.write_batch import WriteBatcher
@@ -70,6 +70,9 @@ class ConnectionHost(Protocol):
 
     @property
     def auth(self) -> Authenticator: ...
+
+    @property
+    def account_brokers(self) -> Mapping[str, Broker]: ...
 
     @property
     def session_settings(self) -> SessionSettings: ...
@@ -105,7 +108,9 @@ class ClientConnection(asyncio.Protocol):
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
         self.session = Session(
-            cid, host.broker, self, host.session_settings, host.auth, host.clock
+            cid, host.broker, self, host.session_settings, host.auth, host.clock,
+            # hosts without accounts (test doubles) keep every session on `broker`
+            getattr(host, "account_brokers", None),
         )
         self.closed = False
         self.tls_pending = False

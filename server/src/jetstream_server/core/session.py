@@ -45,6 +45,12 @@ that overlaps a subscribe deny filter gets no message the filter denies.
 `SessionSettings.max_subscriptions` caps subscriptions (``-ERR 'maximum
 subscriptions exceeded'``, the connection stays open).
 
+Accounts: each account has its own broker (its own subject space); the
+session publishes and subscribes on the broker of its identity's account,
+looked up in `accounts` (the global account's broker is the one given).
+When a CONNECT moves the session to another account, its subscriptions
+move with it, so a session is never subscribed in two accounts.
+
 Invariants:
 - ops are applied in order; the ops that parsed before a protocol error are
   applied first, then the session closes with ``-ERR '<reason>'`` (or
@@ -217,6 +223,7 @@ class Session:
         settings: SessionSettings = SessionSettings(),
         auth: Authenticator = NO_AUTH,
         clock: Clock | None = None,
+        accounts: Mapping[str, Broker] | None = None,
     ) -> None:
         self.cid = cid
         self.ip = ""
@@ -228,6 +235,7 @@ class Session:
         self._fast = False
         self._broker = broker
         self._route = broker.route
+        self._accounts = accounts
         self._io = io
         self._output_ready = io.output_ready
         self._auth = auth
@@ -574,8 +582,13 @@ class Session:
 
     # -- permissions -----------------------------------------------------------------------
     def _set_identity(self, identity: Identity) -> None:
-        """Take `identity` and its permissions (compiled once per distinct set)."""
+        """Take `identity`, its account's broker and its permissions (compiled
+        once per distinct set)."""
         self.identity = identity
+        if self._accounts is not None:
+            broker = self._accounts.get(identity.account)
+            if broker is not None and broker is not self._broker:
+                self._move_to(broker)
         perms = identity.permissions
         rules = PermissionRules.of(perms) if perms is not None else None
         self._rules = rules
@@ -584,6 +597,16 @@ class Session:
         self._deny_cache = None
         self._responses = rules.responses if rules is not None else None
         self._replies = {} if self._responses is not None else None
+
+    def _move_to(self, broker: Broker) -> None:
+        old = self._broker
+        self._broker = broker
+        self._route = broker.route
+        for sid, sub in list(self.subs.items()):
+            old.remove(sub)
+            moved = broker.add_client_sub(self, sub.subject, sub.queue, sid)
+            moved.max_msgs, moved.delivered = sub.max_msgs, sub.delivered
+            self.subs[sid] = moved
 
     def _publish_decision(self, subject: str, cache: dict[str, bool]) -> bool:
         """Allow and deny lists (cached), then tracked replies (never cached)."""
