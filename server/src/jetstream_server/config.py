@@ -31,6 +31,10 @@ server honours:
       SYS: { users: [ { user: sys, password: s } ] }
     }
     system_account: SYS    # default: $SYS, an account nobody logs in to
+    # or operator (JWT) mode, instead of authorization/accounts:
+    operator: /path/to/operator.jwt             # or the JWT itself
+    resolver: MEMORY                            # the only resolver kept
+    resolver_preload: { ACCOUNTPUBLICKEY...: eyJ0eXAiOiJKV1Qi... }
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
                 sync_interval: "2m", sync_always: false, domain: hub,
@@ -65,6 +69,8 @@ from jetstream_server.core.auth import (
     require_bcrypt,
     require_nkeys,
 )
+from jetstream_server.core.jwt import Claims, JwtError, decode
+from jetstream_server.core.jwt_auth import JwtAccount, JwtAuth
 from jetstream_server.core.permissions import (
     Permissions,
     ResponsePermission,
@@ -97,6 +103,16 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class OperatorSettings:
+    """Operator (JWT) mode: the trusted operator keys (the operators' own and
+    signing keys) and the accounts of ``resolver_preload``."""
+
+    trusted_keys: frozenset[str]
+    accounts: tuple[JwtAccount, ...] = ()
+    system_account: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AuthSettings:
     """Who may connect: one token or user, or a list of users and NKey users
     (each with permissions), and the ``no_auth_user``."""
@@ -107,11 +123,13 @@ class AuthSettings:
     users: tuple[User, ...] = ()
     nkey_users: tuple[NkeyUser, ...] = ()
     no_auth_user: str | None = None
+    operator: OperatorSettings | None = None
 
     @property
     def required(self) -> bool:
         return (
-            self.token is not None
+            self.operator is not None
+            or self.token is not None
             or self.user is not None
             or bool(self.users)
             or bool(self.nkey_users)
@@ -119,6 +137,10 @@ class AuthSettings:
 
     def authenticator(self) -> Authenticator:
         """The core's decision function for these settings."""
+        if self.operator is not None:
+            return JwtAuth(
+                self.operator.trusted_keys, {a.public_key: a for a in self.operator.accounts}
+            )
         if self.users or self.nkey_users:
             return UsersAuth(self.users, self.nkey_users, self.no_auth_user)
         return StaticAuth(self.user, self.password, self.token)
@@ -137,6 +159,7 @@ class AccountSettings:
     name: str
     jetstream: AccountLimits | None = None
     nkey: str | None = None
+    name_tag: str = ""  # an account JWT's name (operator mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,12 +511,16 @@ def parse_config_text(text: str, source: str = "<config>") -> _Entries:
     return _parse_map(_Lexer(text, source), closing=False)
 
 
+_OPERATOR_KEYS: Final = (
+    "operator", "operators", "roots", "root", "root_operators", "root_operator",
+)
 _TOP_KEYS = {
     "port", "host", "net", "listen", "http_port", "http", "monitor_port", "max_payload",
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
     "accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
+    *_OPERATOR_KEYS, "resolver", "account_resolver", "accounts_resolver", "resolver_preload",
 }
 
 
@@ -553,6 +580,9 @@ def config_from_mapping(
 
     changes: dict[str, Any] = {}
     account_users: tuple[tuple[User, ...], tuple[NkeyUser, ...]] = ((), ())
+    operator_claims: list[Claims] | None = None
+    resolver: str | None = None
+    preload: tuple[JwtAccount, ...] = ()
     for key, value in entries.items():
         k = key.lower()
         try:
@@ -592,6 +622,12 @@ def config_from_mapping(
                 )
             elif k == "accounts":
                 changes["accounts"], account_users = _accounts_block(value, key)
+            elif k in _OPERATOR_KEYS:
+                operator_claims = _operators(value, key)
+            elif k in ("resolver", "account_resolver", "accounts_resolver"):
+                resolver = _resolver(value)
+            elif k == "resolver_preload":
+                preload = _resolver_preload(value)
             elif k in ("system_account", "system"):
                 changes["system_account"] = _as_str(value, key)
             elif k in ("no_system_account", "no_system", "no_sys_acc"):
@@ -609,7 +645,133 @@ def config_from_mapping(
             changes["auth"] = _with_account_users(changes.get("auth", cfg.auth), *account_users)
         except ConfigError as exc:
             raise ConfigError(f"{where('accounts')}{exc}", lines.get("accounts")) from None
+    if operator_claims is not None:
+        try:
+            _operator_mode(changes, cfg, operator_claims, resolver, preload)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    elif resolver is not None or preload:
+        raise ConfigError(f"{source}: resolver and resolver_preload need an operator")
     return replace(cfg, **changes)
+
+
+def _operators(value: object, key: str) -> list[Claims]:
+    """``operator``: operator JWTs, each inline or in a file (as nats-server reads them)."""
+    items = value if isinstance(value, list) else [value]
+    out: list[Claims] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
+        text = item
+        if not item.startswith("eyJ"):
+            try:
+                text = Path(item).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"error parsing operator JWT: {exc}") from None
+            text = _jwt_in(text)
+        try:
+            out.append(decode(text.strip(), "operator"))
+        except JwtError as exc:
+            raise ConfigError(f"error parsing operator JWT: {exc}") from None
+    return out
+
+
+def _jwt_in(text: str) -> str:
+    """The JWT of a file that holds it alone or between nsc's BEGIN/END lines."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("eyJ"):
+            return line
+    return text
+
+
+def _resolver(value: object) -> str:
+    if isinstance(value, str) and re.fullmatch(r"(?i)\s*(MEM|MEMORY)\s*", value):
+        return "MEMORY"
+    raise ConfigError(
+        f"resolver: only the MEMORY resolver (with resolver_preload) is supported by "
+        f"this server, got {value!r}"
+    )
+
+
+def _resolver_preload(value: object) -> tuple[JwtAccount, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("preload should be a map of account_public_key:account_jwt")
+    out: list[JwtAccount] = []
+    for key, token in value.items():
+        if not isinstance(token, str):
+            raise ConfigError("preload map value should be a string JWT")
+        try:
+            claims = decode(token, "account")
+        except JwtError:
+            raise ConfigError("invalid account JWT") from None
+        if claims.subject != key:
+            raise ConfigError(f"resolver_preload: the JWT of {key} is for account {claims.subject}")
+        out.append(JwtAccount(claims))
+    return tuple(out)
+
+
+def _operator_mode(
+    changes: dict[str, Any],
+    cfg: ServerConfig,
+    operators: list[Claims],
+    resolver: str | None,
+    preload: tuple[JwtAccount, ...],
+) -> None:
+    """nats-server's validateTrustedOperators, then the accounts of the preload."""
+    if resolver is None:
+        raise ConfigError("operators require an account resolver to be configured")
+    if changes.get("accounts"):
+        raise ConfigError("operators do not allow Accounts to be configured directly")
+    auth: AuthSettings = changes.get("auth", cfg.auth)
+    if auth.users or auth.nkey_users or auth.user or auth.token:
+        raise ConfigError("operators do not allow users to be configured directly")
+    trusted: set[str] = set()
+    op_system: str | None = None
+    for op in operators:
+        trusted.add(op.subject)
+        trusted.update(k for k in op.nats.get("signing_keys") or () if isinstance(k, str))
+        sys_key = op.nats.get("system_account")
+        if isinstance(sys_key, str) and sys_key:
+            op_system = sys_key
+    system = changes.get("system_account", cfg.system_account)
+    if system and op_system and system != op_system:
+        raise ConfigError("system_account in config and operator JWT must be identical")
+    system = system or op_system
+    changes["system_account"] = system
+    changes["auth"] = replace(
+        auth, operator=OperatorSettings(frozenset(trusted), preload, system)
+    )
+    changes["accounts"] = tuple(
+        AccountSettings(acc.public_key, _jwt_jetstream(acc.claims), name_tag=acc.claims.name)
+        for acc in preload
+    )
+
+
+def _jwt_jetstream(claims: Claims) -> AccountLimits | None:
+    """An account JWT's JetStream limits; None when it has no JetStream (both
+    storage limits 0, as nats-server decides)."""
+    limits = claims.nats.get("limits")
+    if not isinstance(limits, dict):
+        return None
+
+    def num(name: str) -> int:
+        value = limits.get(name, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    if num("mem_storage") == 0 and num("disk_storage") == 0:
+        return None
+    return AccountLimits(
+        max_memory=num("mem_storage"),
+        max_storage=num("disk_storage"),
+        # as the account's INFO shows them; 0 (a key the JWT leaves out) limits nothing
+        max_streams=num("streams"),
+        max_consumers=num("consumer"),
+        max_ack_pending=num("max_ack_pending"),
+        memory_max_stream_bytes=num("mem_max_stream_bytes"),
+        storage_max_stream_bytes=num("disk_max_stream_bytes"),
+        max_bytes_required=bool(limits.get("max_bytes_required", False)),
+    )
 
 
 def _accounts_block(

@@ -40,6 +40,7 @@ class Account:
     jetstream: JetStream | None = None
     is_system: bool = False
     updated: float = 0.0
+    name_tag: str = ""  # an account JWT's name (operator mode)
 
 
 def account_names(config: ServerConfig) -> list[str]:
@@ -79,5 +80,8 @@ def build_accounts(
             engine: Any = next((s for s in services if isinstance(s, JetStream)), None)
         else:
             services, engine = account_services(config, clock, name, with_js.get(name))
-        accounts[name] = Account(name, broker, services, engine, is_system=name == system)
+        tag = next((a.name_tag for a in config.accounts if a.name == name), "")
+        accounts[name] = Account(
+            name, broker, services, engine, is_system=name == system, name_tag=tag
+        )
     return accounts

@@ -120,6 +120,7 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._expiry_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._early: list[bytes] = []
@@ -196,6 +197,12 @@ class ClientConnection(asyncio.Protocol):
         if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
+            identity = self.session.identity
+            if identity is not None and identity.expires and not self.closed:
+                # a user JWT with `exp`: the connection ends when it does
+                self._expiry_timer = self.loop.call_later(
+                    max(0.0, identity.expires - time.time()), self.session.auth_expired
+                )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()
@@ -337,10 +344,10 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
-        for timer in (self._ping_timer, self._auth_timer, self._deadline_timer):
+        for timer in (self._ping_timer, self._auth_timer, self._deadline_timer, self._expiry_timer):
             if timer is not None:
                 timer.cancel()
-        self._ping_timer = self._auth_timer = self._deadline_timer = None
+        self._ping_timer = self._auth_timer = self._deadline_timer = self._expiry_timer = None
         self.host.connection_closed(self)
 
     @property

@@ -408,7 +408,7 @@ class NatsServer:
             "leafnode_connections": 0,
             "client_connections": clients,
             "subscriptions": acc.broker.num_subscriptions,
-            "name_tag": acc.name,
+            "name_tag": acc.name_tag or acc.name,
         }
         return out
 
@@ -423,7 +423,7 @@ def _auth_fields(identity: Identity | None) -> dict[str, str]:
         out["authorized_user"] = identity.user
     if identity.account != GLOBAL_ACCOUNT:
         out["account"] = identity.account
-    out["name_tag"] = identity.account
+    out["name_tag"] = identity.name_tag or identity.account
     return out
 
 

@@ -74,6 +74,8 @@ class Identity:
     user: str | None = None
     account: str = GLOBAL_ACCOUNT
     permissions: Permissions | None = None
+    expires: int = 0  # Unix seconds when the credentials run out (a user JWT's exp); 0: never
+    name_tag: str = ""  # the account's name where it differs from `account` (operator mode)
 
 
 @dataclass(frozen=True, slots=True)

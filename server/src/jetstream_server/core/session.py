@@ -102,6 +102,7 @@ DEFAULT_MAX_PINGS_OUT: Final = 2
 ERR_NO_RESPONDERS_WITHOUT_HEADERS: Final = "no responders requires headers support"
 ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
 ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
+ERR_AUTH_EXPIRED: Final = "User Authentication Expired"
 
 
 def go_quote(text: str) -> str:
@@ -142,6 +143,7 @@ class Event(enum.Enum):
     TRANSPORT_LOST = "transport lost"  # the peer went away; nothing can be written
     TRANSPORT_FAILED = "transport failed"  # a write or the TLS handshake failed
     MAX_CONNECTIONS = "maximum connections exceeded"  # refused right after INFO
+    AUTH_EXPIRED = "authentication expired"  # the user JWT ran out
 
 
 _OPEN: Final = (State.EXPECT_CONNECT, State.CONNECTED)
@@ -155,6 +157,7 @@ _CLOSING: Final = (
     Event.TRANSPORT_LOST,
     Event.TRANSPORT_FAILED,
     Event.MAX_CONNECTIONS,
+    Event.AUTH_EXPIRED,
 )
 
 TRANSITIONS: Final[Mapping[tuple[State, Event], State]] = {
@@ -377,6 +380,11 @@ class Session:
     def max_connections_exceeded(self) -> None:
         """The server is at `max_connections`: refuse this client after its INFO."""
         self._close(Event.MAX_CONNECTIONS, ERR_MAX_CONNECTIONS)
+
+    def auth_expired(self) -> None:
+        """The identity's credentials ran out (`Identity.expires`): close, as
+        nats-server does, with ``-ERR 'User Authentication Expired'``."""
+        self._close(Event.AUTH_EXPIRED, ERR_AUTH_EXPIRED)
 
     def close(self) -> None:
         """The server closes the connection: what is queued is written first."""
