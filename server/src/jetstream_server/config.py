@@ -748,6 +748,10 @@ def _operator_mode(
     )
 
 
+def _unlimited(value: int) -> int:
+    return value if value > 0 else -1
+
+
 def _jwt_jetstream(claims: Claims) -> AccountLimits | None:
     """An account JWT's JetStream limits; None when it has no JetStream (both
     storage limits 0, as nats-server decides)."""
@@ -764,12 +768,13 @@ def _jwt_jetstream(claims: Claims) -> AccountLimits | None:
     return AccountLimits(
         max_memory=num("mem_storage"),
         max_storage=num("disk_storage"),
-        # as the account's INFO shows them; 0 (a key the JWT leaves out) limits nothing
+        # as nats-server takes them (INFO shows them so): streams and consumers
+        # as given (0 limits nothing), the others -1 unless positive
         max_streams=num("streams"),
         max_consumers=num("consumer"),
-        max_ack_pending=num("max_ack_pending"),
-        memory_max_stream_bytes=num("mem_max_stream_bytes"),
-        storage_max_stream_bytes=num("disk_max_stream_bytes"),
+        max_ack_pending=_unlimited(num("max_ack_pending")),
+        memory_max_stream_bytes=_unlimited(num("mem_max_stream_bytes")),
+        storage_max_stream_bytes=_unlimited(num("disk_max_stream_bytes")),
         max_bytes_required=bool(limits.get("max_bytes_required", False)),
     )
 

@@ -23,7 +23,6 @@ from spark_jetstream.client import LeanConnection, NatsError, ServerError
 from spark_jetstream.options import ConnectionOptions
 
 
-
 def _start(kind: str, conf: Path) -> ServerProcess:
     return start_server(kind, None, args=["-c", str(conf)])
 
