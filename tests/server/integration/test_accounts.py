@@ -288,3 +288,29 @@ async def test_global_account_keeps_jetstream_when_only_the_system_account_is_co
     finally:
         await g.close()
         await s.close()
+
+
+async def test_stream_byte_rules_and_the_server_limit_across_accounts(config_server: Any) -> None:
+    proc = config_server(
+        "jetstream { max_file_store: 1MB }\n"
+        "accounts {\n"
+        "  R: { users: [ { user: r, password: r } ],\n"
+        "       jetstream: { max_bytes_required: true, disk_max_stream_bytes: 100KB } }\n"
+        "  Q: { users: [ { user: q, password: q } ], jetstream: enabled }\n"
+        "}\n"
+    )
+    r = await nats.connect(proc.url, user="r", password="r", max_reconnect_attempts=0)
+    q = await nats.connect(proc.url, user="q", password="q", max_reconnect_attempts=0)
+    try:
+        assert _error(await _api(r, "STREAM.CREATE.R1", {"name": "R1", "subjects": ["r1"]})) == (
+            400, 10113, "account requires a stream config to have max bytes set")
+        assert _error(await _api(r, "STREAM.CREATE.R1", {"name": "R1", "subjects": ["r1"], "max_bytes": 200 * 1024})) == (
+            400, 10122, "stream max bytes exceeds account limit max stream bytes")
+        assert _error(await _api(r, "STREAM.CREATE.R1", {"name": "R1", "subjects": ["r1"], "max_bytes": 100 * 1024})) is None
+        # the server's max_file_store is shared: Q cannot reserve what R holds
+        assert _error(await _api(q, "STREAM.CREATE.Q1", {"name": "Q1", "subjects": ["q1"], "max_bytes": 900 * 1024})) is None
+        assert _error(await _api(q, "STREAM.CREATE.Q2", {"name": "Q2", "subjects": ["q2"], "max_bytes": 100 * 1024})) == (
+            500, 10047, "insufficient storage resources available")
+    finally:
+        await r.close()
+        await q.close()

@@ -84,4 +84,8 @@ def build_accounts(
         accounts[name] = Account(
             name, broker, services, engine, is_system=name == system, name_tag=tag
         )
+    engines = [acc.jetstream for acc in accounts.values() if acc.jetstream is not None]
+    if len(engines) > 1:
+        for engine in engines:
+            engine.peers = engines
     return accounts

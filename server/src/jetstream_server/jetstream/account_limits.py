@@ -3,6 +3,10 @@
 The limits are `jetstream_server.core.account_limits.AccountLimits` (-1: no
 limit); these functions answer with nats-server's errors, in its order:
 
+- stream config (create or update, first): ``max_bytes_required`` and no
+  ``max_bytes`` -> 10113; ``max_bytes`` above the account's
+  ``mem_max_stream_bytes`` / ``disk_max_stream_bytes`` -> 10122
+  (nats-server's checkStreamCfg);
 - stream create: `max_streams` reached -> 10027 "maximum number of streams
   reached"; then `check_stream_config`;
 - stream create or update (`check_stream_config`): a stream `max_consumers`
@@ -38,15 +42,25 @@ def check_new_stream(
 ) -> None:
     """A stream create in an account that has `num_streams` streams and
     `reserved` bytes reserved by its streams of the same storage."""
+    check_max_bytes(limits, storage, max_bytes)
     if limits.max_streams > 0 and num_streams >= limits.max_streams:
         raise ApiError(Err.MAXIMUM_STREAMS_LIMIT)
     check_stream_config(limits, max_consumers, storage, max_bytes, reserved)
+
+
+def check_max_bytes(limits: AccountLimits, storage: str, max_bytes: int) -> None:
+    if limits.max_bytes_required and max_bytes <= 0:
+        raise ApiError(Err.STREAM_MAX_BYTES_REQUIRED)
+    cap = limits.memory_max_stream_bytes if storage == "memory" else limits.storage_max_stream_bytes
+    if cap > 0 and max_bytes > cap:
+        raise ApiError(Err.STREAM_MAX_STREAM_BYTES_EXCEEDED)
 
 
 def check_stream_config(
     limits: AccountLimits, max_consumers: int, storage: str, max_bytes: int, reserved: int
 ) -> None:
     """A stream config (create or update) against the account's limits."""
+    check_max_bytes(limits, storage, max_bytes)
     if max_consumers > 0 and limits.max_consumers > 0 and max_consumers > limits.max_consumers:
         raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
     add = max_bytes if max_bytes > 0 else 1

@@ -95,6 +95,10 @@ class JetStream:
         self.clock = clock
         self.account = account
         self.account_limits = account_limits
+        # the engines of every account on this server, this one included (set
+        # by the server when there are several): the server's store limits
+        # are checked against their sum
+        self.peers: list[JetStream] = []
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None
         self.sync_always: bool = bool(_setting(settings, "sync_always", False))
@@ -247,11 +251,8 @@ class JetStream:
         limit = self.max_memory if config.storage == "memory" else self.max_storage
         if limit <= 0 or config.max_bytes <= 0:
             return
-        reserved = sum(
-            max(s.config.max_bytes, 0)
-            for s in self.streams.values()
-            if s.config.storage == config.storage and s.name != ignore
-        )
+        # the server's store limits hold for every account together
+        reserved = reserved_here + self.server_reserved(config.storage) - self.reserved(config.storage)
         if reserved + config.max_bytes > limit:
             raise ApiError(
                 Err.MEMORY_RESOURCES_EXCEEDED if config.storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
@@ -272,9 +273,16 @@ class JetStream:
         limit = self.max_memory if storage == "memory" else self.max_storage
         if limit <= 0:
             return
-        if self.usage(storage) + size > limit:
+        if self.server_usage(storage) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
             raise ApiError(Err.INSUFFICIENT_RESOURCES)
+
+    def server_usage(self, storage: str) -> int:
+        """Bytes stored by every account of the server (`peers`: their engines)."""
+        return sum(e.usage(storage) for e in self.peers) if self.peers else self.usage(storage)
+
+    def server_reserved(self, storage: str) -> int:
+        return sum(e.reserved(storage) for e in self.peers) if self.peers else self.reserved(storage)
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
