@@ -83,7 +83,7 @@ from jetstream_server.core.session import (
     DEFAULT_MAX_PINGS_OUT,
     SessionSettings,
 )
-from jetstream_server.core.subjects import is_valid_subject
+from jetstream_server.core.subjects import is_subset_filter, is_valid_subject
 
 DEFAULT_PORT: Final = 4222
 DEFAULT_HOST: Final = "0.0.0.0"
@@ -151,6 +151,28 @@ DEFAULT_SYSTEM_ACCOUNT: Final = "$SYS"
 
 
 @dataclass(frozen=True, slots=True)
+class Export:
+    """``exports: [ { stream: s } | { service: s, response_type }, accounts: [...] ]``;
+    `accounts` None: any account may import it."""
+
+    kind: str  # "stream" or "service"
+    subject: str
+    accounts: tuple[str, ...] | None = None
+    response_type: str = "singleton"  # services: singleton, stream or chunked
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """``imports: [ { stream: { account, subject }, prefix | to } | { service: ..., to } ]``:
+    `subject` in `account`, seen here as `local`."""
+
+    kind: str
+    account: str
+    subject: str
+    local: str
+
+
+@dataclass(frozen=True, slots=True)
 class AccountSettings:
     """One account of the ``accounts`` block: its name and its JetStream
     limits (None: no JetStream). Its users are in `AuthSettings.users` with
@@ -160,6 +182,8 @@ class AccountSettings:
     jetstream: AccountLimits | None = None
     nkey: str | None = None
     name_tag: str = ""  # an account JWT's name (operator mode)
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -814,7 +838,124 @@ def _accounts_block(
         accounts.append(account)
         users.extend(acc_users)
         nkey_users.extend(acc_nkeys)
+    _check_imports(accounts)
     return tuple(accounts), (tuple(users), tuple(nkey_users))
+
+
+def _check_imports(accounts: list[AccountSettings]) -> None:
+    """Every import names a defined account that exports it to the importer
+    (nats-server's messages)."""
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        for exp in account.exports:
+            for other in exp.accounts or ():
+                if other not in by_name:
+                    raise ConfigError(f'"{other}" account not defined for {exp.kind} export')
+        for imp in account.imports:
+            exporter = by_name.get(imp.account)
+            if exporter is None:
+                raise ConfigError(f'"{imp.account}" account not defined for {imp.kind} import')
+            if not any(
+                exp.kind == imp.kind
+                and is_subset_filter(imp.subject, exp.subject)
+                and (exp.accounts is None or account.name in exp.accounts)
+                for exp in exporter.exports
+            ):
+                raise ConfigError(
+                    f'Error adding {imp.kind} import "{imp.subject}": {imp.kind} import not authorized'
+                )
+
+
+def _exports(value: object, key: str) -> tuple[Export, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Exports should be an array, got {type(value).__name__}")
+    out: list[Export] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Export Items should be a map with type entry, got {type(entry).__name__}")
+        kind = subject = None
+        accounts: tuple[str, ...] | None = None
+        response = "singleton"
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f'Detected {k} "{v}" but already saw a {kind}')
+                    if not isinstance(v, str):
+                        raise ConfigError(f"Expected {k} name to be string, got {type(v).__name__}")
+                    if not is_valid_subject(v):
+                        raise ConfigError(f'subject "{v}" is not a valid subject')
+                    kind, subject = k, v
+                elif k == "accounts":
+                    if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+                        raise ConfigError("Expected accounts to be an array of strings")
+                    accounts = tuple(v)
+                elif k in ("response", "response_type"):
+                    low = str(v).lower()
+                    kinds = {"single": "singleton", "singleton": "singleton", "stream": "stream",
+                             "chunk": "chunked", "chunked": "chunked"}
+                    if low not in kinds:
+                        raise ConfigError(f'Unknown response type: "{v}"')
+                    response = kinds[low]
+                elif k in ("threshold", "response_threshold", "response_max_time", "response_time"):
+                    parse_duration(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or subject is None:
+            raise ConfigError("Export Items should be a map with type entry")
+        if kind == "stream" and response != "singleton":
+            raise ConfigError("Detected response directive on non-service")
+        out.append(Export(kind, subject, accounts, response))
+    return tuple(out)
+
+
+def _imports(value: object, key: str) -> tuple[Import, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Imports should be an array, got {type(value).__name__}")
+    out: list[Import] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Import Items should be a map with type entry, got {type(entry).__name__}")
+        kind = account = subject = prefix = to = None
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f"Detected {k} but already saw a {kind}")
+                    if not isinstance(v, dict):
+                        raise ConfigError(
+                            f"{k.capitalize()} entry should be an account map, got {type(v).__name__}"
+                        )
+                    src = {str(a).lower(): b for a, b in v.items()}
+                    account, subject = src.get("account"), src.get("subject")
+                    if not isinstance(account, str) or not isinstance(subject, str):
+                        raise ConfigError("Expect an account name and a subject")
+                    if not is_valid_subject(subject):
+                        raise ConfigError(f'subject "{subject}" is not a valid subject')
+                    kind = k
+                elif k == "prefix":
+                    prefix = _as_str(v, k)
+                elif k in ("to", "local_subject"):
+                    to = _as_str(v, k)
+                elif k in ("share", "allow_trace"):
+                    _as_bool(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or account is None or subject is None:
+            raise ConfigError("Import Items should be a map with type entry")
+        if prefix is not None and to is not None:
+            raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
+        if prefix is not None and kind == "service":
+            raise ConfigError(f"unknown key {key}.prefix")
+        local = to or (f"{prefix}.{subject}" if prefix else subject)
+        if not is_valid_subject(local):
+            raise ConfigError(f'subject "{local}" is not a valid subject')
+        out.append(Import(kind, account, subject, local))
+    return tuple(out)
 
 
 def _account_entry(
@@ -822,6 +963,8 @@ def _account_entry(
 ) -> tuple[AccountSettings, tuple[User, ...], tuple[NkeyUser, ...]]:
     limits: AccountLimits | None = None
     nkey: str | None = None
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
     users: tuple[User, ...] = ()
     nkey_users: tuple[NkeyUser, ...] = ()
     defaults: Permissions | None = None
@@ -833,6 +976,10 @@ def _account_entry(
                 limits = _account_jetstream(v, f"{key}.{k}")
             elif k == "default_permissions":
                 defaults = _permissions(v, f"{key}.{k}")
+            elif k == "exports":
+                exports = _exports(v, f"{key}.{k}")
+            elif k == "imports":
+                imports = _imports(v, f"{key}.{k}")
             elif k == "nkey":
                 nkey = _as_str(v, f"{key}.{k}")
                 if len(nkey) != 56 or not nkey.startswith("A"):
@@ -850,7 +997,7 @@ def _account_entry(
         for u in nkey_users
     )
     _check_packages(None, None, None, users, nkey_users)
-    return AccountSettings(name, limits, nkey), users, nkey_users
+    return AccountSettings(name, limits, nkey, exports=exports, imports=imports), users, nkey_users
 
 
 _ACCOUNT_JS_SIZES: Final = {

@@ -14,6 +14,10 @@ system account (``system_account``, else ``$SYS`` unless
 `ServerConfig.account_jetstream()` names, with their limits; the others get
 `NoJetStream`, which answers API requests with 10039 "JetStream not enabled
 for account".
+
+Imports (core/imports.py) are services of the importing account: a
+`StreamLink` or `ServiceLink` between the two accounts' brokers, started
+after the accounts' own services and closed before them.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from typing import Any
 from jetstream_server.config import GLOBAL_ACCOUNT, ServerConfig
 from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock
+from jetstream_server.core.imports import ServiceLink, StreamLink
 from jetstream_server.core.router import Service
 from jetstream_server.core.routing import Broker
+from jetstream_server.core.subjects import is_subset_filter
 from jetstream_server.jetstream.api.disabled import NoJetStream
 from jetstream_server.jetstream.engine import JetStream
 
@@ -65,6 +71,10 @@ def account_services(
     return [engine], engine
 
 
+def _exports_of(config: ServerConfig, name: str) -> tuple[Any, ...]:
+    return next((a.exports for a in config.accounts if a.name == name), ())
+
+
 def build_accounts(
     config: ServerConfig, clock: Clock, global_broker: Broker, global_services: list[Service] | None
 ) -> dict[str, Account]:
@@ -84,6 +94,28 @@ def build_accounts(
         accounts[name] = Account(
             name, broker, services, engine, is_system=name == system, name_tag=tag
         )
+    for settings in config.accounts:
+        importer = accounts[settings.name]
+        for imp in settings.imports:
+            exporter = accounts[imp.account]
+            link: Service
+            if imp.kind == "stream":
+                link = StreamLink(exporter.broker, importer.broker, imp.subject, imp.local)
+            else:
+                export = next(
+                    (
+                        e
+                        for e in _exports_of(config, imp.account)
+                        if e.kind == "service" and is_subset_filter(imp.subject, e.subject)
+                    ),
+                    None,
+                )
+                singleton = export is None or export.response_type == "singleton"
+                link = ServiceLink(
+                    exporter.broker, importer.broker, imp.subject, imp.local, clock.now_ns,
+                    singleton=singleton,
+                )
+            importer.services.append(link)
     engines = [acc.jetstream for acc in accounts.values() if acc.jetstream is not None]
     if len(engines) > 1:
         for engine in engines:
