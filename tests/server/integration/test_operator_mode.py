@@ -145,6 +145,19 @@ def test_valid_users_and_jwt_permissions(op_server: tuple[ServerProcess, Operato
         c.close()
 
 
+def test_user_jwt_limits_subs_and_payload(op_server: tuple[ServerProcess, Operator]) -> None:
+    srv, op = op_server
+    user = new_key(nkeys.PREFIX_BYTE_USER)
+    c = _connect(srv, _user_jwt(user, op.app, nats={"subs": 2, "payload": 10}), user)
+    try:
+        c.send(b"SUB a 1\r\nSUB b 2\r\nSUB c 3\r\nPUB a 10\r\n0123456789\r\n")
+        assert c.until_pong() == [b"-ERR 'maximum subscriptions exceeded'", b"MSG a 1 10", b"0123456789"]
+        c.send(b"PUB a 11\r\n0123456789X\r\n")
+        assert b"-ERR 'Maximum Payload Violation'" in c.read_all_until_close()
+    finally:
+        c.close()
+
+
 def test_refused_users_get_authorization_violation(op_server: tuple[ServerProcess, Operator]) -> None:
     srv, op = op_server
     user = new_key(nkeys.PREFIX_BYTE_USER)
@@ -187,10 +200,9 @@ def test_account_jetstream_limits_come_from_its_jwt(op_server: tuple[ServerProce
     c = _connect(srv, _user_jwt(user, op.app), user)
     try:
         c.send(b"SUB _INBOX.x 1\r\nPUB $JS.API.INFO _INBOX.x 0\r\n\r\n")
-        lines = c.until_pong()
-        while len(lines) < 2:
-            lines.append(c.readline())
-        info = json.loads(lines[1])
+        while not c.readline().startswith(b"MSG _INBOX.x 1 "):
+            pass  # PONGs, INFO updates
+        info = json.loads(c.readline())
     finally:
         c.close()
     assert info["limits"] == {

@@ -20,8 +20,9 @@ Any failure is a `Refusal` (the client sees ``-ERR 'Authorization
 Violation'``, as from nats-server; the reason goes to the log). An accepted
 user gets an `Identity` in its account (the account's public key) with the
 JWT's ``pub``/``sub``/``resp`` permissions (none: the account's defaults,
-unrestricted here) and `expires` (Unix seconds, 0 = never) so the
-connection can be closed when the JWT runs out.
+unrestricted here), its ``subs`` and ``payload`` limits, and `expires`
+(Unix seconds, 0 = never) so the connection can be closed when the JWT
+runs out.
 """
 
 from __future__ import annotations
@@ -168,4 +169,11 @@ class JwtAuth:
             user_permissions(user.nats),
             expires=user.expires,
             name_tag=account.claims.name or account.public_key,
+            max_subs=_limit(user.nats.get("subs")),
+            max_payload=_limit(user.nats.get("payload")),
         )
+
+
+def _limit(value: object) -> int:
+    """A JWT limit: a positive int limits, anything else (-1, 0, absent) does not."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else -1

@@ -43,7 +43,9 @@ subject (bounded); with ``allow_responses`` the reply subjects of delivered
 messages become publishable, counted and timed; a wildcard subscription
 that overlaps a subscribe deny filter gets no message the filter denies.
 `SessionSettings.max_subscriptions` caps subscriptions (``-ERR 'maximum
-subscriptions exceeded'``, the connection stays open).
+subscriptions exceeded'``, the connection stays open); an identity's own
+`max_subs` / `max_payload` (a user JWT's ``subs`` / ``payload``) lower the
+server's limits for that session.
 
 Accounts: each account has its own broker (its own subject space); the
 session publishes and subscribes on the broker of its identity's account,
@@ -121,6 +123,13 @@ def sub_violation(subject: str, queue: str | None) -> str:
             f"using queue {go_quote(queue)}"
         )
     return f"Permissions Violation for Subscription to {go_quote(subject)}"
+
+
+def _lower(server: int, user: int) -> int:
+    """The smaller of two limits where <= 0 means none."""
+    if user <= 0:
+        return server
+    return user if server <= 0 else min(server, user)
 
 
 class State(enum.Enum):
@@ -254,6 +263,8 @@ class Session:
         self._max_pending = settings.max_pending
         self._max_pings_out = settings.max_pings_out
         self._max_subs = settings.max_subscriptions
+        self._server_max_subs = settings.max_subscriptions
+        self._server_max_payload = settings.max_payload
         self._trace = settings.trace
         # permissions of the identity (None: unrestricted); see _set_identity
         self._rules: PermissionRules | None = None
@@ -593,6 +604,9 @@ class Session:
         """Take `identity`, its account's broker and its permissions (compiled
         once per distinct set)."""
         self.identity = identity
+        # a user's own limits (user JWTs) apply below the server's
+        self._max_subs = _lower(self._server_max_subs, identity.max_subs)
+        self.parser.max_payload = _lower(self._server_max_payload, identity.max_payload)
         if self._accounts is not None:
             broker = self._accounts.get(identity.account)
             if broker is not None and broker is not self._broker:
