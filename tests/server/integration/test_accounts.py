@@ -249,6 +249,7 @@ async def test_accountz_and_connz_account_fields(srv: ServerProcess, clients: di
     c_detail = json.loads(_monitor(srv, "/accountz?acc=C")[1])["account_detail"]
     assert c_detail["jetstream_enabled"] is False and c_detail["client_connections"] == 1
     assert _monitor(srv, "/accountz?acc=NOPE") == (400, "Account NOPE does not exist")
+    assert json.loads(_monitor(srv, "/varz")[1])["system_account"] == "SYS"
     conns = json.loads(_monitor(srv, "/connz?auth=1")[1])["connections"]
     seen = {(c["authorized_user"], c.get("account"), c.get("name_tag")) for c in conns}
     assert {("a", "A", "A"), ("a2", "A", "A"), ("b", "B", "B"), ("c", "C", "C"), ("sys", "SYS", "SYS")} <= seen

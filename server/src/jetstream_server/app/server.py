@@ -314,6 +314,7 @@ class NatsServer:
                 **({"stats": js} if "disabled" not in js else {}),
             },
             "system": platform.system().lower(),
+            **({"system_account": system} if (system := self._system_account()) else {}),
         }
         return varz
 
@@ -380,10 +381,13 @@ class NatsServer:
         total["accounts"] = len(parts)
         return total
 
+    def _system_account(self) -> str | None:
+        return next((a.name for a in self.accounts.values() if a.is_system), None)
+
     def accountz(self, account: str = "") -> dict[str, Any] | None:
         """nats-server's /accountz: the account names, or one account's detail
         (None when there is no such account)."""
-        system = next((a.name for a in self.accounts.values() if a.is_system), None)
+        system = self._system_account()
         out: dict[str, Any] = {"server_id": self.server_id, "now": _rfc3339(time.time())}
         if system is not None:
             out["system_account"] = system
