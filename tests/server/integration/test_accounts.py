@@ -22,6 +22,7 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client as NATS
+from raw_client import RawClient
 from server_kinds import SERVER_KINDS
 
 from jetstream_testing.process import ServerProcess, start_server
@@ -315,3 +316,19 @@ async def test_stream_byte_rules_and_the_server_limit_across_accounts(config_ser
     finally:
         await r.close()
         await q.close()
+
+
+def test_account_default_permissions_and_a_no_auth_user_in_an_account(config_server: Any) -> None:
+    proc = config_server(
+        "accounts {\n"
+        "  A: { default_permissions: { publish: \"ok.>\" },\n"
+        "       users: [ { user: a, password: a }, { user: admin, password: admin, permissions: {} } ] }\n"
+        "}\n"
+        "no_auth_user: a\n"
+    )
+    c = RawClient(proc.port)
+    try:
+        c.send(b'CONNECT {"verbose":false}\r\nSUB ok.1 1\r\nPUB ok.1 1\r\nx\r\nPUB no 1\r\nx\r\n')
+        assert c.until_pong() == [b"MSG ok.1 1 1", b"x", b"-ERR 'Permissions Violation for Publish to \"no\"'"]
+    finally:
+        c.close()
