@@ -251,6 +251,13 @@ async def test_accountz_and_connz_account_fields(srv: ServerProcess, clients: di
     assert c_detail["jetstream_enabled"] is False and c_detail["client_connections"] == 1
     assert _monitor(srv, "/accountz?acc=NOPE") == (400, "Account NOPE does not exist")
     assert json.loads(_monitor(srv, "/varz")[1])["system_account"] == "SYS"
+    jsz = json.loads(_monitor(srv, "/jsz?accounts=true")[1])
+    assert jsz["accounts"] == 2
+    details = {d["name"]: d for d in jsz["account_details"]}
+    assert sorted(details) == ["A", "B"]
+    # nats-server shows the account's limits there, -1 as an unsigned 64-bit number
+    assert (details["A"]["reserved_memory"], details["A"]["reserved_storage"]) == (1024 * 1024, 2 * 1024 * 1024)
+    assert details["B"]["reserved_storage"] == 2**64 - 1
     conns = json.loads(_monitor(srv, "/connz?auth=1")[1])["connections"]
     seen = {(c["authorized_user"], c.get("account"), c.get("name_tag")) for c in conns}
     assert {("a", "A", "A"), ("a2", "A", "A"), ("b", "B", "B"), ("c", "C", "C"), ("sys", "SYS", "SYS")} <= seen

@@ -28,7 +28,7 @@ class MonitorSource(Protocol):
 
     def connz(self, auth: bool = False) -> dict[str, Any]: ...
 
-    def jsz(self) -> dict[str, Any]: ...
+    def jsz(self, accounts: bool = False) -> dict[str, Any]: ...
 
     def accountz(self, account: str = "") -> dict[str, Any] | None:
         """The account names, or one account's detail; None: no such account."""
@@ -66,7 +66,8 @@ class MonitorServer:
             auth = params.get("auth", ["false"])[-1].lower() in ("1", "true", "t")
             return 200, self.server.connz(auth=auth)
         if path == "/jsz":
-            return 200, self.server.jsz()
+            accounts = params.get("accounts", ["false"])[-1].lower() in ("1", "true", "t")
+            return 200, self.server.jsz(accounts=accounts)
         if path == "/accountz":
             name = params.get("acc", [""])[-1]
             detail = self.server.accountz(name)

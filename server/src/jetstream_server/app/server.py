@@ -359,8 +359,9 @@ class NatsServer:
             "connections": conns,
         }
 
-    def jsz(self) -> dict[str, Any]:
-        """JetStream totals over every account that has it (nats-server's /jsz)."""
+    def jsz(self, accounts: bool = False) -> dict[str, Any]:
+        """JetStream totals over every account that has it (nats-server's
+        /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
         parts: list[dict[str, Any]] = []
         services = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
         for service in services:
@@ -370,7 +371,7 @@ class NatsServer:
                 parts.append(dict(result) if isinstance(result, dict) else {"data": result})
         if not parts:
             return {"disabled": True}
-        if len(parts) == 1:
+        if len(parts) == 1 and not accounts:
             return parts[0]
         total = dict(parts[0])
         for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
@@ -379,6 +380,12 @@ class NatsServer:
             k: sum(int(p.get("api", {}).get(k, 0)) for p in parts) for k in ("total", "errors")
         }
         total["accounts"] = len(parts)
+        if accounts:
+            total["account_details"] = [
+                _account_detail(acc.name, acc.jetstream)
+                for acc in self.accounts.values()
+                if acc.jetstream is not None
+            ]
         return total
 
     def _system_account(self) -> str | None:
@@ -415,6 +422,24 @@ class NatsServer:
             "name_tag": acc.name_tag or acc.name,
         }
         return out
+
+
+def _account_detail(name: str, engine: Any) -> dict[str, Any]:
+    """One account of ``/jsz?accounts=true``. nats-server reports the account's
+    limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
+    64-bit integer it prints); so does this."""
+    limits = engine.account_limits
+    return {
+        "name": name,
+        "id": name,
+        "memory": engine.usage("memory"),
+        "storage": engine.usage("file"),
+        "reserved_memory": limits.max_memory % 2**64,
+        "reserved_storage": limits.max_storage % 2**64,
+        "accounts": 0,
+        "ha_assets": 0,
+        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+    }
 
 
 def _auth_fields(identity: Identity | None) -> dict[str, str]:
