@@ -762,14 +762,83 @@ def _operator_mode(
     if system and op_system and system != op_system:
         raise ConfigError("system_account in config and operator JWT must be identical")
     system = system or op_system
+    if not system:
+        # nats-server (JetStream on, as it always is here) does not start either
+        raise ConfigError(
+            "Can't start JetStream: setting up internal jetstream subscriptions failed: "
+            "system account not setup"
+        )
     changes["system_account"] = system
     changes["auth"] = replace(
         auth, operator=OperatorSettings(frozenset(trusted), preload, system)
     )
-    changes["accounts"] = tuple(
-        AccountSettings(acc.public_key, _jwt_jetstream(acc.claims), name_tag=acc.claims.name)
+    accounts = [
+        AccountSettings(
+            acc.public_key,
+            _jwt_jetstream(acc.claims),
+            name_tag=acc.claims.name,
+            exports=_jwt_exports(acc.claims),
+            imports=_jwt_imports(acc.claims),
+        )
         for acc in preload
-    )
+    ]
+    changes["accounts"] = _authorized_imports(accounts)
+
+
+def _jwt_exports(claims: Claims) -> tuple[Export, ...]:
+    """An account JWT's exports that need no activation token."""
+    out: list[Export] = []
+    for e in claims.nats.get("exports") or ():
+        if not isinstance(e, dict) or e.get("token_req"):
+            continue
+        kind, subject = e.get("type"), e.get("subject")
+        if kind not in ("stream", "service") or not isinstance(subject, str):
+            continue
+        if not is_valid_subject(subject):
+            continue
+        response = str(e.get("response_type") or "singleton").lower()
+        out.append(Export(kind, subject, None, response if response in ("stream", "chunked") else "singleton"))
+    return tuple(out)
+
+
+def _jwt_imports(claims: Claims) -> tuple[Import, ...]:
+    """An account JWT's imports (``local_subject``; the deprecated ``to`` is a
+    prefix for streams and the local subject for services)."""
+    out: list[Import] = []
+    for i in claims.nats.get("imports") or ():
+        if not isinstance(i, dict):
+            continue
+        kind, subject, account = i.get("type"), i.get("subject"), i.get("account")
+        if kind not in ("stream", "service") or not isinstance(subject, str) or not isinstance(account, str):
+            continue
+        local = i.get("local_subject") or ""
+        to = i.get("to") or ""
+        if not local and to:
+            local = f"{to}.{subject}" if kind == "stream" else to
+        local = local if isinstance(local, str) and local else subject
+        if is_valid_subject(subject) and is_valid_subject(local):
+            out.append(Import(kind, account, subject, local))
+    return tuple(out)
+
+
+def _authorized_imports(accounts: list[AccountSettings]) -> tuple[AccountSettings, ...]:
+    """The accounts with only the imports their exporters allow: nats-server
+    keeps an account whose JWT imports what it may not, and marks that import
+    invalid (it carries nothing)."""
+    out: list[AccountSettings] = []
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        valid = tuple(
+            imp
+            for imp in account.imports
+            if imp.account in by_name
+            and any(
+                exp.kind == imp.kind and is_subset_filter(imp.subject, exp.subject)
+                for exp in by_name[imp.account].exports
+            )
+        )
+        out.append(replace(account, imports=valid))
+    return tuple(out)
 
 
 def _unlimited(value: int) -> int:

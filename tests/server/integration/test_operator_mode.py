@@ -212,7 +212,7 @@ def test_account_jetstream_limits_come_from_its_jwt(op_server: tuple[ServerProce
     }
 
 
-@pytest.mark.parametrize("case", ["no resolver", "bad preload", "accounts too"])
+@pytest.mark.parametrize("case", ["no resolver", "bad preload", "accounts too", "no system account"])
 def test_operator_configs_both_servers_refuse(config_server: Any, case: str, tmp_path: Path) -> None:
     op = _operator(tmp_path / "js")
     text = op.config
@@ -220,7 +220,67 @@ def test_operator_configs_both_servers_refuse(config_server: Any, case: str, tmp
         text = text.replace("resolver: MEMORY\n", "")
     elif case == "bad preload":
         text = re.sub(rf"(  {op.app.public}: )\S+", r"\1eyJ0eXAiOiJKV1QifQ.e30.AAAA", text)
-    else:
+    elif case == "accounts too":
         text += "accounts { A: { users: [ { user: a, password: a } ] } }\n"
+    else:
+        text = re.sub(r"system_account: \S+\n", "", text)
     with pytest.raises(RuntimeError, match="did not start"):
         config_server(text)
+
+
+async def test_exports_and_imports_from_account_jwts(config_server: Any) -> None:
+    import asyncio
+
+    import nats
+
+    op = new_key(nkeys.PREFIX_BYTE_OPERATOR)
+    exp, imp, sys_acc = (new_key(nkeys.PREFIX_BYTE_ACCOUNT) for _ in range(3))
+    op_jwt = encode_jwt({"sub": op.public, "name": "op", "nats": {"type": "operator", "version": 2}}, op)
+    exp_jwt = _account_jwt(exp, "EXP", op, {"limits": UNLIMITED, "exports": [
+        {"name": "news", "subject": "news.>", "type": "stream"},
+        {"name": "help", "subject": "help", "type": "service"},
+    ]})
+    imp_jwt = _account_jwt(imp, "IMP", op, {"limits": UNLIMITED, "imports": [
+        {"name": "news", "subject": "news.>", "account": exp.public, "local_subject": "exp.news.>", "type": "stream"},
+        {"name": "help", "subject": "help", "account": exp.public, "local_subject": "ask", "type": "service"},
+        {"name": "secret", "subject": "secret", "account": exp.public, "type": "stream"},  # not exported
+    ]})
+    proc = config_server(
+        f"operator: {op_jwt}\nresolver: MEMORY\nsystem_account: {sys_acc.public}\n"
+        f"resolver_preload: {{\n  {exp.public}: {exp_jwt}\n  {imp.public}: {imp_jwt}\n"
+        f"  {sys_acc.public}: {_account_jwt(sys_acc, 'SYS', op, {'limits': UNLIMITED})}\n}}\n"
+    )
+    users = {}
+    for name, account in (("e", exp), ("i", imp)):
+        key = new_key(nkeys.PREFIX_BYTE_USER)
+        users[name] = await nats.connect(
+            proc.url, user_jwt_cb=lambda k=key, a=account: _user_jwt(k, a).encode(),
+            signature_cb=lambda nonce, k=key: base64.b64encode(k.sign(nonce.encode())),
+            max_reconnect_attempts=0,
+        )
+    e, i = users["e"], users["i"]
+    try:
+        got: list[tuple[str, bytes]] = []
+
+        async def on_msg(msg: Any) -> None:
+            got.append((msg.subject, msg.data))
+
+        async def helper(msg: Any) -> None:
+            await msg.respond(b"help from EXP")
+
+        await i.subscribe("exp.news.>", cb=on_msg)
+        await i.subscribe("secret", cb=on_msg)
+        await e.subscribe("help", cb=helper)
+        await i.flush()
+        await e.flush()
+        await e.publish("secret", b"no")
+        await e.publish("news.1", b"yes")
+        await e.flush()
+        async with asyncio.timeout(5):
+            while not got:
+                await asyncio.sleep(0.01)
+        assert got == [("exp.news.1", b"yes")]
+        assert (await i.request("ask", b"?", timeout=5)).data == b"help from EXP"
+    finally:
+        await e.close()
+        await i.close()
