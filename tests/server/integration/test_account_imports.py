@@ -120,7 +120,18 @@ async def test_service_imports(clients: dict[str, NATS]) -> None:
     await a.subscribe("help.>", cb=helper)
     await a.subscribe("feed", cb=feeder)
     await a.flush()
-    answer = await b.request("ask.a.question", b"?", timeout=5)
+    answer = None
+    for _ in range(3):
+        # nats-server under load now and then answers the first request through a
+        # fresh import with "no responders"; the bundled server never has (a
+        # request that keeps failing still fails the test)
+        try:
+            answer = await b.request("ask.a.question", b"?", timeout=5)
+            break
+        except nats.errors.NoRespondersError:
+            await a.flush()
+            seen.clear()
+    assert answer is not None
     assert answer.data == b"answer to help.question"
     ((subject, reply),) = seen
     assert subject == "help.question" and reply and not reply.startswith("_INBOX.")

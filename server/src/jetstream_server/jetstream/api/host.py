@@ -30,6 +30,7 @@ class ApiHost(Protocol):
     api_errors: int  # ... of which answered with an error
     limits: ServerLimits  # jetstream { limits { ... } }
     account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
+    sync_always: bool  # fsync every write (stream stores and consumer state)
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
