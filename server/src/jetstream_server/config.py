@@ -24,6 +24,17 @@ server honours:
       ]
     }
     no_auth_user: alice
+    accounts {                                  # isolated subject spaces and JetStream
+      ORDERS: { users: [ { user: o, password: p } ],
+                jetstream: { max_mem: 1GB, max_file: 10GB, max_streams: 10, max_consumers: 100 } }
+      OPS: { users: [ { user: ops, password: q } ], jetstream: enabled }
+      SYS: { users: [ { user: sys, password: s } ] }
+    }
+    system_account: SYS    # default: $SYS, an account nobody logs in to
+    # or operator (JWT) mode, instead of authorization/accounts:
+    operator: /path/to/operator.jwt             # or the JWT itself
+    resolver: MEMORY                            # the only resolver kept
+    resolver_preload: { ACCOUNTPUBLICKEY...: eyJ0eXAiOiJKV1Qi... }
     tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true,
           handshake_first: true }     # or "auto" / a fallback delay like "300ms"
     websocket { port: 8080, no_tls: true, compression: true }  # needs the wsproto package
@@ -50,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.auth import (
     Authenticator,
     NkeyUser,
@@ -61,6 +73,8 @@ from jetstream_server.core.auth import (
     require_bcrypt,
     require_nkeys,
 )
+from jetstream_server.core.jwt import Claims, JwtError, decode
+from jetstream_server.core.jwt_auth import JwtAccount, JwtAuth
 from jetstream_server.core.permissions import (
     Permissions,
     ResponsePermission,
@@ -73,7 +87,7 @@ from jetstream_server.core.session import (
     DEFAULT_MAX_PINGS_OUT,
     SessionSettings,
 )
-from jetstream_server.core.subjects import is_valid_subject
+from jetstream_server.core.subjects import is_subset_filter, is_valid_subject
 
 DEFAULT_PORT: Final = 4222
 DEFAULT_HOST: Final = "0.0.0.0"
@@ -96,6 +110,16 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class OperatorSettings:
+    """Operator (JWT) mode: the trusted operator keys (the operators' own and
+    signing keys) and the accounts of ``resolver_preload``."""
+
+    trusted_keys: frozenset[str]
+    accounts: tuple[JwtAccount, ...] = ()
+    system_account: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AuthSettings:
     """Who may connect: one token or user, or a list of users and NKey users
     (each with permissions), and the ``no_auth_user``."""
@@ -106,11 +130,13 @@ class AuthSettings:
     users: tuple[User, ...] = ()
     nkey_users: tuple[NkeyUser, ...] = ()
     no_auth_user: str | None = None
+    operator: OperatorSettings | None = None
 
     @property
     def required(self) -> bool:
         return (
-            self.token is not None
+            self.operator is not None
+            or self.token is not None
             or self.user is not None
             or bool(self.users)
             or bool(self.nkey_users)
@@ -118,9 +144,53 @@ class AuthSettings:
 
     def authenticator(self) -> Authenticator:
         """The core's decision function for these settings."""
+        if self.operator is not None:
+            return JwtAuth(
+                self.operator.trusted_keys, {a.public_key: a for a in self.operator.accounts}
+            )
         if self.users or self.nkey_users:
             return UsersAuth(self.users, self.nkey_users, self.no_auth_user)
         return StaticAuth(self.user, self.password, self.token)
+
+
+GLOBAL_ACCOUNT: Final = "$G"
+DEFAULT_SYSTEM_ACCOUNT: Final = "$SYS"
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """``exports: [ { stream: s } | { service: s, response_type }, accounts: [...] ]``;
+    `accounts` None: any account may import it."""
+
+    kind: str  # "stream" or "service"
+    subject: str
+    accounts: tuple[str, ...] | None = None
+    response_type: str = "singleton"  # services: singleton, stream or chunked
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """``imports: [ { stream: { account, subject }, prefix | to } | { service: ..., to } ]``:
+    `subject` in `account`, seen here as `local`."""
+
+    kind: str
+    account: str
+    subject: str
+    local: str
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSettings:
+    """One account of the ``accounts`` block: its name and its JetStream
+    limits (None: no JetStream). Its users are in `AuthSettings.users` with
+    `account` set to `name`."""
+
+    name: str
+    jetstream: AccountLimits | None = None
+    nkey: str | None = None
+    name_tag: str = ""  # an account JWT's name (operator mode)
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +261,9 @@ class ServerConfig:
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    accounts: tuple[AccountSettings, ...] = ()
+    system_account: str | None = None  # None: $SYS (unless no_system_account)
+    no_system_account: bool = False
     websocket: WebSocketSettings | None = None
     debug: bool = False
     trace: bool = False
@@ -234,7 +307,26 @@ class ServerConfig:
                 f"({_go_duration(self.lame_duck_duration_s)})"
             )
         _check_no_auth_user(self.auth)
+        names = {a.name for a in self.accounts}
+        if self.system_account and self.system_account not in names | {DEFAULT_SYSTEM_ACCOUNT}:
+            raise ConfigError("error resolving system account: account missing")
         return self
+
+    def account_jetstream(self) -> dict[str, AccountLimits]:
+        """The accounts that have JetStream, with their limits: the global
+        account when no account other than the system account is configured
+        (nats-server's globalAccountOnly), else those that enable it."""
+        system = self.system_account_name
+        others = [a for a in self.accounts if a.name != system]
+        if not others:
+            return {GLOBAL_ACCOUNT: AccountLimits()}
+        return {a.name: a.jetstream for a in self.accounts if a.jetstream is not None}
+
+    @property
+    def system_account_name(self) -> str | None:
+        if self.system_account:
+            return self.system_account
+        return None if self.no_system_account else DEFAULT_SYSTEM_ACCOUNT
 
 
 # -- value helpers ---------------------------------------------------------------
@@ -476,11 +568,16 @@ def parse_config_text(text: str, source: str = "<config>") -> _Entries:
     return _parse_map(_Lexer(text, source), closing=False)
 
 
+_OPERATOR_KEYS: Final = (
+    "operator", "operators", "roots", "root", "root_operators", "root_operator",
+)
 _TOP_KEYS = {
     "port", "host", "net", "listen", "http_port", "http", "monitor_port", "max_payload",
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
+    *_OPERATOR_KEYS, "resolver", "account_resolver", "accounts_resolver", "resolver_preload",
     "lame_duck_duration", "lame_duck_grace_period", "websocket", "ws",
 }
 
@@ -570,6 +667,10 @@ def config_from_mapping(
         return f"{source}:{lines[key]}: " if key in lines else f"{source}: "
 
     changes: dict[str, Any] = {}
+    account_users: tuple[tuple[User, ...], tuple[NkeyUser, ...]] = ((), ())
+    operator_claims: list[Claims] | None = None
+    resolver: str | None = None
+    preload: tuple[JwtAccount, ...] = ()
     for key, value in entries.items():
         k = key.lower()
         try:
@@ -607,6 +708,18 @@ def config_from_mapping(
                 changes["auth"] = replace(
                     changes.get("auth", cfg.auth), no_auth_user=_as_str(value, key)
                 )
+            elif k == "accounts":
+                changes["accounts"], account_users = _accounts_block(value, key)
+            elif k in _OPERATOR_KEYS:
+                operator_claims = _operators(value, key)
+            elif k in ("resolver", "account_resolver", "accounts_resolver"):
+                resolver = _resolver(value)
+            elif k == "resolver_preload":
+                preload = _resolver_preload(value)
+            elif k in ("system_account", "system"):
+                changes["system_account"] = _as_str(value, key)
+            elif k in ("no_system_account", "no_system", "no_sys_acc"):
+                changes["no_system_account"] = _as_bool(value, key)
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
             elif k in ("websocket", "ws"):
@@ -617,7 +730,481 @@ def config_from_mapping(
             if exc.line is not None:
                 raise ConfigError(f"{source}:{exc.line}: {exc}", exc.line) from None
             raise ConfigError(f"{where(key)}{exc}", lines.get(key)) from None
+    if account_users != ((), ()):
+        try:
+            changes["auth"] = _with_account_users(changes.get("auth", cfg.auth), *account_users)
+        except ConfigError as exc:
+            raise ConfigError(f"{where('accounts')}{exc}", lines.get("accounts")) from None
+    if operator_claims is not None:
+        try:
+            _operator_mode(changes, cfg, operator_claims, resolver, preload)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    elif resolver is not None or preload:
+        raise ConfigError(f"{source}: resolver and resolver_preload need an operator")
     return replace(cfg, **changes)
+
+
+def _operators(value: object, key: str) -> list[Claims]:
+    """``operator``: operator JWTs, each inline or in a file (as nats-server reads them)."""
+    items = value if isinstance(value, list) else [value]
+    out: list[Claims] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
+        text = item
+        if not item.startswith("eyJ"):
+            try:
+                text = Path(item).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"error parsing operator JWT: {exc}") from None
+            text = _jwt_in(text)
+        try:
+            out.append(decode(text.strip(), "operator"))
+        except JwtError as exc:
+            raise ConfigError(f"error parsing operator JWT: {exc}") from None
+    return out
+
+
+def _jwt_in(text: str) -> str:
+    """The JWT of a file that holds it alone or between nsc's BEGIN/END lines."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("eyJ"):
+            return line
+    return text
+
+
+def _resolver(value: object) -> str:
+    if isinstance(value, str) and re.fullmatch(r"(?i)\s*(MEM|MEMORY)\s*", value):
+        return "MEMORY"
+    raise ConfigError(
+        f"resolver: only the MEMORY resolver (with resolver_preload) is supported by "
+        f"this server, got {value!r}"
+    )
+
+
+def _resolver_preload(value: object) -> tuple[JwtAccount, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("preload should be a map of account_public_key:account_jwt")
+    out: list[JwtAccount] = []
+    for key, token in value.items():
+        if not isinstance(token, str):
+            raise ConfigError("preload map value should be a string JWT")
+        try:
+            claims = decode(token, "account")
+        except JwtError:
+            raise ConfigError("invalid account JWT") from None
+        if claims.subject != key:
+            raise ConfigError(f"resolver_preload: the JWT of {key} is for account {claims.subject}")
+        out.append(JwtAccount(claims))
+    return tuple(out)
+
+
+def _operator_mode(
+    changes: dict[str, Any],
+    cfg: ServerConfig,
+    operators: list[Claims],
+    resolver: str | None,
+    preload: tuple[JwtAccount, ...],
+) -> None:
+    """nats-server's validateTrustedOperators, then the accounts of the preload."""
+    if resolver is None:
+        raise ConfigError("operators require an account resolver to be configured")
+    if changes.get("accounts"):
+        raise ConfigError("operators do not allow Accounts to be configured directly")
+    auth: AuthSettings = changes.get("auth", cfg.auth)
+    if auth.users or auth.nkey_users or auth.user or auth.token:
+        raise ConfigError("operators do not allow users to be configured directly")
+    trusted: set[str] = set()
+    op_system: str | None = None
+    for op in operators:
+        trusted.add(op.subject)
+        trusted.update(k for k in op.nats.get("signing_keys") or () if isinstance(k, str))
+        sys_key = op.nats.get("system_account")
+        if isinstance(sys_key, str) and sys_key:
+            op_system = sys_key
+    system = changes.get("system_account", cfg.system_account)
+    if system and op_system and system != op_system:
+        raise ConfigError("system_account in config and operator JWT must be identical")
+    system = system or op_system
+    if not system:
+        # nats-server (JetStream on, as it always is here) does not start either
+        raise ConfigError(
+            "Can't start JetStream: setting up internal jetstream subscriptions failed: "
+            "system account not setup"
+        )
+    changes["system_account"] = system
+    changes["auth"] = replace(
+        auth, operator=OperatorSettings(frozenset(trusted), preload, system)
+    )
+    accounts = [
+        AccountSettings(
+            acc.public_key,
+            _jwt_jetstream(acc.claims),
+            name_tag=acc.claims.name,
+            exports=_jwt_exports(acc.claims),
+            imports=_jwt_imports(acc.claims),
+        )
+        for acc in preload
+    ]
+    changes["accounts"] = _authorized_imports(accounts)
+
+
+def _jwt_exports(claims: Claims) -> tuple[Export, ...]:
+    """An account JWT's exports that need no activation token."""
+    out: list[Export] = []
+    for e in claims.nats.get("exports") or ():
+        if not isinstance(e, dict) or e.get("token_req"):
+            continue
+        kind, subject = e.get("type"), e.get("subject")
+        if kind not in ("stream", "service") or not isinstance(subject, str):
+            continue
+        if not is_valid_subject(subject):
+            continue
+        response = str(e.get("response_type") or "singleton").lower()
+        out.append(Export(kind, subject, None, response if response in ("stream", "chunked") else "singleton"))
+    return tuple(out)
+
+
+def _jwt_imports(claims: Claims) -> tuple[Import, ...]:
+    """An account JWT's imports (``local_subject``; the deprecated ``to`` is a
+    prefix for streams and the local subject for services)."""
+    out: list[Import] = []
+    for i in claims.nats.get("imports") or ():
+        if not isinstance(i, dict):
+            continue
+        kind, subject, account = i.get("type"), i.get("subject"), i.get("account")
+        if kind not in ("stream", "service") or not isinstance(subject, str) or not isinstance(account, str):
+            continue
+        local = i.get("local_subject") or ""
+        to = i.get("to") or ""
+        if not local and to:
+            local = f"{to}.{subject}" if kind == "stream" else to
+        local = local if isinstance(local, str) and local else subject
+        if is_valid_subject(subject) and is_valid_subject(local):
+            out.append(Import(kind, account, subject, local))
+    return tuple(out)
+
+
+def _authorized_imports(accounts: list[AccountSettings]) -> tuple[AccountSettings, ...]:
+    """The accounts with only the imports their exporters allow: nats-server
+    keeps an account whose JWT imports what it may not, and marks that import
+    invalid (it carries nothing)."""
+    out: list[AccountSettings] = []
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        valid = tuple(
+            imp
+            for imp in account.imports
+            if imp.account in by_name
+            and any(
+                exp.kind == imp.kind and is_subset_filter(imp.subject, exp.subject)
+                for exp in by_name[imp.account].exports
+            )
+        )
+        out.append(replace(account, imports=valid))
+    return tuple(out)
+
+
+def _unlimited(value: int) -> int:
+    return value if value > 0 else -1
+
+
+def _jwt_jetstream(claims: Claims) -> AccountLimits | None:
+    """An account JWT's JetStream limits; None when it has no JetStream (both
+    storage limits 0, as nats-server decides)."""
+    limits = claims.nats.get("limits")
+    if not isinstance(limits, dict):
+        return None
+
+    def num(name: str) -> int:
+        value = limits.get(name, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    if num("mem_storage") == 0 and num("disk_storage") == 0:
+        return None
+    return AccountLimits(
+        max_memory=num("mem_storage"),
+        max_storage=num("disk_storage"),
+        # as nats-server takes them (INFO shows them so): streams and consumers
+        # as given (0 limits nothing), the others -1 unless positive
+        max_streams=num("streams"),
+        max_consumers=num("consumer"),
+        max_ack_pending=_unlimited(num("max_ack_pending")),
+        memory_max_stream_bytes=_unlimited(num("mem_max_stream_bytes")),
+        storage_max_stream_bytes=_unlimited(num("disk_max_stream_bytes")),
+        max_bytes_required=bool(limits.get("max_bytes_required", False)),
+    )
+
+
+def _accounts_block(
+    value: object, key: str
+) -> tuple[tuple[AccountSettings, ...], tuple[tuple[User, ...], tuple[NkeyUser, ...]]]:
+    """``accounts { NAME: { users, jetstream, default_permissions, nkey } }`` (or
+    a list of names), with nats-server's checks and messages; the users come
+    back with their account set."""
+    if isinstance(value, list):
+        names: list[str] = []
+        for item in value:
+            name = _as_str(item, key)
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            if name in names:
+                raise ConfigError(f"Duplicate Account Entry: {name}")
+            names.append(name)
+        return tuple(AccountSettings(n) for n in names), ((), ())
+    accounts: list[AccountSettings] = []
+    users: list[User] = []
+    nkey_users: list[NkeyUser] = []
+    lines = {str(k): n for k, n in getattr(value, "lines", {}).items()}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a block {{ ... }} or a list of names, got {value!r}")
+    for name, body in value.items():
+        name = str(name)
+        try:
+            if not isinstance(body, dict):
+                raise ConfigError("Expected map entries for accounts")
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            account, acc_users, acc_nkeys = _account_entry(name, body, f"{key}.{name}")
+        except ConfigError as exc:
+            raise _at(lines.get(name), exc) from None
+        accounts.append(account)
+        users.extend(acc_users)
+        nkey_users.extend(acc_nkeys)
+    _check_imports(accounts)
+    return tuple(accounts), (tuple(users), tuple(nkey_users))
+
+
+def _check_imports(accounts: list[AccountSettings]) -> None:
+    """Every import names a defined account that exports it to the importer
+    (nats-server's messages)."""
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        for exp in account.exports:
+            for other in exp.accounts or ():
+                if other not in by_name:
+                    raise ConfigError(f'"{other}" account not defined for {exp.kind} export')
+        for imp in account.imports:
+            exporter = by_name.get(imp.account)
+            if exporter is None:
+                raise ConfigError(f'"{imp.account}" account not defined for {imp.kind} import')
+            if not any(
+                exp.kind == imp.kind
+                and is_subset_filter(imp.subject, exp.subject)
+                and (exp.accounts is None or account.name in exp.accounts)
+                for exp in exporter.exports
+            ):
+                raise ConfigError(
+                    f'Error adding {imp.kind} import "{imp.subject}": {imp.kind} import not authorized'
+                )
+
+
+def _exports(value: object, key: str) -> tuple[Export, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Exports should be an array, got {type(value).__name__}")
+    out: list[Export] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Export Items should be a map with type entry, got {type(entry).__name__}")
+        kind = subject = None
+        accounts: tuple[str, ...] | None = None
+        response = "singleton"
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f'Detected {k} "{v}" but already saw a {kind}')
+                    if not isinstance(v, str):
+                        raise ConfigError(f"Expected {k} name to be string, got {type(v).__name__}")
+                    if not is_valid_subject(v):
+                        raise ConfigError(f'subject "{v}" is not a valid subject')
+                    kind, subject = k, v
+                elif k == "accounts":
+                    if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+                        raise ConfigError("Expected accounts to be an array of strings")
+                    accounts = tuple(v)
+                elif k in ("response", "response_type"):
+                    low = str(v).lower()
+                    kinds = {"single": "singleton", "singleton": "singleton", "stream": "stream",
+                             "chunk": "chunked", "chunked": "chunked"}
+                    if low not in kinds:
+                        raise ConfigError(f'Unknown response type: "{v}"')
+                    response = kinds[low]
+                elif k in ("threshold", "response_threshold", "response_max_time", "response_time"):
+                    parse_duration(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or subject is None:
+            raise ConfigError("Export Items should be a map with type entry")
+        if kind == "stream" and response != "singleton":
+            raise ConfigError("Detected response directive on non-service")
+        out.append(Export(kind, subject, accounts, response))
+    return tuple(out)
+
+
+def _imports(value: object, key: str) -> tuple[Import, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Imports should be an array, got {type(value).__name__}")
+    out: list[Import] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Import Items should be a map with type entry, got {type(entry).__name__}")
+        kind = account = subject = prefix = to = None
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f"Detected {k} but already saw a {kind}")
+                    if not isinstance(v, dict):
+                        raise ConfigError(
+                            f"{k.capitalize()} entry should be an account map, got {type(v).__name__}"
+                        )
+                    src = {str(a).lower(): b for a, b in v.items()}
+                    account, subject = src.get("account"), src.get("subject")
+                    if not isinstance(account, str) or not isinstance(subject, str):
+                        raise ConfigError("Expect an account name and a subject")
+                    if not is_valid_subject(subject):
+                        raise ConfigError(f'subject "{subject}" is not a valid subject')
+                    kind = k
+                elif k == "prefix":
+                    prefix = _as_str(v, k)
+                elif k in ("to", "local_subject"):
+                    to = _as_str(v, k)
+                elif k in ("share", "allow_trace"):
+                    _as_bool(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or account is None or subject is None:
+            raise ConfigError("Import Items should be a map with type entry")
+        if prefix is not None and to is not None:
+            raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
+        if prefix is not None and kind == "service":
+            raise ConfigError(f"unknown key {key}.prefix")
+        local = to or (f"{prefix}.{subject}" if prefix else subject)
+        if not is_valid_subject(local):
+            raise ConfigError(f'subject "{local}" is not a valid subject')
+        out.append(Import(kind, account, subject, local))
+    return tuple(out)
+
+
+def _account_entry(
+    name: str, body: dict[str, Any], key: str
+) -> tuple[AccountSettings, tuple[User, ...], tuple[NkeyUser, ...]]:
+    limits: AccountLimits | None = None
+    nkey: str | None = None
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
+    users: tuple[User, ...] = ()
+    nkey_users: tuple[NkeyUser, ...] = ()
+    defaults: Permissions | None = None
+    for k, v, line in _block_items(body, key):
+        try:
+            if k == "users":
+                users, nkey_users = _users(v, f"{key}.{k}")
+            elif k == "jetstream":
+                limits = _account_jetstream(v, f"{key}.{k}")
+            elif k == "default_permissions":
+                defaults = _permissions(v, f"{key}.{k}")
+            elif k == "exports":
+                exports = _exports(v, f"{key}.{k}")
+            elif k == "imports":
+                imports = _imports(v, f"{key}.{k}")
+            elif k == "nkey":
+                nkey = _as_str(v, f"{key}.{k}")
+                if len(nkey) != 56 or not nkey.startswith("A"):
+                    raise ConfigError(f'Not a valid public nkey for an account: "{nkey}"')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in users
+    )
+    nkey_users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in nkey_users
+    )
+    _check_packages(None, None, None, users, nkey_users)
+    return AccountSettings(name, limits, nkey, exports=exports, imports=imports), users, nkey_users
+
+
+_ACCOUNT_JS_SIZES: Final = {
+    "max_memory": "max_memory", "max_mem": "max_memory", "mem": "max_memory", "memory": "max_memory",
+    "max_store": "max_storage", "max_file": "max_storage", "max_disk": "max_storage",
+    "store": "max_storage", "disk": "max_storage",
+    "max_streams": "max_streams", "streams": "max_streams",
+    "max_consumers": "max_consumers", "consumers": "max_consumers",
+    "mem_max_stream_bytes": "memory_max_stream_bytes",
+    "memory_max_stream_bytes": "memory_max_stream_bytes",
+    "disk_max_stream_bytes": "storage_max_stream_bytes",
+    "store_max_stream_bytes": "storage_max_stream_bytes",
+    "max_ack_pending": "max_ack_pending",
+}
+
+
+def _account_jetstream(value: object, key: str) -> AccountLimits | None:
+    """An account's ``jetstream``: true/false, "enabled"/"disabled" or a limits block."""
+    if isinstance(value, bool):
+        return AccountLimits() if value else None
+    if isinstance(value, str):
+        low = value.lower()
+        if low in ("enabled", "enable"):
+            return AccountLimits()
+        if low in ("disabled", "disable"):
+            return None
+        raise ConfigError(f"Expected 'enabled' or 'disabled' for string value, got '{value}'")
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"Expected map, bool or string to define JetStream, got {type(value).__name__}"
+        )
+    out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            if k in _ACCOUNT_JS_SIZES:
+                try:
+                    out[_ACCOUNT_JS_SIZES[k]] = parse_size(v, k)
+                except ConfigError:
+                    raise ConfigError(f'Expected a parseable size for "{k}", got {v}') from None
+            elif k in ("max_bytes_required", "max_stream_bytes", "max_bytes"):
+                if not isinstance(v, bool):
+                    raise ConfigError(f'Expected a parseable bool for "{k}", got {v}')
+                out["max_bytes_required"] = v
+            elif k == "cluster_traffic":
+                if v not in ("system", "owner", ""):
+                    raise ConfigError(f'Expected \'system\' or \'owner\' string value for "{k}", got {v}')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return AccountLimits(**out)
+
+
+def _with_account_users(
+    auth: AuthSettings, users: tuple[User, ...], nkey_users: tuple[NkeyUser, ...]
+) -> AuthSettings:
+    """The authorization block's users plus the accounts' (names unique across both)."""
+    if users or nkey_users:
+        if auth.user is not None:
+            raise ConfigError("Can not have a single user/pass and accounts")
+        if auth.token is not None:
+            raise ConfigError("Can not have a token and accounts")
+    seen = {u.name for u in auth.users} | {u.public_key for u in auth.nkey_users}
+    for u in users:
+        if u.name in seen:
+            raise ConfigError(f'Duplicate user "{u.name}" detected')
+        seen.add(u.name)
+    for k in nkey_users:
+        if k.public_key in seen:
+            raise ConfigError(f'Duplicate nkey "{k.public_key}" detected')
+        seen.add(k.public_key)
+    return replace(auth, users=auth.users + users, nkey_users=auth.nkey_users + nkey_users)
 
 
 def _block(value: object, key: str) -> dict[str, Any]:

@@ -41,7 +41,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 from jetstream_server.app.write_batch import WriteBatcher
@@ -74,6 +74,9 @@ class ConnectionHost(Protocol):
 
     @property
     def auth(self) -> Authenticator: ...
+
+    @property
+    def account_brokers(self) -> Mapping[str, Broker]: ...
 
     @property
     def session_settings(self) -> SessionSettings: ...
@@ -111,7 +114,9 @@ class ClientConnection(asyncio.Protocol):
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
         self.session = Session(
-            cid, host.broker, self, host.session_settings, host.auth, host.clock
+            cid, host.broker, self, host.session_settings, host.auth, host.clock,
+            # hosts without accounts (test doubles) keep every session on `broker`
+            getattr(host, "account_brokers", None),
         )
         self.closed = False
         self.tls_pending = False
@@ -121,6 +126,7 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._expiry_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._fallback_timer: asyncio.TimerHandle | None = None
         self._tls_task: asyncio.Task[None] | None = None
@@ -227,6 +233,12 @@ class ClientConnection(asyncio.Protocol):
         if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
+            identity = self.session.identity
+            if identity is not None and identity.expires and not self.closed:
+                # a user JWT with `exp`: the connection ends when it does
+                self._expiry_timer = self.loop.call_later(
+                    max(0.0, identity.expires - time.time()), self.session.auth_expired
+                )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()
@@ -368,11 +380,15 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
-        timers = (self._ping_timer, self._auth_timer, self._deadline_timer, self._fallback_timer)
+        timers = (
+            self._ping_timer, self._auth_timer, self._deadline_timer, self._fallback_timer,
+            self._expiry_timer,
+        )
         for timer in timers:
             if timer is not None:
                 timer.cancel()
-        self._ping_timer = self._auth_timer = self._deadline_timer = self._fallback_timer = None
+        self._ping_timer = self._auth_timer = self._deadline_timer = None
+        self._fallback_timer = self._expiry_timer = None
         self.host.connection_closed(self)
 
     @property

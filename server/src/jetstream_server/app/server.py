@@ -30,12 +30,13 @@ import time
 from dataclasses import replace
 from typing import Any, Final
 
+from jetstream_server.app.accounts import Account, build_accounts
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.monitoring import MonitorServer
-from jetstream_server.app.services import build_services, with_store_defaults
+from jetstream_server.app.services import with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
@@ -77,6 +78,10 @@ class NatsServer:
         self.server_name = config.server_name or self.server_id
         self.services: list[Service] = [] if services is None else services
         self._build_services = services is None
+        # every account's broker and services; the global account's are
+        # `broker` and `services` (app/accounts.py)
+        self.accounts: dict[str, Account] = {}
+        self.account_brokers: dict[str, Broker] = {}
         self.connections: dict[int, ClientConnection] = {}
         self._cids = itertools.count(1)
         self.total_connections = 0
@@ -122,13 +127,18 @@ class NatsServer:
         log.info("  ID:       %s", self.server_id)
         if cfg.tls.enabled:
             self.tls_context = make_server_context(cfg.tls)
-        if self._build_services:
-            self.services = build_services(cfg, self.clock)
+        self.accounts = build_accounts(
+            cfg, self.clock, self.broker, None if self._build_services else self.services
+        )
+        self.account_brokers = {name: acc.broker for name, acc in self.accounts.items()}
+        self.services = self.accounts[GLOBAL_ACCOUNT].services
         started: list[Service] = []
         try:
-            for service in self.services:
-                service.start(self.broker)
-                started.append(service)
+            for account in self.accounts.values():
+                for service in account.services:
+                    service.start(account.broker)
+                    started.append(service)
+                account.updated = time.time()
             if cfg.http_port is not None:
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
@@ -221,7 +231,8 @@ class NatsServer:
         if self._services_closed:
             return
         self._services_closed = True
-        for service in reversed(self.services):
+        every = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
+        for service in reversed(every):
             try:
                 service.close()
             except Exception:
@@ -338,7 +349,8 @@ class NatsServer:
             "in_bytes": totals[1],
             "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
-            "subscriptions": self.broker.num_subscriptions,
+            "subscriptions": sum(b.num_subscriptions for b in self.account_brokers.values())
+            or self.broker.num_subscriptions,
             "http_host": self.http_host,
             "http_port": self.http_port or 0,
             "max_connections": cfg.max_connections,
@@ -362,6 +374,7 @@ class NatsServer:
                 **({"stats": js} if "disabled" not in js else {}),
             },
             "system": platform.system().lower(),
+            **({"system_account": system} if (system := self._system_account()) else {}),
         }
         return varz
 
@@ -406,16 +419,92 @@ class NatsServer:
             "connections": conns,
         }
 
-    def jsz(self) -> dict[str, Any]:
-        for service in self.services:
+    def jsz(self, accounts: bool = False) -> dict[str, Any]:
+        """JetStream totals over every account that has it (nats-server's
+        /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
+        parts: list[dict[str, Any]] = []
+        services = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
+        for service in services:
             jsz = getattr(service, "jsz", None)
             if callable(jsz):
                 result = jsz()
-                return dict(result) if isinstance(result, dict) else {"data": result}
-        return {"disabled": True}
+                parts.append(dict(result) if isinstance(result, dict) else {"data": result})
+        if not parts:
+            return {"disabled": True}
+        if len(parts) == 1 and not accounts:
+            return parts[0]
+        total = dict(parts[0])
+        for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
+            total[key] = sum(int(p.get(key, 0)) for p in parts)
+        total["api"] = {
+            k: sum(int(p.get("api", {}).get(k, 0)) for p in parts) for k in ("total", "errors")
+        }
+        total["accounts"] = len(parts)
+        if accounts:
+            total["account_details"] = [
+                _account_detail(acc.name, acc.jetstream)
+                for acc in self.accounts.values()
+                if acc.jetstream is not None
+            ]
+        return total
+
+    def _system_account(self) -> str | None:
+        return next((a.name for a in self.accounts.values() if a.is_system), None)
+
+    def accountz(self, account: str = "") -> dict[str, Any] | None:
+        """nats-server's /accountz: the account names, or one account's detail
+        (None when there is no such account)."""
+        system = self._system_account()
+        out: dict[str, Any] = {"server_id": self.server_id, "now": _rfc3339(time.time())}
+        if system is not None:
+            out["system_account"] = system
+        if not account:
+            out["accounts"] = list(self.accounts)
+            return out
+        acc = self.accounts.get(account)
+        if acc is None:
+            return None
+        clients = sum(
+            1
+            for conn in self.connections.values()
+            if conn.session.identity is not None and conn.session.identity.account == account
+        )
+        out["account_detail"] = {
+            "account_name": acc.name,
+            "update_time": _rfc3339(acc.updated or self.start_time),
+            **({"is_system": True} if acc.is_system else {}),
+            "expired": False,
+            "complete": True,
+            "jetstream_enabled": acc.jetstream is not None,
+            "leafnode_connections": 0,
+            "client_connections": clients,
+            "subscriptions": acc.broker.num_subscriptions,
+            "name_tag": acc.name_tag or acc.name,
+        }
+        return out
+
+
+def _account_detail(name: str, engine: Any) -> dict[str, Any]:
+    """One account of ``/jsz?accounts=true``. nats-server reports the account's
+    limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
+    64-bit integer it prints); so does this."""
+    limits = engine.account_limits
+    return {
+        "name": name,
+        "id": name,
+        "memory": engine.usage("memory"),
+        "storage": engine.usage("file"),
+        "reserved_memory": limits.max_memory % 2**64,
+        "reserved_storage": limits.max_storage % 2**64,
+        "accounts": 0,
+        "ha_assets": 0,
+        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+    }
 
 
 def _auth_fields(identity: Identity | None) -> dict[str, str]:
+    """nats-server's /connz?auth=1 fields: the user, the account unless it
+    is the global one, and the account's name tag."""
     out: dict[str, str] = {}
     if identity is None:
         return out
@@ -423,6 +512,7 @@ def _auth_fields(identity: Identity | None) -> dict[str, str]:
         out["authorized_user"] = identity.user
     if identity.account != GLOBAL_ACCOUNT:
         out["account"] = identity.account
+    out["name_tag"] = identity.name_tag or identity.account
     return out
 
 

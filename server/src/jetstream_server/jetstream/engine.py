@@ -4,7 +4,7 @@
 subscribes internally to `$JS.API.>` (and `$JS.<domain>.API.>` with a domain,
 both answered by api/dispatch.py through the route table), to `$JS.ACK.>`
 (consumer/acks.py) and to every stream's subjects, reopens the streams found
-under `<store_dir>/jetstream/$G/streams/` with their durable consumers, and
+under `<store_dir>/jetstream/<account>/streams/` with their durable consumers, and
 from then on answers requests and stores published messages. No sockets, no
 asyncio; time from the clock.
 
@@ -24,6 +24,11 @@ serving, and the held acks go out when the disk thread is done. One group is
 in flight at a time; publishes arriving meanwhile form the next group, so
 acks still go out in publish order.
 
+One engine serves one account (`account`, ``$G`` by default) with that
+account's `AccountLimits` (account_limits.py): the server runs one engine per
+account with JetStream enabled, each on that account's broker, so streams of
+one account are invisible to another.
+
 Invariant: nothing raised while handling a message escapes into the broker;
 API failures become error responses, publish failures error pub acks.
 """
@@ -37,9 +42,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.router import MessageHandler, Router
 from jetstream_server.jetstream import persistence
+from jetstream_server.jetstream.account_limits import (
+    UNLIMITED,
+    check_new_stream,
+    check_stream_config,
+)
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
@@ -81,8 +92,20 @@ def open_stream_store(
 class JetStream:
     """The JetStream engine (see module docstring)."""
 
-    def __init__(self, settings: Any, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: Any,
+        clock: Clock,
+        account: str = persistence.ACCOUNT,
+        account_limits: AccountLimits = UNLIMITED,
+    ) -> None:
         self.clock = clock
+        self.account = account
+        self.account_limits = account_limits
+        # the engines of every account on this server, this one included (set
+        # by the server when there are several): the server's store limits
+        # are checked against their sum
+        self.peers: list[JetStream] = []
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None
         self.sync_always: bool = bool(_setting(settings, "sync_always", False))
@@ -153,7 +176,7 @@ class JetStream:
     def _open_existing(self) -> None:
         if self.store_dir is None:
             return
-        for directory in persistence.list_stream_dirs(self.store_dir):
+        for directory in persistence.list_stream_dirs(self.store_dir, self.account):
             try:
                 meta = persistence.read_meta(directory)
                 config = StreamConfig.from_json(meta.config)
@@ -212,7 +235,7 @@ class JetStream:
         as in nats-server) and when the server runs without a store directory."""
         if self.store_dir is None or storage == "memory":
             return None
-        return persistence.stream_dir(self.store_dir, name)
+        return persistence.stream_dir(self.store_dir, name, self.account)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
         for other in self.streams.values():
@@ -225,38 +248,62 @@ class JetStream:
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""
-        limit = self.max_memory if config.storage == "memory" else self.max_storage
-        if limit <= 0 or config.max_bytes <= 0:
-            return
-        reserved = sum(
+        reserved_here = sum(
             max(s.config.max_bytes, 0)
             for s in self.streams.values()
             if s.config.storage == config.storage and s.name != ignore
         )
+        acc = self.account_limits
+        if ignore is None:
+            check_new_stream(
+                acc, len(self.streams), config.max_consumers, config.storage, config.max_bytes,
+                reserved_here,
+            )
+        else:
+            check_stream_config(acc, config.max_consumers, config.storage, config.max_bytes, reserved_here)
+        limit = self.max_memory if config.storage == "memory" else self.max_storage
+        if limit <= 0 or config.max_bytes <= 0:
+            return
+        # the server's store limits hold for every account together
+        reserved = reserved_here + self.server_reserved(config.storage) - self.reserved(config.storage)
         if reserved + config.max_bytes > limit:
             raise ApiError(
                 Err.MEMORY_RESOURCES_EXCEEDED if config.storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
             )
 
     def _store_limit_check(self) -> Callable[[Stream, int], None] | None:
-        """The per-publish store-limit check, or None when the server has no limits."""
-        return self._account_check if self.max_memory > 0 or self.max_storage > 0 else None
+        """The per-publish store-limit check, or None when neither the server
+        nor the account has limits."""
+        acc = self.account_limits
+        limited = self.max_memory > 0 or self.max_storage > 0 or acc.max_memory >= 0 or acc.max_storage >= 0
+        return self._account_check if limited else None
 
     def _account_check(self, stream: Stream, size: int) -> None:
         storage = stream.config.storage
+        if self.account_limits.exceeded_by(storage, self.usage(storage), size):
+            # nats-server's answer when the account's own limit would be passed
+            raise ApiError(Err.ACCOUNT_RESOURCES_EXCEEDED)
         limit = self.max_memory if storage == "memory" else self.max_storage
         if limit <= 0:
             return
-        if self.usage(storage) + size > limit:
+        if self.server_usage(storage) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
             raise ApiError(Err.INSUFFICIENT_RESOURCES)
+
+    def server_usage(self, storage: str) -> int:
+        """Bytes stored by every account of the server (`peers`: their engines)."""
+        return sum(e.usage(storage) for e in self.peers) if self.peers else self.usage(storage)
+
+    def server_reserved(self, storage: str) -> int:
+        return sum(e.reserved(storage) for e in self.peers) if self.peers else self.reserved(storage)
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
 
     def create_stream(self, config: StreamConfig) -> Stream:
-        self.check_overlap(config)
+        # nats-server checks the account's limits before the subjects
         self.check_account_reservation(config)
+        self.check_overlap(config)
         directory = self.stream_dir(config.name, config.storage)
         created = self.clock.now_ns()
         if directory is not None:
@@ -496,8 +543,8 @@ class JetStream:
         )
 
     def account_info(self) -> dict[str, Any]:
-        """Usage of the one account; like nats-server, the server-wide
-        max_memory_store/max_file_store are not account `limits` (those stay -1)."""
+        """Usage of this account and its limits; like nats-server, the server-wide
+        max_memory_store/max_file_store are not account `limits`."""
         return {
             "memory": self.usage("memory"),
             "storage": self.usage("file"),
@@ -505,16 +552,7 @@ class JetStream:
             "reserved_storage": self.reserved("file"),
             "streams": len(self.streams),
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
-            "limits": {
-                "max_memory": -1,
-                "max_storage": -1,
-                "max_streams": -1,
-                "max_consumers": -1,
-                "max_ack_pending": -1,
-                "memory_max_stream_bytes": -1,
-                "storage_max_stream_bytes": -1,
-                "max_bytes_required": False,
-            },
+            "limits": self.account_limits.to_json(),
         }
 
     def jsz(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Stream metadata on disk, laid out like nats-server.
 
-    <store_dir>/jetstream/$G/streams/<name>/meta.json   config + created time
+    <store_dir>/jetstream/<account>/streams/<name>/meta.json   config + created time
+    (<account> is $G, nats-server's global account, unless accounts are configured)
     <store_dir>/jetstream/$G/streams/<name>/msgs/       message blocks (the file store's;
     <store_dir>/jetstream/$G/streams/<name>/LOCK, index.snap   it owns these too)
     <store_dir>/jetstream/$G/streams/<name>/obs/        consumer state (consumers)
@@ -37,12 +38,12 @@ class StreamMeta:
     created_ns: int
 
 
-def streams_root(store_dir: str | os.PathLike[str]) -> Path:
-    return Path(store_dir) / "jetstream" / ACCOUNT / "streams"
+def streams_root(store_dir: str | os.PathLike[str], account: str = ACCOUNT) -> Path:
+    return Path(store_dir) / "jetstream" / account / "streams"
 
 
-def stream_dir(store_dir: str | os.PathLike[str], name: str) -> Path:
-    return streams_root(store_dir) / name
+def stream_dir(store_dir: str | os.PathLike[str], name: str, account: str = ACCOUNT) -> Path:
+    return streams_root(store_dir, account) / name
 
 
 def fsync_dir(path: Path) -> None:
@@ -130,8 +131,8 @@ def read_meta(directory: Path) -> StreamMeta:
     return StreamMeta(config=raw["config"], created_ns=int(raw.get("created_ns", 0)))
 
 
-def list_stream_dirs(store_dir: str | os.PathLike[str]) -> list[Path]:
-    root = streams_root(store_dir)
+def list_stream_dirs(store_dir: str | os.PathLike[str], account: str = ACCOUNT) -> list[Path]:
+    root = streams_root(store_dir, account)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir())

@@ -110,6 +110,9 @@ def create_consumer(
         return existing
     if action == "update":
         raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
+    cap = host.account_limits.consumer_cap(stream.config.max_consumers)
+    if cap > 0 and name not in stream.consumers and len(stream.consumers) >= cap:
+        raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (

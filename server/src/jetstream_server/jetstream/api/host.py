@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.stream import Stream
@@ -28,6 +29,7 @@ class ApiHost(Protocol):
     api_total: int  # API requests answered (the dispatcher counts them)
     api_errors: int  # ... of which answered with an error
     limits: ServerLimits  # jetstream { limits { ... } }
+    account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
     sync_always: bool  # fsync every write (stream stores and consumer state)
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
@@ -48,5 +50,5 @@ class ApiHost(Protocol):
     def delete_stream(self, stream: Stream) -> None: ...
 
     def account_info(self) -> dict[str, Any]:
-        """Usage and limits of the one account (`$JS.API.INFO` without the `api` block)."""
+        """Usage and limits of the account (`$JS.API.INFO` without the `api` block)."""
         ...
