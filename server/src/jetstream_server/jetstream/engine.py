@@ -40,7 +40,7 @@ from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.stream import PubAck, Stream
+from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.store.base import StreamStore
@@ -319,8 +319,19 @@ class JetStream:
     ) -> None:
         if stream.closed:
             return
+        if stream.config.mirror is not None:
+            return  # a mirror takes messages only from its origin (it has no subjects either)
+        self.ingest(stream, subject, reply, headers, payload)
+
+    def ingest(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes | None,
+        payload: bytes, sourced: Sourced | None = None,
+    ) -> PubAck:
+        """Store one message (published, or brought in by a mirror or source),
+        then ack, republish and tell listeners (after the group commit with
+        `sync_always`)."""
         try:
-            ack = stream.accept(subject, headers, payload)
+            ack = stream.accept(subject, headers, payload, sourced)
         except ApiError as exc:
             ack = PubAck(0, error=exc)
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
@@ -332,10 +343,11 @@ class JetStream:
                 self._dirty.add(stream.name)
             if self._flush_timer is None:
                 self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
-            return
+            return ack
         self._send_ack(stream, reply, ack)
         if ack.msg is not None:
             stream.deliver(ack.msg)
+        return ack
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None
@@ -363,6 +375,8 @@ class JetStream:
                 stream.deliver(ack.msg)
 
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
+        if ack.republish is not None:  # as nats-server: the republish goes out before the ack
+            self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
         if not reply or stream.config.no_ack:
             return
         if ack.error is None and not ack.duplicate:

@@ -46,8 +46,10 @@ from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, Headers, parse_headers
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
+from jetstream_server.jetstream.republish import Republisher
 from jetstream_server.jetstream.seams import StreamListener
 from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.transform import SubjectTransform, TransformError
 from jetstream_server.store.base import StoredMessage, StreamStore, message_size
 
 logger = logging.getLogger(__name__)
@@ -98,7 +100,7 @@ class PubAck:
     """The outcome of one publish, before it is sent (a plain slotted class:
     one is made per published message, a frozen dataclass costs more)."""
 
-    __slots__ = ("seq", "duplicate", "error", "msg")
+    __slots__ = ("seq", "duplicate", "error", "msg", "republish")
 
     def __init__(
         self,
@@ -106,11 +108,22 @@ class PubAck:
         duplicate: bool = False,
         error: ApiError | None = None,
         msg: StoredMessage | None = None,  # set when a new message was stored
+        republish: tuple[str, bytes, bytes] | None = None,  # (subject, headers, payload)
     ) -> None:
         self.seq = seq
         self.duplicate = duplicate
         self.error = error
         self.msg = msg
+        self.republish = republish
+
+
+class Sourced(NamedTuple):
+    """A message a mirror or source brings in (not a client's publish): its
+    expectation headers are not checked and, for a mirror, it keeps the
+    origin's sequence and time (`seq`, `timestamp_ns`; 0 for a source)."""
+
+    seq: int = 0
+    timestamp_ns: int = 0
 
 
 class _HeaderPlan(NamedTuple):
@@ -158,6 +171,10 @@ class Stream:
         self.closed = False
         # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
+        # Told after listeners of every message stored (mirrors and sources follow it).
+        self.on_appended: Callable[[Stream], None] | None = None
+        # The mirror/source state for stream info, set by the sourcing code.
+        self.sourcing_info: Callable[[], dict[str, Any]] | None = None
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
             store.skip_to(config.first_seq)
@@ -211,9 +228,26 @@ class Stream:
         self._limited = cfg.max_msgs_per_subject > 0 or (
             cfg.discard != "new" and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
         )
+        self._input_transform: SubjectTransform | None = None
+        if cfg.subject_transform is not None and cfg.subject_transform.dest:
+            try:
+                self._input_transform = SubjectTransform(
+                    cfg.subject_transform.src, cfg.subject_transform.dest
+                )
+            except TransformError:  # refused when the config was checked
+                logger.error("stream %s: bad subject transform kept out", self.name)
+        self._republisher = (
+            Republisher(self.name, cfg.republish) if cfg.republish is not None else None
+        )
 
-    def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
+    def accept(
+        self, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced | None = None
+    ) -> PubAck:
         """Validate and store one published message (listeners not yet told)."""
+        if self._input_transform is not None:
+            mapped = self._input_transform.match(subject)
+            if mapped is not None:  # no filtering: a subject it does not map stays
+                subject = mapped
         if self.config.sealed:
             return self._fail(Err.STREAM_SEALED)
         hdr_len = len(headers) if headers else 0
@@ -222,9 +256,13 @@ class Stream:
         if hdr_len > 65536:
             return self._fail(Err.STREAM_HEADER_EXCEEDS_MAXIMUM)
         now = self.clock.now_ns()
+        if sourced is not None and sourced.seq:
+            now = sourced.timestamp_ns or now
+            if not self._mirror_position(sourced.seq, subject):
+                return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now)
+            planned = self._plan_headers(headers, subject, now, sourced)
             if isinstance(planned, PubAck):
                 return planned
             plan = planned
@@ -239,6 +277,10 @@ class Stream:
                 refused = self._discard_new_check(subject, size)
                 if refused is not None:
                     return refused
+        republish_to = self._republisher.target(subject) if self._republisher is not None else None
+        if republish_to is not None:
+            info = self.store.subject_info(subject)
+            previous = info.last_seq if info is not None else 0
         seq = self.store.store(subject, headers, payload, now)
         msg = StoredMessage(subject, seq, now, headers, payload)
         if plan is None:
@@ -249,15 +291,44 @@ class Stream:
             self._enforce_limits(subject)
         if self._age_timer is None and self.config.max_age > 0:
             self._arm_age_timer()
+        if republish_to is not None and self._republisher is not None:
+            rp_headers, rp_payload = self._republisher.message(
+                subject, seq, now, previous, headers, payload
+            )
+            return PubAck(seq, msg=msg, republish=(republish_to, rp_headers, rp_payload))
         return PubAck(seq, msg=msg)
 
-    def _plan_headers(self, headers: bytes, subject: str, now: int) -> _HeaderPlan | PubAck:
+    def _mirror_position(self, seq: int, subject: str) -> bool:
+        """Make `seq` the next sequence of a mirror; False when it is already stored.
+
+        Like nats-server's skipMsgs, the origin's gaps (deleted, expired or
+        filtered-out messages) become deleted sequences here too.
+        """
+        store = self.store
+        state = store.state()
+        if seq <= state.last_seq:
+            return False
+        if seq > state.last_seq + 1:
+            if state.msgs == 0:
+                store.compact(seq)
+            else:
+                # the store has no interior skip: hold each missing sequence
+                # with an empty record and delete it at once
+                for _ in range(seq - state.last_seq - 1):
+                    store.remove(store.store(subject, None, b"", self.clock.now_ns()))
+        return True
+
+    def _plan_headers(
+        self, headers: bytes, subject: str, now: int, sourced: Sourced | None = None
+    ) -> _HeaderPlan | PubAck:
         """Check the JetStream headers of a publish; what to do after storing it."""
         try:
             hdr = parse_headers(headers)
         except HeaderError:
             return _HeaderPlan("", "", 0)
         cfg = self.config
+        if sourced is not None:
+            return self._plan_sourced(hdr, now, sourced)
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
             return self._fail(Err.STREAM_NOT_MATCH)
@@ -288,6 +359,25 @@ class Stream:
                 return PubAck(0, error=exc)
         return _HeaderPlan(msg_id, rollup, ttl_ns)
 
+    def _plan_sourced(self, hdr: Headers, now: int, sourced: Sourced) -> _HeaderPlan | PubAck:
+        """A sourced message is stored as the origin had it: no expectations;
+        a source (not a mirror) still drops duplicates by `Nats-Msg-Id`;
+        rollups and TTLs act only where this stream allows them."""
+        msg_id = hdr.get(MSG_ID) or ""
+        if msg_id and not sourced.seq:
+            found = self._dedup_lookup(msg_id, now)
+            if found is not None:
+                return PubAck(found, duplicate=True)
+        rollup = (hdr.get(ROLLUP) or "").strip() if self.config.allow_rollup_hdrs else ""
+        ttl_ns = 0
+        ttl_raw = hdr.get(MSG_TTL)
+        if ttl_raw is not None and self.config.allow_msg_ttl:
+            try:
+                ttl_ns = parse_ttl_ns(ttl_raw)
+            except ApiError:
+                ttl_ns = 0
+        return _HeaderPlan(msg_id, rollup if rollup in ("sub", "all") else "", ttl_ns)
+
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
         self.last_msg_id = plan.msg_id
         if plan.msg_id:
@@ -311,6 +401,8 @@ class Stream:
                                  self.name, getattr(consumer, "name", "?"), msg.seq)
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
+        if self.on_appended is not None:
+            self.on_appended(self)
 
     def _fail(self, error: Err, **fields: Any) -> PubAck:
         return PubAck(seq=0, error=ApiError(error, **fields))
