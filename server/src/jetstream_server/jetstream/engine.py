@@ -40,6 +40,7 @@ from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
@@ -88,6 +89,7 @@ class JetStream:
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
+        self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -121,6 +123,7 @@ class JetStream:
 
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
+        self.sourcing.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -178,6 +181,9 @@ class JetStream:
                 restore_consumers(self, stream)
             except Exception:  # a consumer restore bug must not lose the stream
                 logger.exception("restoring the consumers of stream %s failed", config.name)
+        # once every stream is back, mirrors and sources resume where they were
+        for stream in list(self.streams.values()):
+            self.sourcing.attach(stream)
 
     # -- what handlers use ---------------------------------------------------------
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
@@ -241,6 +247,13 @@ class JetStream:
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
 
+    def prepare_config(self, config: StreamConfig) -> StreamConfig:
+        """The checks that need the other streams (mirror and source sizes,
+        cycles) and what a mirror inherits from its origin (`mirror_direct`)."""
+        config = Sourcing.inherit(config, self.streams)
+        Sourcing.check(config, self.streams)
+        return config
+
     def create_stream(self, config: StreamConfig) -> Stream:
         self.check_overlap(config)
         self.check_account_reservation(config)
@@ -270,6 +283,8 @@ class JetStream:
         )
         self.streams[config.name] = stream
         self._subscribe_stream(stream)
+        self.sourcing.attach(stream)
+        self.sourcing.stream_created(stream)
         logger.info("created stream %s", config.name)
         return stream
 
@@ -287,8 +302,10 @@ class JetStream:
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
             self._subscribe_stream(stream)
+        self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
 
     def delete_stream(self, stream: Stream) -> None:
+        self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
         self._pending = [p for p in self._pending if p[0] is not stream]
@@ -348,6 +365,11 @@ class JetStream:
         if ack.msg is not None:
             stream.deliver(ack.msg)
         return ack
+
+    def _ingest_sourced(
+        self, stream: Stream, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced
+    ) -> PubAck:
+        return self.ingest(stream, subject, None, headers, payload, sourced)
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None

@@ -1,0 +1,218 @@
+"""Every mirror and source of the server: wake-ups, bounded copying, checks, info.
+
+`Sourcing(streams, clock, ingest)` keeps one `Feed` per mirror and per source
+of each stream (`attach(stream)` after create, update or reopen; `detach`
+before delete). An origin that stores a message calls `origin_changed`
+(wired to `Stream.on_appended`); the feeds reading it are marked and a
+turn is scheduled with `clock.call_later(0, ...)`. A turn copies at most
+`TURN_BUDGET` messages over all feeds and schedules the next turn while any
+feed is still behind, so a big catch-up never holds the loop for long and a
+publish never waits for its mirrors.
+
+`check(config, streams, ignore)` raises the nats-server errors that need the
+other streams: a mirror's `max_msg_size` below its origin's (10030), a
+source's (10046), and cycles through sources and mirrors ("detected cycle");
+`inherit(config, streams)` gives a mirror its origin's `allow_direct` as
+`mirror_direct`, as nats-server does.
+
+Invariant: no feed of a deleted stream survives (`detach`), and a feed whose
+origin is missing stays idle until a stream of that name appears.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.subjects import filters_overlap
+from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.sourcing.feed import Feed, Ingest
+from jetstream_server.jetstream.stream import Stream
+from jetstream_server.jetstream.stream_config import StreamConfig
+
+logger = logging.getLogger(__name__)
+
+TURN_BUDGET = 512
+
+
+class Sourcing:
+    """The server's mirrors and sources (see module docstring)."""
+
+    def __init__(self, streams: dict[str, Stream], clock: Clock, ingest: Ingest) -> None:
+        self.streams = streams
+        self.clock = clock
+        self.ingest = ingest
+        self.feeds: dict[str, list[Feed]] = {}  # target stream -> its feeds
+        self._dirty: set[int] = set()  # id() of feeds with work to do
+        self._timer: TimerHandle | None = None
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def attach(self, stream: Stream) -> None:
+        """(Re)build the feeds of `stream` from its config and start them."""
+        old = {f.index_name: f for f in self.feeds.pop(stream.name, [])}
+        stream.on_appended = self.origin_changed
+        cfg = stream.config
+        now = self.clock.now_ns()
+        feeds: list[Feed] = []
+        if cfg.mirror is not None:
+            keep = old.get(cfg.mirror.index_name)
+            feeds.append(keep if keep is not None and keep.mirror else
+                         Feed(stream, cfg.mirror, mirror=True, now_ns=now))
+        for source in cfg.sources:
+            keep = old.get(source.index_name)
+            feeds.append(keep if keep is not None and not keep.mirror else
+                         Feed(stream, source, mirror=False, now_ns=now))
+        for feed in feeds:
+            feed.target = stream
+        if feeds:
+            self.feeds[stream.name] = feeds
+            stream.sourcing_info = lambda: self.info(stream)
+            for feed in feeds:
+                self._dirty.add(id(feed))
+            self._schedule()
+        else:
+            stream.sourcing_info = None
+
+    def detach(self, name: str) -> None:
+        for feed in self.feeds.pop(name, []):
+            self._dirty.discard(id(feed))
+
+    def close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # -- wake-ups and turns ----------------------------------------------------------------
+    def origin_changed(self, origin: Stream) -> None:
+        """`origin` stored a message: the feeds reading it have work."""
+        if not self.feeds:
+            return
+        woke = False
+        for feeds in self.feeds.values():
+            for feed in feeds:
+                if feed.origin_name == origin.name:
+                    self._dirty.add(id(feed))
+                    woke = True
+        if woke:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is None and not self._closed:
+            self._timer = self.clock.call_later(0, self._turn)
+
+    def _turn(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        budget = TURN_BUDGET
+        now = self.clock.now_ns()
+        for feeds in list(self.feeds.values()):
+            for feed in feeds:
+                if id(feed) not in self._dirty or budget <= 0:
+                    continue
+                origin = self.streams.get(feed.origin_name)
+                target = self.streams.get(feed.target.name)
+                if origin is None or target is not feed.target or target.closed:
+                    self._dirty.discard(id(feed))
+                    continue
+                try:
+                    done = feed.step(origin, self.ingest, budget, now)
+                except Exception:  # one broken feed must not stop the others
+                    logger.exception("stream %s: copying from %s failed", target.name, origin.name)
+                    self._dirty.discard(id(feed))
+                    continue
+                budget -= done
+                if done == 0 or feed.error is not None:
+                    self._dirty.discard(id(feed))
+        if self._dirty:
+            self._schedule()
+
+    def stream_created(self, stream: Stream) -> None:
+        """A new stream may be the origin some feeds were waiting for."""
+        self.origin_changed(stream)
+
+    # -- info ------------------------------------------------------------------------------------
+    def info(self, stream: Stream) -> dict[str, Any]:
+        """`mirror` and `sources` for the stream info answer."""
+        now = self.clock.now_ns()
+        out: dict[str, Any] = {}
+        sources = []
+        for feed in self.feeds.get(stream.name, []):
+            origin = self.streams.get(feed.origin_name)
+            if origin is not None:
+                feed.last_active_ns = now  # same process: the origin is always in reach
+            body = feed.info(origin, now)
+            if feed.mirror:
+                out["mirror"] = body
+            else:
+                sources.append(body)
+        if sources:
+            out["sources"] = sources
+        return out
+
+    # -- checks needing the other streams ------------------------------------------------------------
+    @staticmethod
+    def inherit(config: StreamConfig, streams: dict[str, Stream]) -> StreamConfig:
+        """A mirror's `mirror_direct` follows its origin's `allow_direct` when the origin exists."""
+        if config.mirror is None or config.mirror.external is not None:
+            return config
+        origin = streams.get(config.mirror.name)
+        if origin is None or origin.config.allow_direct == config.mirror_direct:
+            return config
+        return dataclasses.replace(config, mirror_direct=origin.config.allow_direct)
+
+    @staticmethod
+    def check(config: StreamConfig, streams: dict[str, Stream]) -> None:
+        def origin_config(name: str) -> StreamConfig | None:
+            if name == config.name:
+                return config
+            stream = streams.get(name)
+            return None if stream is None else stream.config
+
+        mirror = config.mirror
+        if mirror is not None and mirror.external is None:
+            origin = origin_config(mirror.name)
+            if (origin is not None and config.max_msg_size > 0 and origin.max_msg_size > 0
+                    and config.max_msg_size < origin.max_msg_size):
+                raise ApiError(Err.MIRROR_MAX_MESSAGE_SIZE_TOO_BIG)
+        for source in config.sources:
+            if source.external is not None:
+                continue
+            origin = origin_config(source.name)
+            if (origin is not None and config.max_msg_size > 0 and origin.max_msg_size > 0
+                    and config.max_msg_size < origin.max_msg_size):
+                raise ApiError(Err.SOURCE_MAX_MESSAGE_SIZE_TOO_BIG)
+        _check_cycles(config, origin_config)
+
+
+def _check_cycles(config: StreamConfig, lookup: Callable[[str], StreamConfig | None]) -> None:
+    """nats-server's cycle walk over sources and mirrors (checkStreamCfg)."""
+    to_visit = [config]
+    visited: set[str] = set()
+    while to_visit:
+        cfg = to_visit.pop(0)
+        visited.add(cfg.name)
+        for source in cfg.sources:
+            if source.external is not None:
+                continue
+            if source.name in visited:
+                if not source.filter_subject or any(
+                    filters_overlap(subject, source.filter_subject) for subject in cfg.subjects
+                ):
+                    raise ApiError(Err.STREAM_INVALID_CONFIG, err="detected cycle")
+            else:
+                found = lookup(source.name) if source.name != config.name else None
+                if found is not None:
+                    to_visit.append(found)
+        mirror = cfg.mirror
+        if mirror is not None and mirror.external is None:
+            if mirror.name in visited:
+                raise ApiError(Err.STREAM_INVALID_CONFIG, err="detected cycle")
+            found = lookup(mirror.name) if mirror.name != config.name else None
+            if found is not None:
+                to_visit.append(found)

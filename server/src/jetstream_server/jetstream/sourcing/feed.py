@@ -1,0 +1,160 @@
+"""One mirror or one source of a stream: where it reads next and how far behind it is.
+
+A `Feed` belongs to a target stream and names an origin stream (which may
+not exist yet: then it waits, `active` -1, as nats-server's does). `step()`
+copies at most `budget` origin messages into the target through the
+`ingest` callback and returns how many origin sequences it moved over.
+
+Start (first time, nothing copied yet): `opt_start_seq`, else the first
+sequence at or after `opt_start_time`, else the origin's beginning. After a
+restart: a mirror continues after its own last sequence (a mirror keeps the
+origin's sequences); a source after the sequence in the newest
+`Nats-Stream-Source` header of its index name (a backward scan over the
+target's messages, as nats-server's startingSequenceForSources).
+
+Invariant: `next_seq` only moves forward past messages that were stored or
+are not wanted (other subjects, duplicates); a refused store (limits) leaves
+it where it was and sets `error`, so the next wake retries that message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.sourcing.headers import (
+    source_header,
+    sourced_headers,
+    stored_source,
+    stream_identity,
+)
+from jetstream_server.jetstream.sourcing_config import SourceConfig
+from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
+from jetstream_server.jetstream.transform import first_match
+from jetstream_server.store.base import StoredMessage
+
+logger = logging.getLogger(__name__)
+
+Ingest = Callable[[Stream, str, bytes | None, bytes, Sourced], PubAck]
+
+# How far back a source looks for its progress header before starting over
+# from its configured start (bounded work when a stream is reopened).
+PROGRESS_SCAN_LIMIT = 100_000
+
+
+class Feed:
+    """A mirror (`mirror=True`) or one source of a target stream."""
+
+    def __init__(self, target: Stream, config: SourceConfig, *, mirror: bool, now_ns: int) -> None:
+        self.target = target
+        self.config = config
+        self.mirror = mirror
+        self.origin_name = config.name
+        self.index_name = config.index_name
+        self.filters = [f for f in config.filters if f != ">"]
+        self.transforms = config.transforms()
+        self.next_seq = 0  # 0: not positioned yet
+        self.last_active_ns = 0
+        self.created_ns = now_ns
+        self.error: ApiError | None = None
+        self._identity = ""
+
+    # -- positioning ---------------------------------------------------------------
+    def position(self, origin: Stream) -> None:
+        """Choose where to read from, once (see module docstring)."""
+        if self.next_seq:
+            return
+        resumed = self._resume_point()
+        if resumed:
+            self.next_seq = resumed
+            return
+        cfg = self.config
+        if cfg.opt_start_seq > 0:
+            self.next_seq = cfg.opt_start_seq
+        elif cfg.opt_start_time_ns is not None:
+            self.next_seq = max(origin.store.seq_for_time(cfg.opt_start_time_ns), 1)
+        else:
+            self.next_seq = max(origin.store.state().first_seq, 1)
+
+    def _resume_point(self) -> int:
+        store = self.target.store
+        state = store.state()
+        if self.mirror:
+            return state.last_seq + 1 if state.last_seq else 0
+        if state.msgs == 0:
+            return 0
+        seq = state.last_seq
+        for _ in range(PROGRESS_SCAN_LIMIT):
+            msg = store.load_prev(seq)
+            if msg is None:
+                break
+            found = stored_source(msg.headers)
+            if found is not None and found[0] == self.index_name:
+                return found[1] + 1
+            seq = msg.seq - 1
+            if seq < state.first_seq:
+                break
+        return 0
+
+    # -- copying -----------------------------------------------------------------------
+    def step(self, origin: Stream, ingest: Ingest, budget: int, now_ns: int) -> int:
+        """Copy up to `budget` messages; returns how many it handled (0: caught up
+        or blocked)."""
+        self.position(origin)
+        self._identity = stream_identity(origin.created_ns)
+        self.last_active_ns = now_ns
+        store = origin.store
+        filters = self.filters or None
+        done = 0
+        while done < budget:
+            msg = store.load_next(self.next_seq, filters)
+            if msg is None:
+                last = store.state().last_seq
+                if last >= self.next_seq:
+                    self.next_seq = last + 1  # nothing left that this feed wants
+                break
+            if not self._copy(msg, ingest):
+                break
+            self.next_seq = msg.seq + 1
+            done += 1
+        return done
+
+    def _copy(self, msg: StoredMessage, ingest: Ingest) -> bool:
+        subject = first_match(self.transforms, msg.subject) if self.transforms else msg.subject
+        if self.mirror:
+            ack = ingest(self.target, subject, msg.headers, msg.data,
+                         Sourced(msg.seq, msg.timestamp_ns))
+        else:
+            headers = sourced_headers(msg.headers, source_header(self.index_name, msg.seq, msg.subject, self._identity))
+            ack = ingest(self.target, subject, headers, msg.data, Sourced())
+        if ack.error is not None:
+            if self.error is None or self.error.description != ack.error.description:
+                logger.warning("stream %s: copying %s message %d failed: %s",
+                               self.target.name, self.origin_name, msg.seq, ack.error.description)
+            self.error = ack.error
+            return False
+        self.error = None
+        return True
+
+    # -- info ------------------------------------------------------------------------------
+    def lag(self, origin: Stream | None) -> int:
+        if origin is None or not self.next_seq:
+            return 0 if origin is None else origin.store.num_pending(1, self.filters or None)
+        return origin.store.num_pending(self.next_seq, self.filters or None)
+
+    def info(self, origin: Stream | None, now_ns: int) -> dict[str, Any]:
+        """nats-server's StreamSourceInfo."""
+        out: dict[str, Any] = {"name": self.origin_name}
+        if self.config.external is not None:
+            out["external"] = dict(self.config.external)
+        out["lag"] = self.lag(origin)
+        out["active"] = now_ns - self.last_active_ns if self.last_active_ns and origin is not None else -1
+        if self.error is not None:
+            out["error"] = self.error.to_json()
+        if self.config.filter_subject:
+            out["filter_subject"] = self.config.filter_subject
+        if self.config.subject_transforms:
+            out["subject_transforms"] = [t.to_json() for t in self.config.subject_transforms]
+        return out

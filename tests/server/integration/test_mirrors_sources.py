@@ -1,0 +1,226 @@
+"""Mirrors and sources on both servers (nats-server is the oracle), same configs.
+
+Waits are bounded: `until` polls STREAM.INFO against a deadline (nats-server
+copies through internal consumers, so its mirrors trail by a few milliseconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Callable
+from typing import Any
+
+import nats
+import pytest
+from js_helpers import api, err, info, pub
+from nats.aio.client import Client as NATS
+
+from jetstream_server.jetstream.sourcing.headers import stream_identity
+from jetstream_testing.process import ServerProcess
+
+pytestmark = pytest.mark.asyncio
+
+
+async def create(nc: NATS, **config: Any) -> dict[str, Any]:
+    """STREAM.CREATE with exactly `config` (no default subjects: mirrors have none)."""
+    resp = await api(nc, f"STREAM.CREATE.{config['name']}", config)
+    assert "error" not in resp, resp
+    return resp
+
+
+async def until(nc: NATS, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 10.0) -> dict[str, Any]:
+    """STREAM.INFO of `name` once `check` holds (TimeoutError after `timeout` seconds)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            resp = await info(nc, name)
+            if "error" not in resp and check(resp):
+                return resp
+            await asyncio.sleep(0.02)
+
+
+async def messages(nc: NATS, name: str) -> list[dict[str, Any]]:
+    """Every stored message of a stream, in order (seq, subject, data, headers, time)."""
+    state = (await info(nc, name))["state"]
+    out = []
+    seq = state["first_seq"]
+    while state["messages"] and seq <= state["last_seq"]:
+        resp = await api(nc, f"STREAM.MSG.GET.{name}", {"seq": seq, "next_by_subj": ">"})
+        if "error" in resp:
+            break
+        msg = resp["message"]
+        out.append({
+            "seq": msg["seq"], "subject": msg["subject"],
+            "data": base64.b64decode(msg.get("data", "")),
+            "hdrs": base64.b64decode(msg["hdrs"]).decode() if msg.get("hdrs") else "",
+            "time": msg["time"],
+        })
+        seq = msg["seq"] + 1
+    return out
+
+
+@pytest.fixture
+async def nc(server: ServerProcess) -> Any:
+    client = await nats.connect(server.url, max_reconnect_attempts=0)
+    yield client
+    await client.close()
+
+
+async def fill_origin(nc: NATS, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        await pub(nc, f"o.{'ab'[i % 2]}", b"m%d" % i, {"Nats-Msg-Id": f"id{i}", "X-I": str(i)})
+
+
+async def test_mirror_copies_and_follows(nc: NATS) -> None:
+    await create(nc, name="O", subjects=["o.>"])
+    await fill_origin(nc, 5)
+    created = await create(nc, name="M", mirror={"name": "O"})
+    config = created["config"]
+    assert "subjects" not in config
+    assert config["mirror"] == {"name": "O"} and config["mirror_direct"] is False
+    await until(nc, "M", lambda i: i["state"]["last_seq"] == 5)
+    await fill_origin(nc, 3, start=5)
+    mirrored = await until(nc, "M", lambda i: i["state"]["last_seq"] == 8)
+    assert mirrored["mirror"]["name"] == "O" and mirrored["mirror"]["lag"] == 0
+    assert isinstance(mirrored["mirror"]["active"], int)
+    assert await messages(nc, "M") == await messages(nc, "O")  # same seqs, subjects, headers, times
+    # a mirror's config can not change, and it takes no subjects
+    resp = await api(nc, "STREAM.UPDATE.M", {"name": "M", "mirror": {"name": "O", "filter_subject": "o.a"}})
+    assert err(resp) == (400, 10055, "stream mirror configuration can not be updated")
+    resp = await api(nc, "STREAM.UPDATE.M", {"name": "M", "mirror": {"name": "O"}, "subjects": ["m"]})
+    assert err(resp) == (400, 10034, "stream mirrors can not contain subjects")
+
+
+async def test_mirror_filter_and_start_seq(nc: NATS) -> None:
+    await create(nc, name="O", subjects=["o.>"])
+    await fill_origin(nc, 10)
+    await create(nc, name="M", mirror={"name": "O", "opt_start_seq": 4, "filter_subject": "o.a"})
+    await create(nc, name="T", mirror={"name": "O", "subject_transforms": [{"src": "o.b", "dest": "t.b"}]})
+    m = await until(nc, "M", lambda i: i["state"]["last_seq"] == 9)
+    wanted = [x for x in await messages(nc, "O") if x["seq"] >= 4 and x["subject"] == "o.a"]
+    assert await messages(nc, "M") == wanted
+    assert m["state"]["messages"] == len(wanted) and m["state"]["first_seq"] == wanted[0]["seq"]
+    assert m["mirror"]["filter_subject"] == "o.a"
+    t = await until(nc, "T", lambda i: i["state"]["last_seq"] == 10)
+    assert [x["subject"] for x in await messages(nc, "T")] == ["t.b"] * 5
+    assert t["mirror"]["subject_transforms"] == [{"src": "o.b", "dest": "t.b"}]
+
+
+async def test_sources_merge_with_filters_and_transforms(nc: NATS) -> None:
+    await create(nc, name="A", subjects=["a.>"])
+    await create(nc, name="B", subjects=["b.>"])
+    for i in range(4):
+        await pub(nc, f"a.{i}", b"a%d" % i)
+        await pub(nc, f"b.{i % 2}", b"b%d" % i, {"Nats-Expected-Last-Sequence": str(i)} if i == 0 else None)
+    created = await create(nc, name="S", subjects=["s.>"], sources=[
+        {"name": "A", "subject_transforms": [{"src": "a.>", "dest": "x.a.>"}]},
+        {"name": "B", "filter_subject": "b.1", "opt_start_seq": 3},
+    ])
+    assert [s["name"] for s in created["config"]["sources"]] == ["A", "B"]
+    await pub(nc, "s.own", b"mine")
+    s = await until(nc, "S", lambda i: i["state"]["messages"] == 4 + 1 + 1)
+    assert sorted(src["name"] for src in s["sources"]) == ["A", "B"]
+    assert all(src["lag"] == 0 for src in s["sources"])
+    got = await messages(nc, "S")
+    by_subject = sorted((x["subject"], x["data"]) for x in got)
+    assert by_subject == sorted(
+        [(f"x.a.{i}", b"a%d" % i) for i in range(4)] + [("b.1", b"b3"), ("s.own", b"mine")]
+    )
+    headers = {x["data"]: x["hdrs"] for x in got}
+    a_id = stream_identity((await info(nc, "A"))["created"])
+    b_id = stream_identity((await info(nc, "B"))["created"])
+    assert f"Nats-Stream-Source: A 2 a.> x.a.> a.1 {a_id}\r\n" in headers[b"a1"]
+    assert f"Nats-Stream-Source: B 4 b.1 > b.1 {b_id}\r\n" in headers[b"b3"]
+    assert headers[b"mine"] == ""
+    # more messages on the origins follow
+    await pub(nc, "a.9", b"a9")
+    await pub(nc, "b.1", b"b9")
+    await pub(nc, "b.0", b"filtered out")
+    await until(nc, "S", lambda i: i["state"]["messages"] == 8)
+
+
+async def test_promoting_a_mirror(nc: NATS) -> None:
+    await create(nc, name="O", subjects=["o.>"])
+    await fill_origin(nc, 3)
+    await create(nc, name="M", mirror={"name": "O"})
+    await until(nc, "M", lambda i: i["state"]["last_seq"] == 3)
+    promoted = await api(nc, "STREAM.UPDATE.M", {"name": "M", "subjects": ["m.>"]})
+    assert "error" not in promoted, promoted
+    assert "mirror" not in promoted["config"] and "mirror" not in promoted
+    assert await pub(nc, "m.x", b"own") == {"stream": "M", "seq": 4}
+    await fill_origin(nc, 2, start=3)
+    assert (await info(nc, "O"))["state"]["last_seq"] == 5
+    state = (await info(nc, "M"))["state"]
+    assert state["messages"] == 4 and state["last_seq"] == 4
+
+
+async def test_catch_up_after_restart(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url)
+    try:
+        await create(nc, name="O", subjects=["o.>"])
+        await create(nc, name="M", mirror={"name": "O"})
+        await create(nc, name="S", sources=[{"name": "O", "filter_subject": "o.a"}])
+        await fill_origin(nc, 6)
+        await until(nc, "M", lambda i: i["state"]["last_seq"] == 6)
+        await until(nc, "S", lambda i: i["state"]["messages"] == 3)
+    finally:
+        await nc.close()
+    server.restart()
+    nc = await nats.connect(server.url)
+    try:
+        await fill_origin(nc, 4, start=6)
+        await until(nc, "M", lambda i: i["state"]["last_seq"] == 10)
+        s = await until(nc, "S", lambda i: i["state"]["messages"] == 5)
+        assert s["sources"][0]["lag"] == 0
+        assert await messages(nc, "M") == await messages(nc, "O")
+        got = await messages(nc, "S")
+        assert [x["data"] for x in got] == [b"m%d" % i for i in range(0, 10, 2)]  # no duplicates, none lost
+    finally:
+        await nc.close()
+
+
+async def test_mirror_created_before_its_origin(nc: NATS) -> None:
+    await create(nc, name="M", mirror={"name": "LATER"})
+    early = await info(nc, "M")
+    assert early["mirror"]["name"] == "LATER" and early["state"]["messages"] == 0
+    await create(nc, name="LATER", subjects=["later"])
+    await pub(nc, "later", b"x")
+    await until(nc, "M", lambda i: i["state"]["messages"] == 1, timeout=20)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"mirror": {"name": "O"}, "first_seq": 5}, (400, 10143, "stream mirrors can not have first sequence configured")),
+        ({"mirror": {"name": "O"}, "sources": [{"name": "O"}]}, (400, 10031, "stream mirrors can not also contain other sources")),
+        ({"mirror": {"name": "O", "filter_subject": "o.a", "subject_transforms": [{"src": "o.b", "dest": "x"}]}},
+         (400, 10150, "mirror with multiple subject transforms cannot also have a single subject filter")),
+        ({"mirror": {"name": "O.x"}}, (400, 10142, "mirrored stream name is invalid")),
+        ({"mirror": {"name": "O", "subject_transforms": [{"src": "o.*", "dest": "x"}, {"src": "o.a", "dest": "y"}]}},
+         (400, 10152, "mirror subject filters can not overlap")),
+        ({"mirror": {"name": "O", "subject_transforms": [{"src": "o.*", "dest": "x.$2"}]}},
+         (400, 10154, "mirror transform: invalid mapping destination: wildcard index out of range in $2: [2]")),
+        ({"sources": [{"name": "O"}, {"name": "O"}]}, (400, 10140, "duplicate source configuration detected")),
+        ({"sources": [{"name": "O", "filter_subject": "o.a", "subject_transforms": [{"src": "o.b", "dest": "x"}]}]},
+         (400, 10144, "source with multiple subject transforms cannot also have a single subject filter")),
+        ({"sources": [{"name": "O", "subject_transforms": [{"src": "o.*", "dest": "x.$1"}, {"src": "o.a", "dest": "y"}]}]},
+         (400, 10147, "source filters can not overlap")),
+        ({"sources": [{"name": "O", "subject_transforms": [{"src": "o..", "dest": "x"}]}]},
+         (400, 10145, "source transform source: invalid subject o..")),
+        ({"sources": [{"name": ""}]}, (400, 10141, "sourced stream name is invalid")),
+        ({"mirror": {"name": "O"}, "max_msg_size": 10}, (400, 10030, "stream mirror must have max message size >= source")),
+        ({"sources": [{"name": "O"}], "max_msg_size": 10}, (400, 10046, "stream source must have max message size >= target")),
+    ],
+)
+async def test_config_errors(nc: NATS, config: dict[str, Any], expected: tuple[int, int, str]) -> None:
+    await create(nc, name="O", subjects=["o.>"], max_msg_size=100)
+    assert err(await api(nc, "STREAM.CREATE.X", {"name": "X", **config})) == expected
+
+
+async def test_cycles_are_refused(nc: NATS) -> None:
+    await create(nc, name="P", subjects=["p.>"])
+    await create(nc, name="Q", subjects=["q.>"], sources=[{"name": "P"}])
+    resp = await api(nc, "STREAM.UPDATE.P", {"name": "P", "subjects": ["p.>"], "sources": [{"name": "Q"}]})
+    assert err(resp) == (500, 10052, "detected cycle")
+    resp = await api(nc, "STREAM.CREATE.R", {"name": "R", "sources": [{"name": "R"}]})
+    assert err(resp) == (500, 10052, "detected cycle")
