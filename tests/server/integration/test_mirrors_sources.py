@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -224,3 +225,63 @@ async def test_cycles_are_refused(nc: NATS) -> None:
     assert err(resp) == (500, 10052, "detected cycle")
     resp = await api(nc, "STREAM.CREATE.R", {"name": "R", "sources": [{"name": "R"}]})
     assert err(resp) == (500, 10052, "detected cycle")
+
+
+async def test_mirror_direct_follows_origin_and_answers_for_it(nc: NATS) -> None:
+    await create(nc, name="KVO", subjects=["k.>"], allow_direct=True)
+    await pub(nc, "k.one", b"1")
+    created = await create(nc, name="MD", mirror={"name": "KVO"})
+    assert created["config"]["mirror_direct"] is True  # inherited from the origin's allow_direct
+    await until(nc, "MD", lambda i: i["state"]["messages"] == 1)
+    assert (await api(nc, "STREAM.DELETE.KVO"))["success"] is True
+    # the origin is gone: the mirror answers direct gets made for the origin's name
+    msg = await nc.request("$JS.API.DIRECT.GET.KVO.k.one", b"", timeout=5)
+    assert msg.data == b"1"
+    assert msg.headers is not None and msg.headers["Nats-Stream"] == "MD"
+    assert msg.headers["Nats-Subject"] == "k.one" and msg.headers["Nats-Sequence"] == "1"
+
+
+CRASH_SEEDS = [11, 23, 37]
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("seed", CRASH_SEEDS)
+async def test_kill_while_copying_loses_and_doubles_nothing(server: ServerProcess, seed: int) -> None:
+    """Origin filled in small bursts, mirror and source created, the server
+    killed while they copy; after the restart both finish with exactly the
+    origin's messages (no duplicate in the source, no gap in the mirror)."""
+    rng = random.Random(seed)
+    print(f"seed={seed}")
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        await create(nc, name="O", subjects=["o.>"])
+        for burst in range(rng.randint(8, 14)):
+            for i in range(rng.randint(50, 150)):
+                nc_subject = f"o.{'ab'[(burst + i) % 2]}"
+                await nc.publish(nc_subject, b"b%d-%d" % (burst, i))
+            await nc.flush()
+        await create(nc, name="M", mirror={"name": "O"})
+        await create(nc, name="S", sources=[{"name": "O", "filter_subject": "o.a"}])
+        for i in range(rng.randint(20, 80)):  # more while they copy
+            await nc.publish("o.a", b"late-%d" % i)
+        await nc.flush()
+        await asyncio.sleep(rng.random() * 0.01)  # the kill lands at a random point of the copy
+        before = (await info(nc, "M"))["state"]["last_seq"], (await info(nc, "O"))["state"]["last_seq"]
+        print(f"seed={seed} mirror at {before[0]} of {before[1]} when killed")
+    finally:
+        await nc.close()
+    server.kill()
+    server.restart()
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        origin = (await info(nc, "O"))["state"]
+        wanted = (await api(nc, "STREAM.INFO.O", {"subjects_filter": "o.a"}))["state"]["subjects"]["o.a"]
+        m = await until(nc, "M", lambda i: i["state"]["last_seq"] == origin["last_seq"], timeout=30)
+        assert m["state"]["messages"] == origin["messages"] and m["mirror"]["lag"] == 0
+        s = await until(nc, "S", lambda i: i["state"]["messages"] >= wanted, timeout=30)
+        assert s["state"]["messages"] == wanted, f"seed={seed}"
+        for seq in rng.sample(range(1, origin["last_seq"] + 1), 10):
+            o = (await api(nc, "STREAM.MSG.GET.O", {"seq": seq}))["message"]
+            assert (await api(nc, "STREAM.MSG.GET.M", {"seq": seq}))["message"] == o
+    finally:
+        await nc.close()
