@@ -118,10 +118,12 @@ async def test_sources_merge_with_filters_and_transforms(nc: NATS) -> None:
         {"name": "B", "filter_subject": "b.1", "opt_start_seq": 3},
     ])
     assert [s["name"] for s in created["config"]["sources"]] == ["A", "B"]
+    assert "duplicate_window" not in created["config"]  # no default dedup window with sources
     await pub(nc, "s.own", b"mine")
     s = await until(nc, "S", lambda i: i["state"]["messages"] == 4 + 1 + 1)
     assert sorted(src["name"] for src in s["sources"]) == ["A", "B"]
     assert all(src["lag"] == 0 for src in s["sources"])
+    assert {src["name"]: src["seq"] for src in s["sources"]} == {"A": 4, "B": 4}  # last origin seq copied
     got = await messages(nc, "S")
     by_subject = sorted((x["subject"], x["data"]) for x in got)
     assert by_subject == sorted(
@@ -182,11 +184,19 @@ async def test_catch_up_after_restart(server: ServerProcess) -> None:
 
 async def test_mirror_created_before_its_origin(nc: NATS) -> None:
     await create(nc, name="M", mirror={"name": "LATER"})
-    early = await info(nc, "M")
+    early = await until(nc, "M", lambda i: "error" in i["mirror"])
     assert early["mirror"]["name"] == "LATER" and early["state"]["messages"] == 0
+    assert early["mirror"]["error"] == {"code": 404, "err_code": 10059, "description": "stream not found"}
     await create(nc, name="LATER", subjects=["later"])
     await pub(nc, "later", b"x")
-    await until(nc, "M", lambda i: i["state"]["messages"] == 1, timeout=20)
+    await until(nc, "M", lambda i: i["state"]["messages"] == 1 and "error" not in i["mirror"], timeout=20)
+
+
+async def test_publish_with_a_source_header_is_refused(nc: NATS) -> None:
+    await create(nc, name="O", subjects=["o.>"])
+    ack = await pub(nc, "o.x", b"x", {"Nats-Stream-Source": "X 1 > > o.x"})
+    assert ack == {"stream": "O", "seq": 0, "error": {
+        "code": 400, "err_code": 10227, "description": "message stream source header is not allowed"}}
 
 
 @pytest.mark.parametrize(

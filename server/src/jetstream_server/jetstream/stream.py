@@ -6,7 +6,7 @@ sockets and no asyncio: the engine hands it published messages and sends
 whatever it answers; time comes from the injected clock.
 
 Publish path (`accept()`), in nats-server's order: sealed (10109), message
-size (10054), `Nats-Expected-Stream` (10060), dedup by `Nats-Msg-Id` within
+size (10054), `Nats-Expected-Stream` (10060), no `Nats-Stream-Source` (10227), dedup by `Nats-Msg-Id` within
 `duplicate_window` (answers the ORIGINAL sequence with `duplicate: true`),
 `Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071; a
 value that does not parse counts as 0, and 10164 never arises: nats-server
@@ -64,6 +64,7 @@ EXPECTED_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 ROLLUP = "Nats-Rollup"
 MSG_TTL = "Nats-TTL"
+STREAM_SOURCE = "Nats-Stream-Source"
 
 # A cheap pre-check before parsing headers at all: every header JetStream acts
 # on starts with "Nats-".
@@ -332,6 +333,8 @@ class Stream:
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
             return self._fail(Err.STREAM_NOT_MATCH)
+        if hdr.get(STREAM_SOURCE) is not None:  # only mirrors and sources write it
+            return self._fail(Err.MESSAGE_SOURCE_HDR_NOT_ALLOWED)
         msg_id = hdr.get(MSG_ID) or ""
         if msg_id:
             found = self._dedup_lookup(msg_id, now)

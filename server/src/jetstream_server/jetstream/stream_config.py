@@ -296,7 +296,8 @@ class StreamConfig:
 
     def with_defaults(self) -> StreamConfig:
         dup = self.duplicate_window
-        if dup <= 0:
+        # as nats-server: no default dedup window for a mirror or a stream with sources
+        if dup <= 0 and self.mirror is None and not self.sources:
             dup = DEFAULT_DUPLICATE_WINDOW_NS
             if 0 < self.max_age < dup:
                 dup = self.max_age
@@ -421,7 +422,8 @@ class StreamConfig:
         )
         if self.no_ack:
             out["no_ack"] = True
-        out["duplicate_window"] = self.duplicate_window
+        if self.duplicate_window:
+            out["duplicate_window"] = self.duplicate_window
         if self.mirror is not None:
             out["mirror"] = self.mirror.to_json()
         if self.sources:

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from jetstream_server.jetstream.errors import ApiError
+from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.headers import (
     source_header,
     sourced_headers,
@@ -59,6 +59,7 @@ class Feed:
         self.last_active_ns = 0
         self.created_ns = now_ns
         self.error: ApiError | None = None
+        self.last_copied = 0  # origin sequence of the newest message copied
         self._identity = ""
 
     # -- positioning ---------------------------------------------------------------
@@ -92,6 +93,7 @@ class Feed:
                 break
             found = stored_source(msg.headers)
             if found is not None and found[0] == self.index_name:
+                self.last_copied = found[1]
                 return found[1] + 1
             seq = msg.seq - 1
             if seq < state.first_seq:
@@ -117,6 +119,7 @@ class Feed:
                 break
             if not self._copy(msg, ingest):
                 break
+            self.last_copied = msg.seq
             self.next_seq = msg.seq + 1
             done += 1
         return done
@@ -151,10 +154,13 @@ class Feed:
             out["external"] = dict(self.config.external)
         out["lag"] = self.lag(origin)
         out["active"] = now_ns - self.last_active_ns if self.last_active_ns and origin is not None else -1
-        if self.error is not None:
-            out["error"] = self.error.to_json()
+        error = self.error if origin is not None else ApiError(Err.STREAM_NOT_FOUND)
+        if error is not None:
+            out["error"] = error.to_json()
         if self.config.filter_subject:
             out["filter_subject"] = self.config.filter_subject
         if self.config.subject_transforms:
             out["subject_transforms"] = [t.to_json() for t in self.config.subject_transforms]
+        if not self.mirror and self.last_copied:
+            out["seq"] = self.last_copied  # nats-server 2.15 reports a source's progress
         return out
