@@ -16,7 +16,9 @@ source's (10046), and cycles through sources and mirrors ("detected cycle");
 `mirror_direct`, as nats-server does.
 
 Invariant: no feed of a deleted stream survives (`detach`), and a feed whose
-origin is missing stays idle until a stream of that name appears.
+origin is missing stays idle until a stream of that name appears. A feed
+with `external` (another account or domain) is kept for the info but never
+copies: this server has only its own streams.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Sourcing:
         self.clock = clock
         self.ingest = ingest
         self.feeds: dict[str, list[Feed]] = {}  # target stream -> its feeds
+        self._readers: dict[str, list[Feed]] = {}  # origin stream -> the feeds reading it
         self._dirty: set[int] = set()  # id() of feeds with work to do
         self._timer: TimerHandle | None = None
         self._closed = False
@@ -71,15 +74,19 @@ class Sourcing:
         if feeds:
             self.feeds[stream.name] = feeds
             stream.sourcing_info = lambda: self.info(stream)
-            for feed in feeds:
-                self._dirty.add(id(feed))
-            self._schedule()
         else:
             stream.sourcing_info = None
+        self._index_readers()
+        for feed in feeds:
+            if feed.config.external is None:
+                self._dirty.add(id(feed))
+        if feeds:
+            self._schedule()
 
     def detach(self, name: str) -> None:
         for feed in self.feeds.pop(name, []):
             self._dirty.discard(id(feed))
+        self._index_readers()
 
     def close(self) -> None:
         self._closed = True
@@ -90,16 +97,18 @@ class Sourcing:
     # -- wake-ups and turns ----------------------------------------------------------------
     def origin_changed(self, origin: Stream) -> None:
         """`origin` stored a message: the feeds reading it have work."""
-        if not self.feeds:
-            return
-        woke = False
+        readers = self._readers.get(origin.name)
+        if readers:
+            self._dirty.update(id(feed) for feed in readers)
+            self._schedule()
+
+    def _index_readers(self) -> None:
+        readers: dict[str, list[Feed]] = {}
         for feeds in self.feeds.values():
             for feed in feeds:
-                if feed.origin_name == origin.name:
-                    self._dirty.add(id(feed))
-                    woke = True
-        if woke:
-            self._schedule()
+                if feed.config.external is None:  # other domains and accounts are not reachable here
+                    readers.setdefault(feed.origin_name, []).append(feed)
+        self._readers = readers
 
     def _schedule(self) -> None:
         if self._timer is None and not self._closed:
@@ -143,7 +152,7 @@ class Sourcing:
         out: dict[str, Any] = {}
         sources = []
         for feed in self.feeds.get(stream.name, []):
-            origin = self.streams.get(feed.origin_name)
+            origin = self.streams.get(feed.origin_name) if feed.config.external is None else None
             if origin is not None:
                 feed.last_active_ns = now  # same process: the origin is always in reach
             body = feed.info(origin, now)
