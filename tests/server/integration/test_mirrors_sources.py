@@ -9,18 +9,34 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import nats
 import pytest
 from js_helpers import api, err, info, pub
 from nats.aio.client import Client as NATS
+from server_kinds import SERVER_KINDS
 
 from jetstream_server.jetstream.sourcing.headers import stream_identity
-from jetstream_testing.process import ServerProcess
+from jetstream_testing.process import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """Module scope, so the error-table tests share one server per kind."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
 
 
 async def create(nc: NATS, **config: Any) -> dict[str, Any]:
@@ -223,9 +239,15 @@ async def test_publish_with_a_source_header_is_refused(nc: NATS) -> None:
         ({"sources": [{"name": "O"}], "max_msg_size": 10}, (400, 10046, "stream source must have max message size >= target")),
     ],
 )
-async def test_config_errors(nc: NATS, config: dict[str, Any], expected: tuple[int, int, str]) -> None:
-    await create(nc, name="O", subjects=["o.>"], max_msg_size=100)
-    assert err(await api(nc, "STREAM.CREATE.X", {"name": "X", **config})) == expected
+async def test_config_errors(
+    shared_server: ServerProcess, config: dict[str, Any], expected: tuple[int, int, str]
+) -> None:
+    nc = await nats.connect(shared_server.url)
+    try:
+        await create(nc, name="O", subjects=["o.>"], max_msg_size=100)
+        assert err(await api(nc, "STREAM.CREATE.X", {"name": "X", **config})) == expected
+    finally:
+        await nc.close()
 
 
 async def test_cycles_are_refused(nc: NATS) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Iterator
 from typing import Any
 
 import nats
@@ -17,11 +18,27 @@ import pytest
 from js_helpers import api, create, err, info, pub
 from nats.aio.msg import Msg
 from nats.js.api import KeyValueConfig, RePublish
+from server_kinds import SERVER_KINDS
 
 from jetstream_server.jetstream.transform import SubjectTransform
-from jetstream_testing.process import ServerProcess
+from jetstream_testing.process import ServerProcess, start_server
 
 pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """Module scope, so the error-table tests share one server per kind."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
 
 MAPPING_SRC = "in.*.*"
 MAPPING_DEST = (
@@ -70,9 +87,9 @@ async def test_subject_transform_maps_stored_subjects(server: ServerProcess) -> 
     ],
 )
 async def test_subject_transform_errors(
-    server: ServerProcess, transform: dict[str, str], expected: tuple[int, int, str]
+    shared_server: ServerProcess, transform: dict[str, str], expected: tuple[int, int, str]
 ) -> None:
-    nc = await nats.connect(server.url)
+    nc = await nats.connect(shared_server.url)
     try:
         resp = await api(nc, "STREAM.CREATE.E", {"name": "E", "subjects": ["a.>"], "subject_transform": transform})
         assert err(resp) == expected
@@ -146,8 +163,10 @@ async def test_republish_headers(server: ServerProcess, headers_only: bool) -> N
                       "'y.{{wildcard(3)}}' not valid")),
     ],
 )
-async def test_republish_errors(server: ServerProcess, config: dict[str, Any], expected: tuple[int, int, str]) -> None:
-    nc = await nats.connect(server.url)
+async def test_republish_errors(
+    shared_server: ServerProcess, config: dict[str, Any], expected: tuple[int, int, str]
+) -> None:
+    nc = await nats.connect(shared_server.url)
     try:
         assert err(await api(nc, "STREAM.CREATE.E", {"name": "E", **config})) == expected
         # the implicit form needs a transform destination without placeholders
