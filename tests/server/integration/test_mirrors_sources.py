@@ -317,3 +317,25 @@ async def test_kill_while_copying_loses_and_doubles_nothing(server: ServerProces
             assert (await api(nc, "STREAM.MSG.GET.M", {"seq": seq}))["message"] == o
     finally:
         await nc.close()
+
+
+async def test_work_queue_and_interest_origins(nc: NATS) -> None:
+    """A source drains a work queue; an interest stream keeps a message until its mirror copied it."""
+    await create(nc, name="WQ", subjects=["w.>"], retention="workqueue")
+    await create(nc, name="IN", subjects=["i.>"], retention="interest")
+    for _ in range(3):
+        await pub(nc, "w.x", b"early")
+        await pub(nc, "i.x", b"early")  # nobody is interested yet: not kept
+    await create(nc, name="S", sources=[{"name": "WQ"}])
+    await create(nc, name="M", mirror={"name": "IN"})
+    await until(nc, "S", lambda i: i["state"]["messages"] == 3)
+    await until(nc, "M", lambda i: i["mirror"]["active"] >= 0)  # nats-server: its consumer is there
+    for _ in range(3):
+        await pub(nc, "w.x", b"late")
+        await pub(nc, "i.x", b"late")
+    await until(nc, "S", lambda i: i["state"]["messages"] == 6)
+    m = await until(nc, "M", lambda i: i["state"]["messages"] == 3)
+    assert (m["state"]["first_seq"], m["state"]["last_seq"]) == (4, 6)
+    for name in ("WQ", "IN"):
+        state = await until(nc, name, lambda i: i["state"]["messages"] == 0)
+        assert state["state"]["last_seq"] == 6

@@ -176,6 +176,8 @@ class Stream:
         self.on_appended: Callable[[Stream], None] | None = None
         # The mirror/source state for stream info, set by the sourcing code.
         self.sourcing_info: Callable[[], dict[str, Any]] | None = None
+        # True while a mirror or source of this stream still has to copy (seq, subject).
+        self.held_by_readers: Callable[[int, str], bool] | None = None
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
             store.skip_to(config.first_seq)
@@ -208,7 +210,12 @@ class Stream:
             self.store.remove(seq)
 
     def _wanted(self, msg: StoredMessage) -> bool:
-        return any(c.wants(msg.seq, msg.subject) for c in self.consumers.values())
+        if any(c.wants(msg.seq, msg.subject) for c in self.consumers.values()):
+            return True
+        # mirrors and sources that have not copied it yet count as interest, as
+        # nats-server's internal sourcing consumers do
+        held = self.held_by_readers
+        return held is not None and held(msg.seq, msg.subject)
 
     def _drop_unwanted_all(self) -> None:
         state = self.store.state()

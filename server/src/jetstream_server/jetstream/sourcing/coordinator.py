@@ -58,6 +58,8 @@ class Sourcing:
         """(Re)build the feeds of `stream` from its config and start them."""
         old = {f.index_name: f for f in self.feeds.pop(stream.name, [])}
         stream.on_appended = self.origin_changed
+        name = stream.name
+        stream.held_by_readers = lambda seq, subject: self._held(name, seq, subject)
         cfg = stream.config
         now = self.clock.now_ns()
         feeds: list[Feed] = []
@@ -101,6 +103,9 @@ class Sourcing:
         if readers:
             self._dirty.update(id(feed) for feed in readers)
             self._schedule()
+
+    def _held(self, origin: str, seq: int, subject: str) -> bool:
+        return any(feed.holds(seq, subject) for feed in self._readers.get(origin, ()))
 
     def _index_readers(self) -> None:
         readers: dict[str, list[Feed]] = {}

@@ -12,6 +12,10 @@ origin's sequences); a source after the sequence in the newest
 `Nats-Stream-Source` header of its index name (a backward scan over the
 target's messages, as nats-server's startingSequenceForSources).
 
+An origin with interest or work-queue retention keeps a message until its
+feeds have copied it (`holds`), then hears `acknowledged(seq)` as from an
+AckNone consumer, so a work queue drained by a source empties.
+
 Invariant: `next_seq` only moves forward past messages that were stored or
 are not wanted (other subjects, duplicates); a refused store (limits) leaves
 it where it was and sets `error`, so the next wake retries that message.
@@ -23,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from jetstream_server.core.subjects import subject_matches
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.headers import (
     source_header,
@@ -122,7 +127,17 @@ class Feed:
             self.last_copied = msg.seq
             self.next_seq = msg.seq + 1
             done += 1
+            if origin.config.retention != "limits":
+                # like an AckNone consumer's delivery: a work queue lets the message
+                # go, interest retention once nobody else wants it
+                origin.acknowledged(msg.seq)
         return done
+
+    def holds(self, seq: int, subject: str) -> bool:
+        """True while this feed still has to copy `seq` (interest retention of the origin)."""
+        if self.next_seq and seq < self.next_seq:
+            return False
+        return not self.filters or any(subject_matches(f, subject) for f in self.filters)
 
     def _copy(self, msg: StoredMessage, ingest: Ingest) -> bool:
         subject = first_match(self.transforms, msg.subject) if self.transforms else msg.subject
