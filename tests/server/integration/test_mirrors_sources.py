@@ -339,3 +339,24 @@ async def test_work_queue_and_interest_origins(nc: NATS) -> None:
     for name in ("WQ", "IN"):
         state = await until(nc, name, lambda i: i["state"]["messages"] == 0)
         assert state["state"]["last_seq"] == 6
+
+
+async def test_source_progress_survives_a_purge_and_a_restart(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url)
+    try:
+        await create(nc, name="O", subjects=["o.>"])
+        await create(nc, name="S", sources=[{"name": "O"}])
+        await fill_origin(nc, 4)
+        await until(nc, "S", lambda i: i["state"]["messages"] == 4)
+        assert (await api(nc, "STREAM.PURGE.S"))["purged"] == 4
+    finally:
+        await nc.close()
+    server.restart()
+    nc = await nats.connect(server.url)
+    try:
+        await fill_origin(nc, 2, start=4)
+        s = await until(nc, "S", lambda i: i["state"]["messages"] >= 2)
+        assert s["state"]["messages"] == 2  # only the new ones: nothing copied twice
+        assert [x["data"] for x in await messages(nc, "S")] == [b"m4", b"m5"]
+    finally:
+        await nc.close()

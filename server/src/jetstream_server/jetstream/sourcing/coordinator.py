@@ -12,7 +12,8 @@ publish never waits for its mirrors.
 `check(config, streams, ignore)` raises the nats-server errors that need the
 other streams: a mirror's `max_msg_size` below its origin's (10030), a
 source's (10046), and cycles through sources and mirrors ("detected cycle");
-`inherit(config, streams)` gives a mirror its origin's `allow_direct` as
+Sources' progress goes to `sources.json` beside their stream (progress.py)
+at most once a second and at shutdown. `inherit(config, streams)` gives a mirror its origin's `allow_direct` as
 `mirror_direct`, as nats-server does.
 
 Invariant: no feed of a deleted stream survives (`detach`), and a feed whose
@@ -32,12 +33,15 @@ from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.subjects import filters_overlap
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.feed import Feed, Ingest
+from jetstream_server.jetstream.sourcing.progress import save_progress
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
 
 logger = logging.getLogger(__name__)
 
 TURN_BUDGET = 512
+# How often the sources' progress is saved beside their stream (and at shutdown).
+SAVE_INTERVAL_S = 1.0
 
 
 class Sourcing:
@@ -51,6 +55,8 @@ class Sourcing:
         self._readers: dict[str, list[Feed]] = {}  # origin stream -> the feeds reading it
         self._dirty: set[int] = set()  # id() of feeds with work to do
         self._timer: TimerHandle | None = None
+        self._save_timer: TimerHandle | None = None
+        self._unsaved: set[str] = set()  # targets whose source progress is not on disk yet
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -92,9 +98,29 @@ class Sourcing:
 
     def close(self) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in (self._timer, self._save_timer):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._save_timer = None
+        self._save()
+
+    # -- progress files ------------------------------------------------------------------------
+    def _progress_changed(self, target: str) -> None:
+        self._unsaved.add(target)
+        if self._save_timer is None and not self._closed:
+            self._save_timer = self.clock.call_later(SAVE_INTERVAL_S, self._save_from_timer)
+
+    def _save_from_timer(self) -> None:
+        self._save_timer = None
+        self._save()
+
+    def _save(self) -> None:
+        unsaved, self._unsaved = self._unsaved, set()
+        for name in unsaved:
+            stream = self.streams.get(name)
+            feeds = [f for f in self.feeds.get(name, []) if not f.mirror and f.last_copied]
+            if stream is not None and feeds:
+                save_progress(stream.directory, {f.index_name: f.last_copied for f in feeds})
 
     # -- wake-ups and turns ----------------------------------------------------------------
     def origin_changed(self, origin: Stream) -> None:
@@ -141,6 +167,8 @@ class Sourcing:
                     self._dirty.discard(id(feed))
                     continue
                 budget -= done
+                if done and not feed.mirror:
+                    self._progress_changed(target.name)
                 if done == 0 or feed.error is not None:
                     self._dirty.discard(id(feed))
         if self._dirty:

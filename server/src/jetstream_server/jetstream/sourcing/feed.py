@@ -10,7 +10,8 @@ sequence at or after `opt_start_time`, else the origin's beginning. After a
 restart: a mirror continues after its own last sequence (a mirror keeps the
 origin's sequences); a source after the sequence in the newest
 `Nats-Stream-Source` header of its index name (a backward scan over the
-target's messages, as nats-server's startingSequenceForSources).
+target's messages, as nats-server's startingSequenceForSources) or the one
+saved in `sources.json` (progress.py), whichever is later.
 
 An origin with interest or work-queue retention keeps a message until its
 feeds have copied it (`holds`), then hears `acknowledged(seq)` as from an
@@ -35,6 +36,7 @@ from jetstream_server.jetstream.sourcing.headers import (
     stored_source,
     stream_identity,
 )
+from jetstream_server.jetstream.sourcing.progress import load_progress
 from jetstream_server.jetstream.sourcing_config import SourceConfig
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.transform import first_match
@@ -89,8 +91,16 @@ class Feed:
         state = store.state()
         if self.mirror:
             return state.last_seq + 1 if state.last_seq else 0
-        if state.msgs == 0:
-            return 0
+        saved = load_progress(self.target.directory).get(self.index_name, 0)
+        if saved:
+            self.last_copied = saved
+        scanned = self._scan_headers() if state.msgs else 0
+        best = max(saved + 1 if saved else 0, scanned)
+        return best
+
+    def _scan_headers(self) -> int:
+        store = self.target.store
+        state = store.state()
         seq = state.last_seq
         for _ in range(PROGRESS_SCAN_LIMIT):
             msg = store.load_prev(seq)
@@ -98,7 +108,7 @@ class Feed:
                 break
             found = stored_source(msg.headers)
             if found is not None and found[0] == self.index_name:
-                self.last_copied = found[1]
+                self.last_copied = max(self.last_copied, found[1])
                 return found[1] + 1
             seq = msg.seq - 1
             if seq < state.first_seq:
