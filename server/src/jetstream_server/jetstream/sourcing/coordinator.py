@@ -40,6 +40,8 @@ from jetstream_server.jetstream.stream_config import StreamConfig
 logger = logging.getLogger(__name__)
 
 TURN_BUDGET = 512
+# How long a feed whose copy was refused waits before trying again.
+RETRY_INTERVAL_S = 1.0
 # How often the sources' progress is saved beside their stream (and at shutdown).
 SAVE_INTERVAL_S = 1.0
 
@@ -56,6 +58,7 @@ class Sourcing:
         self._dirty: set[int] = set()  # id() of feeds with work to do
         self._timer: TimerHandle | None = None
         self._save_timer: TimerHandle | None = None
+        self._retry_timer: TimerHandle | None = None
         self._unsaved: set[str] = set()  # targets whose source progress is not on disk yet
         self._closed = False
 
@@ -98,10 +101,10 @@ class Sourcing:
 
     def close(self) -> None:
         self._closed = True
-        for timer in (self._timer, self._save_timer):
+        for timer in (self._timer, self._save_timer, self._retry_timer):
             if timer is not None:
                 timer.cancel()
-        self._timer = self._save_timer = None
+        self._timer = self._save_timer = self._retry_timer = None
         self._save()
 
     # -- progress files ------------------------------------------------------------------------
@@ -171,7 +174,22 @@ class Sourcing:
                     self._progress_changed(target.name)
                 if done == 0 or feed.error is not None:
                     self._dirty.discard(id(feed))
+                if feed.error is not None:
+                    self._retry_later()
         if self._dirty:
+            self._schedule()
+
+    def _retry_later(self) -> None:
+        """A refused copy (the target's limits) is tried again after a pause,
+        even when the origin gets nothing new."""
+        if self._retry_timer is None and not self._closed:
+            self._retry_timer = self.clock.call_later(RETRY_INTERVAL_S, self._retry)
+
+    def _retry(self) -> None:
+        self._retry_timer = None
+        failed = [f for feeds in self.feeds.values() for f in feeds if f.error is not None]
+        if failed:
+            self._dirty.update(id(f) for f in failed)
             self._schedule()
 
     def stream_created(self, stream: Stream) -> None:
