@@ -360,3 +360,23 @@ async def test_source_progress_survives_a_purge_and_a_restart(server: ServerProc
         assert [x["data"] for x in await messages(nc, "S")] == [b"m4", b"m5"]
     finally:
         await nc.close()
+
+
+async def test_updating_sources(nc: NATS) -> None:
+    await create(nc, name="A", subjects=["a.>"])
+    await create(nc, name="B", subjects=["b.>"])
+    await create(nc, name="S", subjects=["s.>"], sources=[{"name": "A"}])
+    await pub(nc, "a.1", b"a1")
+    await pub(nc, "b.1", b"b1")
+    await until(nc, "S", lambda i: i["state"]["messages"] == 1)
+    resp = await api(nc, "STREAM.UPDATE.S", {"name": "S", "subjects": ["s.>"],
+                                             "sources": [{"name": "A"}, {"name": "B"}]})
+    assert [src["name"] for src in resp["config"]["sources"]] == ["A", "B"]
+    await until(nc, "S", lambda i: i["state"]["messages"] == 2)  # B from its start, A not again
+    resp = await api(nc, "STREAM.UPDATE.S", {"name": "S", "subjects": ["s.>"], "sources": [{"name": "B"}]})
+    assert [src["name"] for src in resp["config"]["sources"]] == ["B"]
+    await pub(nc, "a.2", b"a2")
+    await pub(nc, "b.2", b"b2")
+    s = await until(nc, "S", lambda i: i["state"]["messages"] == 3)
+    assert [src["name"] for src in s["sources"]] == ["B"]
+    assert sorted(x["data"] for x in await messages(nc, "S")) == [b"a1", b"b1", b"b2"]

@@ -219,3 +219,21 @@ async def test_kv_republish(server: ServerProcess) -> None:
         assert got[2].headers is not None and got[2].headers["KV-Operation"] == "DEL"
     finally:
         await nc.close()
+
+
+async def test_updating_the_subject_transform(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url)
+    try:
+        await create(nc, name="U", subjects=["u.*"], subject_transform={"src": "u.*", "dest": "one.$1"})
+        await pub(nc, "u.a")
+        resp = await api(nc, "STREAM.UPDATE.U", {"name": "U", "subjects": ["u.*"],
+                                                 "subject_transform": {"src": "u.*", "dest": "two.$1"}})
+        assert resp["config"]["subject_transform"] == {"src": "u.*", "dest": "two.$1"}
+        await pub(nc, "u.b")
+        resp = await api(nc, "STREAM.UPDATE.U", {"name": "U", "subjects": ["u.*"]})
+        assert "subject_transform" not in resp["config"]
+        await pub(nc, "u.c")
+        subjects = [(await api(nc, "STREAM.MSG.GET.U", {"seq": seq}))["message"]["subject"] for seq in (1, 2, 3)]
+        assert subjects == ["one.a", "two.b", "u.c"]
+    finally:
+        await nc.close()
