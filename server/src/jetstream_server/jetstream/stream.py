@@ -320,11 +320,20 @@ class Stream:
             if state.msgs == 0:
                 store.compact(seq)
             else:
-                # the store has no interior skip: hold each missing sequence
-                # with an empty record and delete it at once
-                for _ in range(seq - state.last_seq - 1):
-                    store.remove(store.store(subject, None, b"", self.clock.now_ns()))
+                self.fill_gap(seq, seq - state.last_seq - 1)
         return True
+
+    def fill_gap(self, seq: int, limit: int) -> int:
+        """Make up to `limit` of the sequences below `seq` deleted ones (a
+        mirror skipping what its origin no longer has); returns how many.
+
+        The store has no interior skip: each missing sequence is held by an
+        empty record deleted at once, so callers bound `limit` per turn."""
+        store = self.store
+        count = max(0, min(limit, seq - store.state().last_seq - 1))
+        for _ in range(count):
+            store.remove(store.store("_gap_", None, b"", self.clock.now_ns()))
+        return count
 
     def _plan_headers(
         self, headers: bytes, subject: str, now: int, sourced: Sourced | None = None
