@@ -266,7 +266,7 @@ class Stream:
         now = self.clock.now_ns()
         if sourced is not None and sourced.seq:
             now = sourced.timestamp_ns or now
-            if not self._mirror_position(sourced.seq, subject):
+            if not self._mirror_position(sourced.seq, now):
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
@@ -306,7 +306,7 @@ class Stream:
             return PubAck(seq, msg=msg, republish=(republish_to, rp_headers, rp_payload))
         return PubAck(seq, msg=msg)
 
-    def _mirror_position(self, seq: int, subject: str) -> bool:
+    def _mirror_position(self, seq: int, timestamp_ns: int) -> bool:
         """Make `seq` the next sequence of a mirror; False when it is already stored.
 
         Like nats-server's skipMsgs, the origin's gaps (deleted, expired or
@@ -320,19 +320,21 @@ class Stream:
             if state.msgs == 0:
                 store.compact(seq)
             else:
-                self.fill_gap(seq, seq - state.last_seq - 1)
+                self.fill_gap(seq, seq - state.last_seq - 1, timestamp_ns)
         return True
 
-    def fill_gap(self, seq: int, limit: int) -> int:
+    def fill_gap(self, seq: int, limit: int, timestamp_ns: int) -> int:
         """Make up to `limit` of the sequences below `seq` deleted ones (a
         mirror skipping what its origin no longer has); returns how many.
 
         The store has no interior skip: each missing sequence is held by an
-        empty record deleted at once, so callers bound `limit` per turn."""
+        empty record deleted at once (stamped `timestamp_ns`, the time of the
+        message that follows, so store times never go backwards), so callers
+        bound `limit` per turn."""
         store = self.store
         count = max(0, min(limit, seq - store.state().last_seq - 1))
         for _ in range(count):
-            store.remove(store.store("_gap_", None, b"", self.clock.now_ns()))
+            store.remove(store.store("_gap_", None, b"", timestamp_ns))
         return count
 
     def _plan_headers(

@@ -136,7 +136,7 @@ class Feed:
                 gap = msg.seq - self.target.store.state().last_seq - 1
                 if gap > budget - done and self.target.store.state().msgs:
                     # a long gap (filtered or deleted origin messages) is filled over several turns
-                    done += max(1, self.target.fill_gap(msg.seq, budget - done))
+                    done += max(1, self.target.fill_gap(msg.seq, budget - done, msg.timestamp_ns))
                     break
             if not self._copy(msg, ingest):
                 break
