@@ -380,3 +380,26 @@ async def test_updating_sources(nc: NATS) -> None:
     s = await until(nc, "S", lambda i: i["state"]["messages"] == 3)
     assert [src["name"] for src in s["sources"]] == ["B"]
     assert sorted(x["data"] for x in await messages(nc, "S")) == [b"a1", b"b1", b"b2"]
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"mirror": "O"}, "mirror"),
+        ({"sources": {"name": "O"}}, "sources"),
+        ({"subject_transform": [], "subjects": ["x"]}, "subject_transform"),
+        ({"republish": 5, "subjects": ["x"]}, "republish"),
+        ({"mirror": {"name": "O", "opt_start_seq": -1}}, "opt_start_seq"),
+        ({"mirror": {"name": "O", "opt_start_time": "yesterday"}}, "yesterday"),
+        ({"sources": [{"name": "O", "subject_transforms": [1]}]}, "subject_transforms"),
+        ({"republish": {"src": "x", "dest": "y", "headers_only": "yes"}, "subjects": ["x"]}, "headers_only"),
+    ],
+)
+async def test_malformed_json_is_named(shared_server: ServerProcess, config: dict[str, Any], named: str) -> None:
+    """Both servers answer 10025 invalid JSON, naming the field (each in its own words)."""
+    nc = await nats.connect(shared_server.url)
+    try:
+        code, err_code, description = err(await api(nc, "STREAM.CREATE.X", {"name": "X", **config}))
+        assert (code, err_code) == (400, 10025) and named in description, description
+    finally:
+        await nc.close()
