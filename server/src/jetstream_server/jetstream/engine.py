@@ -8,6 +8,10 @@ under `<store_dir>/jetstream/$G/streams/` with their durable consumers, and
 from then on answers requests and stores published messages. No sockets, no
 asyncio; time from the clock.
 
+Mirrors and sources (sourcing/) copy between streams in bounded turns; their
+messages go through `ingest`, the same store-ack-republish-notify path as a
+client's publish.
+
 The engine is the top of the JetStream package: it implements what API
 handlers may use (`ApiHost`, api/host.py) and gives consumers the router as a
 `ConsumerHost` (consumer/delivery.py) through `RouterHost`. Nothing below

@@ -5,8 +5,10 @@ consumers registered on it (`StreamListener`s, see seams.py). It has no
 sockets and no asyncio: the engine hands it published messages and sends
 whatever it answers; time comes from the injected clock.
 
-Publish path (`accept()`), in nats-server's order: sealed (10109), message
-size (10054), `Nats-Expected-Stream` (10060), no `Nats-Stream-Source` (10227), dedup by `Nats-Msg-Id` within
+Publish path (`accept()`), in nats-server's order: the stream's
+`subject_transform` maps the subject first (a subject it does not match
+stays), then sealed (10109), message size (10054), `Nats-Expected-Stream`
+(10060), no `Nats-Stream-Source` (10227), dedup by `Nats-Msg-Id` within
 `duplicate_window` (answers the ORIGINAL sequence with `duplicate: true`),
 `Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071; a
 value that does not parse counts as 0, and 10164 never arises: nats-server
@@ -14,14 +16,18 @@ sends it only for in-flight races that a single-threaded stream cannot have),
 `-Last-Msg-Id` (10070), `Nats-Rollup` (needs `allow_rollup_hdrs`, 10111),
 `Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
 limits (10077); then store, record the msg id, apply rollup and discard-old
-limits, arm TTL / max-age timers.
+limits, arm TTL / max-age timers, and build the `republish` message
+(republish.py) the engine sends before the ack. Mirrors and sources store
+through the same path with `Sourced` (no expectation checks; a mirror keeps
+the origin's sequence and time, its gaps become deleted sequences).
 
 Invariants:
 - Listeners hear about a message (`on_stored`) only after it is in the store,
   and (with `sync_always`) after the group-commit fsync: `accept()` stores,
   `deliver()` notifies; the engine decides when to call the second.
-- Interest retention with no consumer that wants a message keeps nothing;
-  workqueue removes a message once acknowledged (`acknowledged(seq)`).
+- Interest retention with no consumer (nor mirror or source still to copy
+  it, `held_by_readers`) that wants a message keeps nothing; workqueue
+  removes a message once acknowledged (`acknowledged(seq)`).
 - The dedup table only holds ids younger than `duplicate_window`; it is
   rebuilt from the stored headers when a stream is reopened.
 - `removals` grows whenever the stream removes messages on its own (limits,
