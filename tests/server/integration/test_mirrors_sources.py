@@ -16,6 +16,7 @@ import nats
 import pytest
 from js_helpers import api, err, info, pub
 from nats.aio.client import Client as NATS
+from nats.js.api import StreamConfig, StreamSource, SubjectTransform
 from server_kinds import SERVER_KINDS
 
 from jetstream_server.jetstream.sourcing.headers import stream_identity
@@ -403,3 +404,24 @@ async def test_malformed_json_is_named(shared_server: ServerProcess, config: dic
         assert (code, err_code) == (400, 10025) and named in description, description
     finally:
         await nc.close()
+
+
+async def test_through_nats_py_jetstream_api(nc: NATS) -> None:
+    """nats-py's own calls: add_stream with mirror / sources, stream_info's typed mirror and sources."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="O", subjects=["o.>"], allow_direct=True))
+    for i in range(3):
+        await js.publish(f"o.{i}", b"x")
+    mirror = await js.add_stream(StreamConfig(name="M", mirror=StreamSource(name="O")))
+    assert mirror.config.mirror_direct is True and mirror.config.mirror is not None
+    await js.add_stream(StreamConfig(name="S", sources=[
+        StreamSource(name="O", subject_transforms=[SubjectTransform(src="o.>", dest="s.>")])]))
+    await until(nc, "M", lambda i: i["state"]["messages"] == 3)
+    await until(nc, "S", lambda i: i["state"]["messages"] == 3)
+    m, s = await js.stream_info("M"), await js.stream_info("S")
+    assert m.mirror is not None and (m.mirror.name, m.mirror.lag) == ("O", 0)
+    assert s.sources is not None and (s.sources[0].name, s.sources[0].lag) == ("O", 0)
+    assert s.config.sources is not None
+    assert s.config.sources[0].subject_transforms == [SubjectTransform(src="o.>", dest="s.>")]
+    got = await js.get_msg("S", 1)
+    assert got.subject == "s.0"
