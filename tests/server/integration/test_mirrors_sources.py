@@ -122,6 +122,10 @@ async def test_mirror_filter_and_start_seq(nc: NATS) -> None:
     t = await until(nc, "T", lambda i: i["state"]["last_seq"] == 10)
     assert [x["subject"] for x in await messages(nc, "T")] == ["t.b"] * 5
     assert t["mirror"]["subject_transforms"] == [{"src": "o.b", "dest": "t.b"}]
+    start = (await api(nc, "STREAM.MSG.GET.O", {"seq": 7}))["message"]["time"]
+    await create(nc, name="ST", mirror={"name": "O", "opt_start_time": start})
+    st = await until(nc, "ST", lambda i: i["state"]["last_seq"] == 10)
+    assert (st["state"]["first_seq"], st["state"]["messages"]) == (7, 4)
 
 
 async def test_sources_merge_with_filters_and_transforms(nc: NATS) -> None:
