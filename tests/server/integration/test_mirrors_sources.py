@@ -429,3 +429,24 @@ async def test_through_nats_py_jetstream_api(nc: NATS) -> None:
     assert s.config.sources[0].subject_transforms == [SubjectTransform(src="o.>", dest="s.>")]
     got = await js.get_msg("S", 1)
     assert got.subject == "s.0"
+
+
+async def test_a_source_added_later_starts_after_what_the_stream_holds(nc: NATS) -> None:
+    """nats-server starts a new source at the stream's last message time when the
+    stream's first sequence is past 1, or when opt_start_time is older than it."""
+    await create(nc, name="O", subjects=["o.>"])
+    await create(nc, name="S", subjects=["s.>"])
+    await create(nc, name="P", subjects=["p.>"])
+    await pub(nc, "o.1", b"before")
+    await pub(nc, "s.1", b"own")
+    await pub(nc, "s.2", b"own")
+    await pub(nc, "p.1", b"own")
+    assert (await api(nc, "STREAM.PURGE.S", {"keep": 1}))["purged"] == 1
+    await pub(nc, "o.2", b"after")
+    for name, source in (("S", {"name": "O"}), ("P", {"name": "O", "opt_start_time": "2020-01-01T00:00:00Z"})):
+        resp = await api(nc, f"STREAM.UPDATE.{name}", {"name": name, "subjects": [f"{name.lower()}.>"],
+                                                       "sources": [source]})
+        assert "error" not in resp, resp
+        got = await until(nc, name, lambda i: i["sources"][0].get("seq") == 2)
+        assert got["state"]["messages"] == 2
+        assert [x["data"] for x in await messages(nc, name)][-1] == b"after"

@@ -79,10 +79,16 @@ class Feed:
             self.next_seq = resumed
             return
         cfg = self.config
+        target = self.target.store.state()
+        # a source never starts before what its stream already holds (nats-server's
+        # trySetupSourceConsumer); a mirror only uses its options when empty
+        last_ts = target.last_ts_ns if target.last_seq and not self.mirror else 0
         if cfg.opt_start_seq > 0:
             self.next_seq = cfg.opt_start_seq
         elif cfg.opt_start_time_ns is not None:
-            self.next_seq = max(origin.store.seq_for_time(cfg.opt_start_time_ns), 1)
+            self.next_seq = max(origin.store.seq_for_time(max(cfg.opt_start_time_ns, last_ts)), 1)
+        elif last_ts and target.first_seq > 1:
+            self.next_seq = max(origin.store.seq_for_time(last_ts), 1)
         else:
             self.next_seq = max(origin.store.state().first_seq, 1)
 
