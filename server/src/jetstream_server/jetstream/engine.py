@@ -8,6 +8,10 @@ under `<store_dir>/jetstream/<account>/streams/` with their durable consumers, a
 from then on answers requests and stores published messages. No sockets, no
 asyncio; time from the clock.
 
+Mirrors and sources (sourcing/) copy between streams in bounded turns; their
+messages go through `ingest`, the same store-ack-republish-notify path as a
+client's publish.
+
 The engine is the top of the JetStream package: it implements what API
 handlers may use (`ApiHost`, api/host.py) and gives consumers the router as a
 `ConsumerHost` (consumer/delivery.py) through `RouterHost`. Nothing below
@@ -56,7 +60,8 @@ from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.stream import PubAck, Stream
+from jetstream_server.jetstream.sourcing.coordinator import Sourcing
+from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.store.base import StoreError, StreamStore
@@ -118,6 +123,7 @@ class JetStream:
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
+        self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -154,6 +160,7 @@ class JetStream:
 
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
+        self.sourcing.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -214,6 +221,9 @@ class JetStream:
                 restore_consumers(self, stream)
             except Exception:  # a consumer restore bug must not lose the stream
                 logger.exception("restoring the consumers of stream %s failed", config.name)
+        # once every stream is back, mirrors and sources resume where they were
+        for stream in list(self.streams.values()):
+            self.sourcing.attach(stream)
 
     # -- what handlers use ---------------------------------------------------------
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
@@ -300,6 +310,13 @@ class JetStream:
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
 
+    def prepare_config(self, config: StreamConfig) -> StreamConfig:
+        """The checks that need the other streams (mirror and source sizes,
+        cycles) and what a mirror inherits from its origin (`mirror_direct`)."""
+        config = Sourcing.inherit(config, self.streams)
+        Sourcing.check(config, self.streams)
+        return config
+
     def create_stream(self, config: StreamConfig) -> Stream:
         # nats-server checks the account's limits before the subjects
         self.check_account_reservation(config)
@@ -335,6 +352,8 @@ class JetStream:
         )
         self.streams[config.name] = stream
         self._subscribe_stream(stream)
+        self.sourcing.attach(stream)
+        self.sourcing.stream_created(stream)
         logger.info("created stream %s", config.name)
         return stream
 
@@ -369,8 +388,10 @@ class JetStream:
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
             self._subscribe_stream(stream)
+        self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
 
     def delete_stream(self, stream: Stream) -> None:
+        self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
         self._pending = [p for p in self._pending if p[0] is not stream]
@@ -401,8 +422,19 @@ class JetStream:
     ) -> None:
         if stream.closed:
             return
+        if stream.config.mirror is not None:
+            return  # a mirror takes messages only from its origin (it has no subjects either)
+        self.ingest(stream, subject, reply, headers, payload)
+
+    def ingest(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes | None,
+        payload: bytes, sourced: Sourced | None = None,
+    ) -> PubAck:
+        """Store one message (published, or brought in by a mirror or source),
+        then ack, republish and tell listeners (after the group commit with
+        `sync_always`)."""
         try:
-            ack = stream.accept(subject, headers, payload)
+            ack = stream.accept(subject, headers, payload, sourced)
         except ApiError as exc:
             ack = PubAck(0, error=exc)
         except (StoreError, OSError) as exc:  # disk full, sequence space: expected, one line
@@ -417,10 +449,16 @@ class JetStream:
                 self._dirty.add(stream.name)
             if self._flush_timer is None:
                 self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
-            return
+            return ack
         self._send_ack(stream, reply, ack)
         if ack.msg is not None:
             stream.deliver(ack.msg)
+        return ack
+
+    def _ingest_sourced(
+        self, stream: Stream, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced
+    ) -> PubAck:
+        return self.ingest(stream, subject, None, headers, payload, sourced)
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None
@@ -482,6 +520,8 @@ class JetStream:
                 stream.deliver(ack.msg)
 
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
+        if ack.republish is not None:  # as nats-server: the republish goes out before the ack
+            self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
         if not reply or stream.config.no_ack:
             return
         if ack.error is None and not ack.duplicate:

@@ -5,8 +5,8 @@
 `storage` file, `retention` limits, `discard` old, `num_replicas` 1,
 `subjects` = [name] when none are given) and raises `ApiError` with the
 nats-server error for invalid input. `to_json()` answers the config in
-nats-server's key order. Keys this server does not act on (placement,
-sources, republish, ...) are kept in `extra` and echoed back unchanged.
+nats-server's key order. Keys this server does not act on (placement
+and the like) are kept in `extra` and echoed back unchanged.
 
 Invariant: a `StreamConfig` that exists has passed validation; durations are
 nanoseconds (`max_age`, `duplicate_window`, as on the wire).
@@ -19,6 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.sourcing_config import (
+    RepublishConfig,
+    SourceConfig,
+    TransformConfig,
+    check_mirror,
+    check_sources,
+    check_subject_transform,
+    normalized_republish,
+    parse_sources,
+)
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 
 DEFAULT_DUPLICATE_WINDOW_NS = 120 * 1_000_000_000
@@ -121,11 +131,11 @@ _KNOWN_KEYS = (
     "first_seq",
     "consumer_limits",
     "metadata",
+    "mirror",
+    "sources",
+    "subject_transform",
+    "republish",
 )
-
-# Features of nats-server this server does not implement: refused by name
-# rather than accepted and silently ignored.
-UNSUPPORTED_KEYS = ("mirror", "sources", "republish", "subject_transform")
 
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
@@ -209,6 +219,10 @@ class StreamConfig:
     first_seq: int = 0
     consumer_limits: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
+    mirror: SourceConfig | None = None
+    sources: tuple[SourceConfig, ...] = ()
+    subject_transform: TransformConfig | None = None
+    republish: RepublishConfig | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     # -- parsing -------------------------------------------------------------
@@ -221,7 +235,12 @@ class StreamConfig:
         subjects_raw = raw.get("subjects") or []
         if not isinstance(subjects_raw, list) or not all(isinstance(s, str) for s in subjects_raw):
             raise ApiError(Err.INVALID_JSON, err="field 'subjects' must be a list of strings")
-        subjects = tuple(subjects_raw) if subjects_raw else (stream_name,)
+        mirror = None if raw.get("mirror") is None else SourceConfig.from_json(raw["mirror"], "mirror")
+        sources = parse_sources(raw.get("sources"))
+        # a mirror or a stream with sources may have no subjects of its own
+        subjects = tuple(subjects_raw) if subjects_raw or mirror or sources else (stream_name,)
+        transform_raw = raw.get("subject_transform")
+        republish_raw = raw.get("republish")
 
         def limit(key: str) -> int:
             value = _int(raw, key)
@@ -267,13 +286,18 @@ class StreamConfig:
             first_seq=_int(raw, "first_seq"),
             consumer_limits=dict(consumer_limits),
             metadata={str(k): str(v) for k, v in metadata.items()},
+            mirror=mirror,
+            sources=sources,
+            subject_transform=None if transform_raw is None else TransformConfig.from_json(transform_raw),
+            republish=None if republish_raw is None else RepublishConfig.from_json(republish_raw),
             extra={k: v for k, v in raw.items() if k not in _KNOWN_KEYS and k != "created"},
         )
         return cfg.with_defaults().validated()
 
     def with_defaults(self) -> StreamConfig:
         dup = self.duplicate_window
-        if dup <= 0:
+        # as nats-server: no default dedup window for a mirror or a stream with sources
+        if dup <= 0 and self.mirror is None and not self.sources:
             dup = DEFAULT_DUPLICATE_WINDOW_NS
             if 0 < self.max_age < dup:
                 dup = self.max_age
@@ -314,9 +338,6 @@ class StreamConfig:
 
     def validated(self) -> StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
-        for key in UNSUPPORTED_KEYS:
-            if self.extra.get(key):
-                raise invalid(f"{key} is not supported by this server")
         if len(self.name.encode()) > MAX_NAME_LEN:
             raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
         if len(self.description.encode()) > MAX_DESCRIPTION_LEN:
@@ -347,6 +368,10 @@ class StreamConfig:
             raise invalid("subject delete marker TTL must be at least 1 second")
         if self.subject_delete_marker_ttl < 0:
             raise invalid("subject delete marker TTL must not be negative")
+        if self.mirror is not None:
+            check_mirror(self.mirror, has_subjects=bool(self.subjects), has_sources=bool(self.sources),
+                         first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl)
+        check_sources(self.sources)
         seen: list[str] = []
         for subject in self.subjects:
             if not is_valid_subject(subject):
@@ -359,6 +384,12 @@ class StreamConfig:
                 if subjects_overlap(subject, other):
                     raise invalid(f'subject "{other}" overlaps with "{subject}"')
             seen.append(subject)
+        if self.subject_transform is not None:
+            check_subject_transform(self.subject_transform)
+        if self.republish is not None:
+            republish = normalized_republish(self.republish, self.subjects, self.subject_transform)
+            if republish != self.republish:
+                return replace(self, republish=republish)
         return self
 
     # -- output --------------------------------------------------------------
@@ -367,9 +398,10 @@ class StreamConfig:
         out: dict[str, Any] = {"name": self.name}
         if self.description:
             out["description"] = self.description
+        if self.subjects:
+            out["subjects"] = list(self.subjects)
         out.update(
             {
-                "subjects": list(self.subjects),
                 "retention": self.retention,
                 "max_consumers": self.max_consumers,
                 "max_msgs": self.max_msgs,
@@ -390,9 +422,18 @@ class StreamConfig:
         )
         if self.no_ack:
             out["no_ack"] = True
+        if self.duplicate_window:
+            out["duplicate_window"] = self.duplicate_window
+        if self.mirror is not None:
+            out["mirror"] = self.mirror.to_json()
+        if self.sources:
+            out["sources"] = [s.to_json() for s in self.sources]
+        if self.subject_transform is not None:
+            out["subject_transform"] = self.subject_transform.to_json()
+        if self.republish is not None:
+            out["republish"] = self.republish.to_json()
         out.update(
             {
-                "duplicate_window": self.duplicate_window,
                 "compression": self.compression,
                 "allow_direct": self.allow_direct,
                 "mirror_direct": self.mirror_direct,
@@ -440,6 +481,9 @@ class StreamConfig:
             raise invalid("stream configuration update can not cancel deny message deletes")
         if self.deny_purge and not new.deny_purge:
             raise invalid("stream configuration update can not cancel deny purge")
+        # removing the mirror promotes it to a normal stream; changing it is refused
+        if new.mirror is not None and new.mirror != self.mirror:
+            raise ApiError(Err.STREAM_MIRROR_NOT_UPDATABLE)
         if new.num_replicas != self.num_replicas and new.num_replicas > 1:
             raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.allow_msg_ttl and not new.allow_msg_ttl:

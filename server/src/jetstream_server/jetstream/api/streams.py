@@ -40,7 +40,8 @@ def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
     config = StreamConfig.from_json(body)
-    return config.within(host.limits, window_given=bool(body.get("duplicate_window")))
+    config = config.within(host.limits, window_given=bool(body.get("duplicate_window")))
+    return host.prepare_config(config)
 
 
 def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:

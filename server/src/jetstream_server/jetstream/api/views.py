@@ -52,12 +52,15 @@ def stream_state(
 def stream_info(
     stream: Stream, now_ns: int, subjects_filter: str = "", deleted_details: bool = False
 ) -> dict[str, Any]:
-    return {
+    out = {
         "config": stream.config.to_json(),
         "created": rfc3339_ns(stream.created_ns),
         "state": stream_state(stream, subjects_filter, deleted_details),
-        "ts": rfc3339_ns(now_ns),
     }
+    if stream.sourcing_info is not None:
+        out.update(stream.sourcing_info())  # `mirror` / `sources`, with their lag
+    out["ts"] = rfc3339_ns(now_ns)
+    return out
 
 
 def stored_message_json(msg: StoredMessage) -> dict[str, Any]:
