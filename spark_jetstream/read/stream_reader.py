@@ -388,4 +388,4 @@ def count_pending(conn: LeanConnection, options: ReadOptions, start: int, target
     """
     if not options.subjects:
         return target - start
-    return count_matching(conn, stream, options.subjects, start)
+    return count_matching(conn, stream, options.subjects, start, target)
