@@ -233,8 +233,10 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if state is not None:
                 states[stream] = state
                 # Spark plans batch N+1 only after batch N is in the commit log, so
-                # `start` is committed: mirror it now (see the module doc).
-                self._mirror(stream, positions[stream], state, owner, adopt=given.owner is None)
+                # `start` is committed: mirror it now (see the module doc); not into a
+                # stream re-created below it.
+                if state.last_seq >= positions[stream]:
+                    self._mirror(stream, positions[stream], state, owner, adopt=given.owner is None)
         self._latest = {s: st.last_seq for s, st in states.items()}
         eff: dict[str, int] = {}
         targets: dict[str, int] = {}
