@@ -39,6 +39,7 @@ Executor side: `read(partition)` = `partitions.read_partition`.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -320,8 +321,13 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         lo_off = Offset.from_dict(start, opts.streams)
         hi_off = Offset.from_dict(end, opts.streams)
         parts: list[InputPartition] = []
+        old_first_batch = not lo_off.seqs and "streams" not in _as_dict(end)
         for stream, hi in hi_off.seqs:
             lo = lo_off.get(stream)
+            if old_first_batch and stream in opts.streams:
+                # batch 0 of a checkpoint written before the start was recorded (its end in the
+                # one-stream format, its start never logged): the start as that version computed it
+                lo = min(hi, int(self._call(partial(_old_start, options=opts, stream=stream))))
             if stream not in opts.streams or lo is None or hi == lo:
                 continue  # not read, or the batch that records where the query starts
             if hi < lo:
@@ -380,6 +386,14 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def stop(self) -> None:
         self._close()
+
+
+def _old_start(conn: LeanConnection, options: ReadOptions, stream: str) -> int:
+    return resolve_start(conn, options, stream_state(conn, stream))
+
+
+def _as_dict(value: dict | str) -> dict:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def count_pending(conn: LeanConnection, options: ReadOptions, start: int, target: int, stream: str) -> int:
