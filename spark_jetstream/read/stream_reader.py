@@ -32,6 +32,9 @@ it is pickled to executors only for `read`, without its connection):
   `commit` for a batch only when it plans the next one, so AvailableNow's last
   batch needs this). With `durable`, offsets carry the query's identity
   (`owner`), which marks the consumers it moves.
+- Checkpoints of the one-stream format are read as they are; the one case
+  they miss a start (batch 0 logged by an older version, re-run now) starts
+  where that version did (`startingOffsets` resolved again).
 - `reportLatestOffset`: each stream's last sequence; the progress shows it as
   `latestOffset` next to `endOffset`, their difference is the lag (lag.py).
 Executor side: `read(partition)` = `partitions.read_partition`.
