@@ -171,7 +171,11 @@ def claim_durable(
         workqueue = retention == "workqueue"
         _create(conn, stream, durable_config(durable, subjects, start, owner, workqueue=workqueue), "create")
         if workqueue and start > 0:  # delivers all: its ack floor moves to the start instead
-            conn.js_api(f"CONSUMER.RESET.{stream}.{durable}", {"seq": start + 1}, retry=False)
+            try:
+                conn.js_api(f"CONSUMER.RESET.{stream}.{durable}", {"seq": start + 1}, retry=False)
+            except NatsError as exc:  # best effort, as every mirror
+                log.warning("durable %s on %s: could not move its ack floor to %d (%s; needs %s)",
+                            durable, stream, start, exc, RESET_NEEDS)
         return start
     metadata = check_ours(info, stream, durable, subjects)
     floor = int(info.get("ack_floor", {}).get("stream_seq", 0))
@@ -238,15 +242,20 @@ def mirror_commit(
 class MirrorGuard:
     """Makes the mirror best effort: server errors become one warning, then debug lines.
 
-    A request that gets no answer or no responder (a server without the RESET
-    API, older than 2.14) turns the mirror off until the query restarts, so
-    that no micro-batch waits for a timeout again; other errors are retried at
-    the next commit.
+    RESET is sent once per commit (no retries: a mirror never holds a
+    micro-batch up for the retry budget). `NO_ANSWER_LIMIT` commits in a row
+    whose request got no answer or no responder (a server without the RESET
+    API, older than 2.14) turn the mirror off until the query restarts, so that
+    no micro-batch waits for a timeout again; other errors are retried at the
+    next commit.
     """
+
+    NO_ANSWER_LIMIT: Final = 2
 
     def __init__(self) -> None:
         self.warned = False
         self.disabled = False
+        self.no_answer = 0
 
     def run(self, what: str, server_version: str, fn: Callable[[], Any]) -> bool:
         if self.disabled:
@@ -254,8 +263,10 @@ class MirrorGuard:
         try:
             fn()
         except (NatsError, OSError) as exc:
-            self.disabled = isinstance(exc, (NatsTimeoutError, NoRespondersError))
-            log_at = logging.DEBUG if self.warned else logging.WARNING
+            no_answer = isinstance(exc, (NatsTimeoutError, NoRespondersError))
+            self.no_answer = self.no_answer + 1 if no_answer else 0
+            self.disabled = self.no_answer >= self.NO_ANSWER_LIMIT
+            log_at = logging.DEBUG if self.warned and not self.disabled else logging.WARNING
             self.warned = True
             log.log(
                 log_at,
@@ -265,4 +276,5 @@ class MirrorGuard:
                 "; mirroring is off until the query restarts" if self.disabled else "",
             )
             return False
+        self.no_answer = 0
         return True

@@ -13,7 +13,9 @@ count matching messages instead:
   `PULL_BATCH` per request), so its cost is bounded by the limit itself.
 
 Every consumer made here is ephemeral, in memory and deleted when done (or
-expires after `INACTIVE_NS` if the connection broke).
+expires after `INACTIVE_NS` if the connection broke). A work-queue stream
+allows no such consumer: there both count stream sequences instead (an upper
+bound of the matching messages), as without a filter.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import json
 import secrets
 from typing import Any, Final
 
-from spark_jetstream.client import LeanConnection, NatsError
+from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError
+from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
 from spark_jetstream.client.lean_client import parse_headers
 
 PULL_BATCH: Final = 10_000
@@ -59,10 +62,17 @@ def _delete(conn: LeanConnection, stream: str, name: str) -> None:
         pass  # expires on its own after INACTIVE_NS
 
 
-def count_matching(conn: LeanConnection, stream: str, filters: tuple[str, ...], start: int) -> int:
-    """Matching messages with seq > start (up to the stream's end)."""
+def count_matching(
+    conn: LeanConnection, stream: str, filters: tuple[str, ...], start: int, last_seq: int
+) -> int:
+    """Matching messages with seq > start (up to the stream's end, `last_seq`)."""
     name = "sjc_" + secrets.token_hex(8)
-    created = _create(conn, stream, _probe_config(name, filters, start))
+    try:
+        created = _create(conn, stream, _probe_config(name, filters, start))
+    except JetStreamApiError as exc:
+        if exc.err_code not in WORKQUEUE_CONSUMER_ERRORS:
+            raise
+        return max(0, last_seq - start)
     _delete(conn, stream, name)
     return int(created.get("num_pending", 0))
 
@@ -80,7 +90,12 @@ def nth_matching_seq(
     if n <= 0 or target <= start:
         return start
     name = "sjn_" + secrets.token_hex(8)
-    created = _create(conn, stream, _probe_config(name, filters, start, headers_only=True, max_waiting=4))
+    try:
+        created = _create(conn, stream, _probe_config(name, filters, start, headers_only=True, max_waiting=4))
+    except JetStreamApiError as exc:
+        if exc.err_code not in WORKQUEUE_CONSUMER_ERRORS:
+            raise
+        return min(target, start + n)
     try:
         if int(created.get("num_pending", 0)) <= n:
             return target

@@ -32,6 +32,9 @@ it is pickled to executors only for `read`, without its connection):
   `commit` for a batch only when it plans the next one, so AvailableNow's last
   batch needs this). With `durable`, offsets carry the query's identity
   (`owner`), which marks the consumers it moves.
+- Checkpoints of the one-stream format are read as they are; the one case
+  they miss a start (batch 0 logged by an older version, re-run now) starts
+  where that version did (`startingOffsets` resolved again).
 - `reportLatestOffset`: each stream's last sequence; the progress shows it as
   `latestOffset` next to `endOffset`, their difference is the lag (lag.py).
 Executor side: `read(partition)` = `partitions.read_partition`.
@@ -39,6 +42,7 @@ Executor side: `read(partition)` = `partitions.read_partition`.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -233,8 +237,10 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if state is not None:
                 states[stream] = state
                 # Spark plans batch N+1 only after batch N is in the commit log, so
-                # `start` is committed: mirror it now (see the module doc).
-                self._mirror(stream, positions[stream], state, owner, adopt=given.owner is None)
+                # `start` is committed: mirror it now (see the module doc); not into a
+                # stream re-created below it.
+                if state.last_seq >= positions[stream]:
+                    self._mirror(stream, positions[stream], state, owner, adopt=given.owner is None)
         self._latest = {s: st.last_seq for s, st in states.items()}
         eff: dict[str, int] = {}
         targets: dict[str, int] = {}
@@ -318,8 +324,13 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         lo_off = Offset.from_dict(start, opts.streams)
         hi_off = Offset.from_dict(end, opts.streams)
         parts: list[InputPartition] = []
+        old_first_batch = not lo_off.seqs and "streams" not in _as_dict(end)
         for stream, hi in hi_off.seqs:
             lo = lo_off.get(stream)
+            if old_first_batch and stream in opts.streams:
+                # batch 0 of a checkpoint written before the start was recorded (its end in the
+                # one-stream format, its start never logged): the start as that version computed it
+                lo = min(hi, int(self._call(partial(_old_start, options=opts, stream=stream))))
             if stream not in opts.streams or lo is None or hi == lo:
                 continue  # not read, or the batch that records where the query starts
             if hi < lo:
@@ -380,6 +391,14 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._close()
 
 
+def _old_start(conn: LeanConnection, options: ReadOptions, stream: str) -> int:
+    return resolve_start(conn, options, stream_state(conn, stream))
+
+
+def _as_dict(value: dict | str) -> dict:
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def count_pending(conn: LeanConnection, options: ReadOptions, start: int, target: int, stream: str) -> int:
     """Matching messages in (start, target] of `stream` (with a filter: asks the server).
 
@@ -388,4 +407,4 @@ def count_pending(conn: LeanConnection, options: ReadOptions, start: int, target
     """
     if not options.subjects:
         return target - start
-    return count_matching(conn, stream, options.subjects, start)
+    return count_matching(conn, stream, options.subjects, start, target)

@@ -9,9 +9,9 @@ query's first resolution of `latest`. Every message after it must be read
 exactly once (a batch that Spark runs again after a restart counts once: the
 foreachBatch sink keeps the last run of each batch id).
 
-Several starts (seeds printed), a publisher sending bursts of ten as fast as it
-can, and one query stopped while it works and restarted on its checkpoint.
-Both servers.
+Several starts (seeds printed), a publisher sending bursts of ten (about 10,000
+messages a second), and one query stopped while it works and restarted on its
+checkpoint. Both servers. The SIGKILL variant is test_latest_crash.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from api_proxy import ApiProxy
-from read_helpers import stream_reader
+from read_helpers import BurstPublisher, stream_reader
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
@@ -52,29 +52,6 @@ class Batches:
         return sorted(s for seqs in self.by_batch.values() for s in seqs)
 
 
-class Publisher(threading.Thread):
-    """Core publishes in bursts of ten, as fast as the connection takes them, until stopped."""
-
-    def __init__(self, url: str, subject: str, seed: int) -> None:
-        super().__init__(daemon=True)
-        self.url, self.subject = url, subject
-        self.rng = random.Random(seed)
-        self.stop_now = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            with LeanConnection.connect(ConnectionOptions(servers=(self.url,))) as conn:
-                burst = LeanConnection.pub_frame(self.subject, b"x" * 32) * 10
-                for _ in range(200_000):  # bounded: at most 2M messages
-                    if self.stop_now.wait(self.rng.uniform(0.0005, 0.0015)):  # about 10,000 messages a second
-                        break
-                    conn.send(burst)
-                conn.flush(10)
-        except BaseException as exc:  # reported by the test
-            self.error = exc
-
-
 def last_seq(url: str, stream: str) -> int:
     with LeanConnection.connect(ConnectionOptions(servers=(url,))) as conn:
         return int(conn.js_api(f"STREAM.INFO.{stream}")["state"]["last_seq"])
@@ -99,7 +76,7 @@ def test_latest_under_a_live_publisher_loses_nothing(
     stream = "L" + uuid.uuid4().hex[:8]
     with LeanConnection.connect(ConnectionOptions(servers=(server.url,))) as conn:
         conn.js_api(f"STREAM.CREATE.{stream}", {"name": stream, "subjects": [f"{stream}.>"]})
-    publisher = Publisher(server.url, f"{stream}.x", seed)
+    publisher = BurstPublisher(server.url, f"{stream}.x", seed)
     prefix = f"$PX{seed}.API"
     sink = Batches()
     checkpoint = tmp_path / "checkpoint"
@@ -116,9 +93,7 @@ def test_latest_under_a_live_publisher_loses_nothing(
                     query = start_query(spark, server.url, stream, prefix, checkpoint, sink)
                     assert sink.got_rows.wait(120), "the restarted query read nothing"
             finally:
-                publisher.stop_now.set()
-                publisher.join(30)
-            assert publisher.error is None, publisher.error
+                publisher.stop()
             final = last_seq(server.url, stream)
             query.processAllAvailable()
             query.stop()

@@ -206,3 +206,24 @@ async def test_several_streams_share_the_limit(server: ServerProcess, js) -> Non
     assert r2.partitions({"stream": "A", "seq": 12}, grown) == []
     r.stop()
     r2.stop()
+
+
+async def test_filtered_limits_on_a_work_queue_stream_count_sequences(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    """A work-queue stream allows no ack-none probe consumer: the limits fall back to sequences."""
+    await fill(js, "S", [("s.a" if i % 2 else "s.b", b"x") for i in range(10)], subjects=["s.>"], retention="workqueue")
+    r = make_reader(server.url, subjects="s.a", maxMessagesPerTrigger="3", minMessagesPerTrigger="2",
+                    maxTriggerDelay="1h")
+    assert r.latestOffset(off(0), ReadMaxRows(3)) == off(3)
+    assert r.latestOffset(off(0), ReadMinRows(2)) == off(3)  # counted 10 >= 2: no wait (max 3 still applies)
+    r.stop()
+
+
+async def test_first_batch_of_an_old_checkpoint_is_read(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    """An older version logged batch 0's end ({"stream", "seq"}) but never its start; re-run after
+    an upgrade, that batch starts where that version started (here: earliest)."""
+    await fill(js, "S", [("s.a", b"x") for _ in range(10)], subjects=["s.>"])
+    r = make_reader(server.url)
+    parts = r.partitions(r.initialOffset(), {"stream": "S", "seq": 6})
+    assert [(p.start, p.end) for p in parts] == [(0, 6)]
+    assert r.partitions(r.initialOffset(), off(6)) == []  # this version's batch 0: the recorded start
+    r.stop()
