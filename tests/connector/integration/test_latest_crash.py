@@ -40,6 +40,9 @@ def start_child(args: list[str], log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, str(PIPELINE), *args], stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the JVM and workers die with it
+            # not the repository: Spark's Python workers run `python -m` in the working directory
+            # and would import the connector from the source tree instead of the installed one
+            cwd=log.parent,
         )
 
 

@@ -89,6 +89,7 @@ def start_child(servers: str, checkpoint: Path, log: Path, in_stream: str, out_s
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the JVM and workers die with it
+            cwd=log.parent,  # not the repository: the workers would import the source tree
         )
 
 
