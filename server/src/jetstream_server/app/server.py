@@ -39,7 +39,7 @@ from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import Service
+from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
 
 log = logging.getLogger(__name__)
@@ -159,6 +159,12 @@ class NatsServer:
         log.info("Initiating Shutdown...")
         if self._listener is not None:
             self._listener.close()
+        for service in self.services:
+            if isinstance(service, ShutdownNotice):
+                try:
+                    service.shutting_down()
+                except Exception:
+                    log.exception("service %r failed to signal the shutdown", service)
         for conn in list(self.connections.values()):
             conn.close()
         if self._listener is not None:
@@ -237,8 +243,9 @@ class NatsServer:
             "port": self.port,
             "headers": True,
             "max_payload": cfg.max_payload,
-            "jetstream": True,
         }
+        if cfg.jetstream.enabled:
+            info["jetstream"] = True
         if self.auth.required and self.auth.anonymous is None:
             # with a no_auth_user nats-server does not ask for credentials
             info["auth_required"] = True
@@ -290,7 +297,7 @@ class NatsServer:
             "write_deadline": int(cfg.write_deadline_s * 1e9),
             "auth_timeout": cfg.auth_timeout_s,
             "tls_timeout": 2,
-            "jetstream": {
+            "jetstream": {} if not cfg.jetstream.enabled else {
                 "config": {
                     "max_memory": cfg.jetstream.max_memory_store,
                     "max_storage": cfg.jetstream.max_file_store,
@@ -352,7 +359,14 @@ class NatsServer:
             if callable(jsz):
                 result = jsz()
                 return dict(result) if isinstance(result, dict) else {"data": result}
-        return {"disabled": True}
+        # nats-server's /jsz without JetStream
+        return {
+            "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+            "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
+            "server_id": self.server_id, "now": _rfc3339(time.time()), "disabled": True,
+            "config": {"max_memory": 0, "max_storage": 0},
+            "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
+        }
 
 
 def _auth_fields(identity: Identity | None) -> dict[str, str]:

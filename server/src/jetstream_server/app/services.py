@@ -64,5 +64,9 @@ def with_store_defaults(settings: JetStreamSettings) -> JetStreamSettings:
 
 
 def build_services(config: ServerConfig, clock: Clock) -> list[Service]:
-    """The services for a server with `config`; time comes from `clock`."""
+    """The services for a server with `config`; time comes from `clock`.
+    Without JetStream enabled there is none: `$JS.API` requests then get no
+    responders, as on nats-server."""
+    if not config.jetstream.enabled:
+        return []
     return [JetStream(config.jetstream, clock)]

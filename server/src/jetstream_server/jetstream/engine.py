@@ -119,6 +119,16 @@ class JetStream:
         if not self.sync_always:
             self._arm_sync_timer()
 
+    def shutting_down(self) -> None:
+        """Before the connections close: pending pub acks go out and waiting
+        pull requests get `409 Server Shutdown` (core/router.py ShutdownNotice)."""
+        self._flush()
+        for stream in self.streams.values():
+            for consumer in list(stream.consumers.values()):
+                notice = getattr(consumer, "shutting_down", None)
+                if notice is not None:
+                    notice()
+
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
         if self._flush_timer is not None:

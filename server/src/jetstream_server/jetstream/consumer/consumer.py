@@ -139,6 +139,12 @@ class Consumer:
     def on_stream_deleted(self) -> None:
         self._shutdown(notify=True)
 
+    def shutting_down(self) -> None:
+        """The server is going away: waiting pull requests hear of it now."""
+        notice = getattr(self.delivery, "shutting_down", None)
+        if notice is not None and not self._closed:
+            notice()
+
     def stop(self) -> None:
         if self._closed:
             return

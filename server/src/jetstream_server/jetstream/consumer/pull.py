@@ -10,7 +10,8 @@ nats-server serves them), bounded by `max_waiting`.
 Status frames are header-only messages to the request's reply subject:
 `404 No Messages`, `408 Request Timeout` (with `Nats-Pending-Messages` and
 `Nats-Pending-Bytes`), `409 Message Size Exceeds MaxBytes`,
-`409 Exceeded MaxWaiting`, `409 Consumer Deleted`, `100 Idle Heartbeat`.
+`409 Exceeded MaxWaiting`, `409 Consumer Deleted`, `409 Server Shutdown`
+(with the pending counts), `100 Idle Heartbeat`.
 
 `PullDelivery` is the consumer's delivery (delivery.py) for a pull consumer:
 it checks a request against the consumer's limits (`max_batch`,
@@ -53,6 +54,15 @@ def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
         "Request Timeout",
         Nats_Pending_Messages=str(pending_msgs),
         Nats_Pending_Bytes=str(pending_bytes),
+    )
+
+
+def server_shutdown(waiting: WaitingRequest) -> bytes:
+    return status_headers(
+        409,
+        "Server Shutdown",
+        Nats_Pending_Messages=str(waiting.remaining),
+        Nats_Pending_Bytes=str(waiting.pending_bytes()),
     )
 
 
@@ -211,6 +221,13 @@ class PullDelivery:
         for waiting in self.waiting.clear():
             if notify:
                 self.host.publish(waiting.reply, None, CONSUMER_DELETED, b"")
+
+    def shutting_down(self) -> None:
+        """nats-server's signalPullConsumers: each waiting request gets `409
+        Server Shutdown` with what it still expected, so its client re-issues
+        it elsewhere or after the restart."""
+        for waiting in self.waiting.clear():
+            self.host.publish(waiting.reply, None, server_shutdown(waiting), b"")
 
     def ready(self) -> bool:
         return bool(self.waiting.requests)  # (on every ack: no __len__ call)
