@@ -41,10 +41,10 @@ from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.versioning import SERVER_VERSION
 
 log = logging.getLogger(__name__)
 
-SERVER_VERSION: Final = "2.12.0"
 GO_VERSION: Final = "go1.24.0"
 PROTO: Final = 1
 _ID_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
@@ -116,7 +116,7 @@ class NatsServer:
         if cfg.tls.enabled:
             self.tls_context = make_server_context(cfg.tls)
         if self._build_services:
-            self.services = build_services(cfg, self.clock)
+            self.services = build_services(cfg, self.clock, self.server_name)
         started: list[Service] = []
         try:
             for service in self.services:

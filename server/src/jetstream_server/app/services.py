@@ -63,10 +63,10 @@ def with_store_defaults(settings: JetStreamSettings) -> JetStreamSettings:
     return replace(settings, max_memory_store=max_memory, max_file_store=max_file)
 
 
-def build_services(config: ServerConfig, clock: Clock) -> list[Service]:
+def build_services(config: ServerConfig, clock: Clock, server_name: str = "") -> list[Service]:
     """The services for a server with `config`; time comes from `clock`.
     Without JetStream enabled there is none: `$JS.API` requests then get no
     responders, as on nats-server."""
     if not config.jetstream.enabled:
         return []
-    return [JetStream(config.jetstream, clock)]
+    return [JetStream(config.jetstream, clock, server_name=server_name)]

@@ -43,6 +43,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
+from jetstream_server.jetstream.versioning import API_LEVEL
 from jetstream_server.store.base import StreamStore
 
 logger = logging.getLogger(__name__)
@@ -74,8 +75,9 @@ def open_stream_store(
 class JetStream:
     """The JetStream engine (see module docstring)."""
 
-    def __init__(self, settings: Any, clock: Clock) -> None:
+    def __init__(self, settings: Any, clock: Clock, *, server_name: str = "") -> None:
         self.clock = clock
+        self.server_name = server_name  # the leader named in stream info's `cluster`
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None
         self.sync_always: bool = bool(_setting(settings, "sync_always", False))
@@ -454,7 +456,7 @@ class JetStream:
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
             "messages": sum(st.msgs for st in states),
             "bytes": sum(st.bytes for st in states),
-            "api": {"total": self.api_total, "errors": self.api_errors},
+            "api": {"level": API_LEVEL, "total": self.api_total, "errors": self.api_errors},
         }
 
 

@@ -48,6 +48,7 @@ from jetstream_server.jetstream.stream_config import (
 )
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
+from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
     consumer = create_consumer(host, stream, name, config, action)
     info = consumer.info()
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
+    info["config"] = with_dynamic(info["config"])
     return info
 
 
@@ -242,7 +244,9 @@ def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 # -- info, list, names, delete -------------------------------------------------------
 def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    return lookup_consumer(host, req.params[0], req.params[1]).info()
+    info = lookup_consumer(host, req.params[0], req.params[1]).info()
+    info["config"] = with_dynamic(info["config"])
+    return info
 
 
 def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
