@@ -34,7 +34,12 @@ from typing import Any
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
-from jetstream_server.jetstream.consumer.config import ConsumerConfig, parse_time
+from jetstream_server.jetstream.consumer.config import (
+    ConsumerConfig,
+    parse_time,
+    unmarshal_error,
+    valid_group_name,
+)
 from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.store import ConsumerStore, list_consumer_stores
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -317,6 +322,29 @@ def consumer_reset(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     consumer = lookup_consumer(host, req.params[0], req.params[1])
     reset_seq = consumer.reset(seq)
     return {**consumer.info(), "reset_seq": reset_seq}
+
+
+def consumer_unpin(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    """`$JS.API.CONSUMER.UNPIN.<stream>.<consumer>` {"group"}: the pinned client of a
+    `pinned_client` consumer loses its pin (nats-server's checks, in its order)."""
+    if not req.payload.strip():
+        raise ApiError(Err.INVALID_JSON, err="unexpected end of JSON input")
+    body = request_body(req)
+    group = body.get("group") or ""
+    if not isinstance(group, str):
+        raise ApiError(
+            Err.INVALID_JSON,
+            err=unmarshal_error(group, "JSApiConsumerUnpinRequest.group", "string"),
+        )
+    if not group:
+        raise ApiError(Err.INVALID_JSON, err="consumer group not specified")
+    if not valid_group_name(group):
+        raise ApiError(Err.CONSUMER_INVALID_GROUP_NAME)
+    consumer = lookup_consumer(host, req.params[0], req.params[1])
+    if group not in consumer.config.priority_groups:
+        raise ApiError(Err.CONSUMER_INVALID_PRIORITY_GROUP)
+    consumer.unpin()
+    return {}
 
 
 # -- pull requests -------------------------------------------------------------------

@@ -68,6 +68,18 @@ def parse_time(text: str) -> int:
     return parse_rfc3339_ns(text)
 
 
+def unmarshal_error(value: object, field: str, go_type: str) -> str:
+    """Go's encoding/json message for a value of the wrong type in `field`."""
+    kind = (
+        "bool" if isinstance(value, bool)
+        else "number" if isinstance(value, (int, float))
+        else "string" if isinstance(value, str)
+        else "array" if isinstance(value, list)
+        else "object"
+    )
+    return f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
+
+
 def _invalid(err: str) -> ApiError:
     return ApiError(Err.INVALID_JSON, err=err)
 
@@ -226,8 +238,12 @@ class ConsumerConfig:
         ):
             raise _invalid("json: cannot unmarshal metadata, expected an object of strings")
         groups = raw.get("priority_groups") or []
-        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-            raise _invalid("json: cannot unmarshal priority_groups, expected a list of strings")
+        field_name = "CreateConsumerRequest.config.priority_groups"
+        if not isinstance(groups, list):
+            raise _invalid(unmarshal_error(groups, field_name, "[]string"))
+        for group in groups:
+            if not isinstance(group, str):
+                raise _invalid(unmarshal_error(group, field_name, "string"))
         policy = raw.get("priority_policy")
         if policy is not None and policy not in PRIORITY_POLICIES:
             raise _invalid(f"unknown priority policy: {json.dumps(policy)}")
