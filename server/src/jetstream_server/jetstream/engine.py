@@ -37,6 +37,12 @@ from jetstream_server.core.router import MessageHandler, Router
 from jetstream_server.jetstream import persistence
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
+from jetstream_server.jetstream.atomic_batch import (
+    AtomicBatches,
+    BatchAck,
+    batch_id_of,
+    check_commit,
+)
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -90,6 +96,7 @@ class JetStream:
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
+        self.batches = AtomicBatches(clock)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -295,6 +302,8 @@ class JetStream:
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
             )
         subjects_changed = config.subjects != stream.config.subjects
+        if not config.flag("allow_atomic"):
+            self.batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
@@ -303,6 +312,7 @@ class JetStream:
     def delete_stream(self, stream: Stream) -> None:
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
+        self.batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
         stream.delete()
         if stream.directory is not None:
@@ -331,6 +341,9 @@ class JetStream:
     ) -> None:
         if stream.closed:
             return
+        if headers is not None and b"Nats-Batch-Id" in headers and batch_id_of(headers):
+            self._publish_batch(stream, subject, reply, headers, payload)
+            return
         try:
             ack = stream.accept(subject, headers, payload)
         except ApiError as exc:
@@ -348,6 +361,52 @@ class JetStream:
         self._send_ack(stream, reply, ack)
         if ack.msg is not None:
             stream.deliver(ack.msg)
+
+    def _publish_batch(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes, payload: bytes
+    ) -> None:
+        """A message of an atomic batch (atomic_batch.py): staged, or the whole
+        batch stored and acknowledged once, or refused."""
+        try:
+            commit = self.batches.publish(stream, subject, headers, payload)
+            if commit is None:
+                if reply and not stream.config.no_ack:
+                    self.router.publish(reply, None, None, b"")  # staged
+                return
+            now = self.clock.now_ns()
+            check_commit(stream, commit, lambda msg_id: stream.is_duplicate(msg_id, now))
+        except ApiError as exc:
+            self._send_ack(stream, reply, PubAck(0, error=exc))
+            return
+        acks: list[PubAck] = []
+        for msg_subject, msg_headers, msg_payload in commit.messages:
+            try:
+                ack = stream.accept(msg_subject, msg_headers, msg_payload)
+            except ApiError as exc:
+                ack = PubAck(0, error=exc)
+            except Exception as exc:
+                logger.exception("stream %s: storing a batch message failed", stream.name)
+                ack = PubAck(0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
+            if ack.error is not None or ack.msg is None:
+                # checked before, so only a store failure gets here: take back what was stored
+                for stored in acks:
+                    stream.store.remove(stored.seq)
+                self._send_ack(stream, reply, ack if ack.error is not None else PubAck(
+                    0, error=ApiError(Err.ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE)))
+                return
+            acks.append(ack)
+        last = BatchAck(acks[-1], commit.batch_id, len(acks))
+        if self.sync_always:
+            self._pending.extend((stream, None, ack) for ack in acks[:-1])
+            self._pending.append((stream, reply, last))
+            self._dirty.add(stream.name)
+            if self._flush_timer is None:
+                self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
+            return
+        self._send_ack(stream, reply, last)
+        for ack in acks:
+            if ack.msg is not None:
+                stream.deliver(ack.msg)
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None
@@ -376,6 +435,15 @@ class JetStream:
 
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
         if not reply or stream.config.no_ack:
+            return
+        if isinstance(ack, BatchAck) and ack.error is None:
+            batch_ack: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                batch_ack["domain"] = self.domain
+            batch_ack.update({"batch": ack.batch_id, "count": ack.count})
+            self.router.publish(
+                reply, None, None, json.dumps(batch_ack, separators=(",", ":")).encode()
+            )
             return
         if ack.error is None and not ack.duplicate:
             # the hot path: one formatted bytes string, no json.dumps per message

@@ -391,6 +391,10 @@ class Stream:
             count -= 1
 
     # -- dedup -----------------------------------------------------------------
+    def is_duplicate(self, msg_id: str, now: int) -> bool:
+        """`msg_id` was stored within the duplicate window (atomic batch checks)."""
+        return self._dedup_lookup(msg_id, now) is not None
+
     def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
         self._dedup_prune(now)
         entry = self._dedup.get(msg_id)
