@@ -34,7 +34,7 @@ from typing import Any
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.router import MessageHandler, Router
-from jetstream_server.jetstream import persistence
+from jetstream_server.jetstream import counters, persistence
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
 from jetstream_server.jetstream.atomic_batch import (
@@ -443,6 +443,15 @@ class JetStream:
             batch_ack.update({"batch": ack.batch_id, "count": ack.count})
             self.router.publish(
                 reply, None, None, json.dumps(batch_ack, separators=(",", ":")).encode()
+            )
+            return
+        if stream.counter and ack.error is None and not ack.duplicate and ack.msg is not None:
+            counted: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                counted["domain"] = self.domain
+            counted["val"] = counters.value_of(ack.msg.data)
+            self.router.publish(
+                reply, None, None, json.dumps(counted, separators=(",", ":")).encode()
             )
             return
         if ack.error is None and not ack.duplicate:

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
-from jetstream_server.core.headers import HeaderError, Headers, parse_headers
+from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
+from jetstream_server.jetstream import counters
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.seams import StreamListener
@@ -119,6 +120,7 @@ class _HeaderPlan(NamedTuple):
     msg_id: str
     rollup: str
     ttl_ns: int
+    incr: int | None = None  # counters: the Nats-Incr of the publish
 
 
 AccountCheck = Callable[["Stream", int], None]
@@ -211,6 +213,7 @@ class Stream:
         self._limited = cfg.max_msgs_per_subject > 0 or (
             cfg.discard != "new" and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
         )
+        self.counter = cfg.flag("allow_msg_counter")  # counters.py
 
     def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
         """Validate and store one published message (listeners not yet told)."""
@@ -224,10 +227,14 @@ class Stream:
         now = self.clock.now_ns()
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now)
+            planned = self._plan_headers(headers, subject, now, payload)
             if isinstance(planned, PubAck):
                 return planned
             plan = planned
+        if self.counter:
+            if plan is None or plan.incr is None:
+                return self._fail(Err.MESSAGE_INCR_MISSING)
+            headers, payload = self._count(subject, headers, plan.incr)
         if self._account_check is not None or self._discard_new:
             size = message_size(subject, headers, payload)
             if self._account_check is not None:
@@ -251,13 +258,30 @@ class Stream:
             self._arm_age_timer()
         return PubAck(seq, msg=msg)
 
-    def _plan_headers(self, headers: bytes, subject: str, now: int) -> _HeaderPlan | PubAck:
+    def _count(self, subject: str, headers: bytes | None, incr: int) -> tuple[bytes | None, bytes]:
+        """A counter publish: the subject's new total as the payload, the previous
+        message's ``Nats-Counter-Sources`` carried forward."""
+        last = self.store.load_last(subject)
+        total = counters.current_total(last.data if last is not None else None) + incr
+        sources = get_header(last.headers, counters.COUNTER_SOURCES) if last is not None else None
+        if sources and headers is not None and counters.COUNTER_SOURCES.encode() not in headers:
+            line = f"{counters.COUNTER_SOURCES}: {sources}\r\n\r\n".encode()
+            headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
+        return headers, counters.total_payload(total)
+
+    def _plan_headers(
+        self, headers: bytes, subject: str, now: int, payload: bytes = b""
+    ) -> _HeaderPlan | PubAck:
         """Check the JetStream headers of a publish; what to do after storing it."""
         try:
             hdr = parse_headers(headers)
         except HeaderError:
             return _HeaderPlan("", "", 0)
         cfg = self.config
+        try:
+            incr = counters.check_incr(hdr, payload, self.counter)
+        except ApiError as exc:
+            return PubAck(0, error=exc)
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
             return self._fail(Err.STREAM_NOT_MATCH)
@@ -286,7 +310,7 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
                 return PubAck(0, error=exc)
-        return _HeaderPlan(msg_id, rollup, ttl_ns)
+        return _HeaderPlan(msg_id, rollup, ttl_ns, incr)
 
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
         self.last_msg_id = plan.msg_id

@@ -277,8 +277,13 @@ class StreamConfig:
             },
         )
         for flag in FEATURE_FLAGS:
-            if flag in cfg.extra and not isinstance(cfg.extra[flag], bool):
-                raise ApiError(Err.INVALID_JSON, err=f"field {flag!r} must be a boolean")
+            value = cfg.extra.get(flag)
+            if flag in cfg.extra and not isinstance(value, bool):
+                kind = ("number" if isinstance(value, (int, float)) else "string"
+                        if isinstance(value, str) else "array" if isinstance(value, list)
+                        else "object")
+                raise ApiError(Err.INVALID_JSON, err=f"json: cannot unmarshal {kind} into Go struct "
+                               f"field StreamConfigRequest.{flag} of type bool")
         return cfg.with_defaults().validated()
 
     def with_defaults(self) -> StreamConfig:
