@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
-from jetstream_server.jetstream import counters
+from jetstream_server.jetstream import counters, schedules
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.seams import StreamListener
@@ -121,6 +121,9 @@ class _HeaderPlan(NamedTuple):
     rollup: str
     ttl_ns: int
     incr: int | None = None  # counters: the Nats-Incr of the publish
+    schedule_due_ns: int | None = None  # schedules: a schedule message, due then
+    headers: bytes | None = None  # the headers to store when the checks changed them
+    purge_subject: str = ""  # schedules: a produced one-shot message purges its schedule
 
 
 AccountCheck = Callable[["Stream", int], None]
@@ -157,6 +160,7 @@ class Stream:
         self._ttl_never: set[int] = set()  # published with Nats-TTL: never (no max_age)
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
+        self.scheduler = schedules.Scheduler(clock, self._run_schedule)
         self.closed = False
         # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
@@ -235,6 +239,8 @@ class Stream:
             if plan is None or plan.incr is None:
                 return self._fail(Err.MESSAGE_INCR_MISSING)
             headers, payload = self._count(subject, headers, plan.incr)
+        if plan is not None and plan.headers is not None:
+            headers = plan.headers
         if self._account_check is not None or self._discard_new:
             size = message_size(subject, headers, payload)
             if self._account_check is not None:
@@ -310,9 +316,66 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
                 return PubAck(0, error=exc)
+        if b"Nats-Schedule" in headers:
+            try:
+                checked = schedules.check_publish(
+                    hdr, subject, cfg.subjects, cfg.flag("allow_msg_schedules"),
+                    cfg.allow_msg_ttl, now, self._last_headers,
+                )
+            except ApiError as exc:
+                return PubAck(0, error=exc)
+            new_headers = None
+            if checked.add_rollup:
+                new_headers = headers[:-2] + b"Nats-Rollup: sub\r\n\r\n"
+                rollup = "sub"
+            purge = (hdr.get(schedules.SCHEDULER) or "") if hdr.get(schedules.NEXT) else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, checked.due_ns, new_headers, purge)
         return _HeaderPlan(msg_id, rollup, ttl_ns, incr)
 
+    def _last_headers(self, subject: str) -> Headers | None:
+        last = self.store.load_last(subject)
+        if last is None:
+            return None
+        try:
+            return parse_headers(last.headers) if last.headers else Headers()
+        except HeaderError:
+            return Headers()
+
+    def _run_schedule(self, subject: str, seq: int) -> None:
+        """A schedule is due: publish what it produces into this stream."""
+        if self.closed:
+            return
+        msg = self.store.load(seq)
+        if msg is None or not msg.headers:
+            return
+        try:
+            schedule = parse_headers(msg.headers)
+            content: tuple[Headers, bytes] = (schedule, msg.data)
+            source = schedule.get(schedules.SOURCE)
+            if source:
+                last = self.store.load_last(source)
+                if last is not None:
+                    content = (parse_headers(last.headers) if last.headers else Headers(), last.data)
+        except HeaderError:
+            return
+        target, headers, payload, repeat_at = schedules.fire(
+            subject, schedule, content, msg.timestamp_ns, self.clock.now_ns()
+        )
+        ack = self.accept(target, headers, payload)
+        if ack.error is not None:
+            logger.warning("stream %s: schedule %s produced nothing: %s",
+                           self.name, subject, ack.error.to_json()["description"])
+        elif ack.msg is not None:
+            self.deliver(ack.msg)
+        if repeat_at is not None:
+            self.scheduler.add(subject, seq, repeat_at)
+
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
+        if plan.schedule_due_ns is not None:
+            self.scheduler.add(subject, seq, plan.schedule_due_ns)
+        if plan.purge_subject:
+            self.removals += bool(self.store.purge(subject=plan.purge_subject))
+            self.scheduler.remove(plan.purge_subject)
         self.last_msg_id = plan.msg_id
         if plan.msg_id:
             self._dedup_record(plan.msg_id, seq, now)
@@ -708,6 +771,7 @@ class Stream:
 
     def _cancel_timers(self) -> None:
         self.closed = True
+        self.scheduler.stop()
         for timer in (self._age_timer, self._ttl_timer):
             if timer is not None:
                 timer.cancel()

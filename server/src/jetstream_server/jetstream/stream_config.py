@@ -301,10 +301,12 @@ class StreamConfig:
         # Subject delete markers carry Nats-TTL and Nats-Rollup: nats-server
         # turns both features on for such a stream.
         markers = self.subject_delete_marker_ttl > 0
+        # schedules store with Nats-Rollup: sub: nats-server turns roll-ups on
+        scheduled = self.flag("allow_msg_schedules")
         return replace(
             self, duplicate_window=dup, metadata=metadata, discard=discard,
             allow_msg_ttl=self.allow_msg_ttl or markers,
-            allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
+            allow_rollup_hdrs=self.allow_rollup_hdrs or markers or scheduled,
         )
 
     def within(self, limits: ServerLimits, window_given: bool) -> StreamConfig:
