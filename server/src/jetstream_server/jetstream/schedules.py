@@ -79,7 +79,8 @@ def _rfc3339_ns(text: str) -> int | None:
 
 
 def next_due(pattern: str, stored_ns: int, now_ns: int) -> tuple[int, bool] | None:
-    """(when it fires, whether it repeats) for a pattern, None when invalid."""
+    """(when it fires, whether it repeats) for a pattern, None when invalid;
+    `stored_ns`: when the schedule was stored or last fired."""
     if pattern.startswith("@at "):
         due = _rfc3339_ns(pattern[4:])
         return None if due is None else (due, False)
@@ -198,12 +199,15 @@ def fire(
     schedule_subject: str,
     schedule: Headers,
     content: tuple[Headers, bytes],
-    stored_ns: int,
+    fired_ns: int,
     now_ns: int,
 ) -> tuple[str, bytes, bytes, int | None]:
-    """The message a due schedule produces: (target, headers, payload, next due or None)."""
+    """The message a due schedule produces: (target, headers, payload, next due or
+    None); `fired_ns` is the time it was due (the next one counts from it)."""
     pattern = schedule.get(SCHEDULE) or ""
-    found = next_due(pattern, stored_ns, now_ns)
+    found = next_due(pattern, fired_ns, now_ns)
+    if found is not None and found[1] and found[0] <= now_ns:
+        found = (now_ns + (found[0] - fired_ns), True)
     repeat_at = found[0] if found is not None and found[1] else None
     source_hdr, payload = content
     dropped = ("Nats-Msg-Id", "Nats-TTL", "Nats-Rollup")
@@ -230,9 +234,9 @@ def fire(
 class Scheduler:
     """Due schedules of one stream: subject -> (sequence, due time), one timer."""
 
-    def __init__(self, clock: Clock, run: Callable[[str, int], None]) -> None:
+    def __init__(self, clock: Clock, run: Callable[[str, int, int], None]) -> None:
         self.clock = clock
-        self.run = run  # (schedule subject, its sequence)
+        self.run = run  # (schedule subject, its sequence, when it was due)
         self.due: dict[str, tuple[int, int]] = {}
         self._timer: TimerHandle | None = None
 
@@ -262,8 +266,10 @@ class Scheduler:
     def _fire(self) -> None:
         self._timer = None
         now = self.clock.now_ns()
-        ready = sorted((seq, subject) for subject, (seq, due) in self.due.items() if due <= now)
-        for seq, subject in ready:
+        ready = sorted(
+            (seq, subject, due) for subject, (seq, due) in self.due.items() if due <= now
+        )
+        for seq, subject, due in ready:
             self.due.pop(subject, None)
-            self.run(subject, seq)
+            self.run(subject, seq, due)
         self._arm()

@@ -161,6 +161,7 @@ class Stream:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
         self.scheduler = schedules.Scheduler(clock, self._run_schedule)
+        self._producing = False  # storing what a schedule produced
         self.closed = False
         # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
@@ -316,6 +317,10 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
                 return PubAck(0, error=exc)
+        if b"Nats-Schedule" in headers and self._producing:
+            # what a schedule produced: the server's own headers, not checked
+            purge = hdr.get(schedules.SCHEDULER) or "" if hdr.get(schedules.NEXT) == "purge" else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, None, None, purge)
         if b"Nats-Schedule" in headers:
             try:
                 checked = schedules.check_publish(
@@ -341,7 +346,7 @@ class Stream:
         except HeaderError:
             return Headers()
 
-    def _run_schedule(self, subject: str, seq: int) -> None:
+    def _run_schedule(self, subject: str, seq: int, due_ns: int) -> None:
         """A schedule is due: publish what it produces into this stream."""
         if self.closed:
             return
@@ -359,9 +364,13 @@ class Stream:
         except HeaderError:
             return
         target, headers, payload, repeat_at = schedules.fire(
-            subject, schedule, content, msg.timestamp_ns, self.clock.now_ns()
+            subject, schedule, content, due_ns, self.clock.now_ns()
         )
-        ack = self.accept(target, headers, payload)
+        self._producing = True
+        try:
+            ack = self.accept(target, headers, payload)
+        finally:
+            self._producing = False
         if ack.error is not None:
             logger.warning("stream %s: schedule %s produced nothing: %s",
                            self.name, subject, ack.error.to_json()["description"])
