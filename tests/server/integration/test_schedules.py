@@ -107,3 +107,22 @@ async def test_schedule_source(nc: NATS) -> None:
     (msg,) = await sub.fetch(1, timeout=10)
     assert msg.data == b"the latest value"
     assert (msg.headers or {}).get("Kind") == "reading"
+
+
+async def test_a_schedule_survives_a_restart(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        await _api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"],
+                                           "allow_msg_schedules": True})
+        soon = (datetime.now(timezone.utc) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await _pub(nc, "s.sched", {"Nats-Schedule": f"@at {soon}", "Nats-Schedule-Target": "s.out"})
+    finally:
+        await nc.close()
+    server.restart()
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        sub = await nc.jetstream().pull_subscribe("s.out", durable="OUT", stream="S")
+        (msg,) = await sub.fetch(1, timeout=10)
+        assert (msg.headers or {}).get("Nats-Scheduler") == "s.sched"
+    finally:
+        await nc.close()

@@ -539,8 +539,21 @@ class Stream:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
                     elif ttl < 0:
                         self._ttl_never.add(msg.seq)
+        if self.config.flag("allow_msg_schedules"):
+            self._rebuild_schedules(state.first_seq, state.last_seq, now)
         if self.config.max_age > 0:
             self._expire_by_age()
+
+    def _rebuild_schedules(self, first: int, last: int, now: int) -> None:
+        """The stored schedules are due again after a restart (a missed one fires
+        once, a repeating one counts from its last due time it cannot know: now)."""
+        for msg in self.store.iter_range(first, last):
+            if not msg.headers or b"Nats-Schedule:" not in msg.headers:
+                continue
+            pattern = _header(msg.headers, schedules.SCHEDULE)
+            found = schedules.next_due(pattern, msg.timestamp_ns, now) if pattern else None
+            if found is not None:
+                self.scheduler.add(msg.subject, msg.seq, found[0])
 
     # -- expiry ----------------------------------------------------------------
     # max_age removes every message older than the limit except those published
