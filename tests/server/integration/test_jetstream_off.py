@@ -138,7 +138,11 @@ async def test_waiting_pull_requests_get_server_shutdown(server: ServerProcess) 
         await nc.publish(next_subject, json.dumps(
             {"batch": 3, "max_bytes": 1000, "expires": 60 * 10**9}).encode(), reply=inbox + ".b")
         await nc.flush()
-        info = await js.consumer_info("S", "C")
+        # nats-server queues pull requests on its own goroutine: wait (bounded) for both
+        for _ in range(200):
+            info = await js.consumer_info("S", "C")
+            if (info.num_waiting, info.num_ack_pending) == (2, 1):
+                break
         assert (info.num_waiting, info.num_ack_pending) == (2, 1)
         await asyncio.to_thread(server.stop)
         await asyncio.wait_for(done.wait(), 10)

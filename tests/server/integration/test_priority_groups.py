@@ -205,7 +205,13 @@ async def test_prioritized_serves_lower_numbers_first(nc: NATS) -> None:
     pulls = {}
     for name, priority in (("p5", 5), ("p1", 1), ("p9", 9), ("p1b", 1), ("p0", 0)):
         pulls[name] = await Pull(nc, "R", group="A", priority=priority, expires=WAIT_NS).send()
-    await _api(nc, "CONSUMER.INFO.S.R")  # every request is queued
+    # nats-server queues pull requests on its own goroutine: wait (bounded) until all are
+    waiting = 0
+    for _ in range(200):
+        waiting = (await _api(nc, "CONSUMER.INFO.S.R"))["num_waiting"]
+        if waiting == len(pulls):
+            break
+    assert waiting == len(pulls)
     await _publish(nc, *(f"s.{i}" for i in range(1, 6)))
     got = {name: (await pull.next()).subject for name, pull in pulls.items()}
     assert got == {"p0": "s.1", "p1": "s.2", "p1b": "s.3", "p5": "s.4", "p9": "s.5"}
