@@ -6,8 +6,10 @@ refusal is nats-server's pub ack error.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -123,3 +125,48 @@ async def test_consumers_see_the_batch_after_the_commit(nc: NATS) -> None:
     await _pub(nc, "a.2", "b", 2, "1")
     msgs = await sub.fetch(2, timeout=5)
     assert [m.subject for m in msgs] == ["a.1", "a.2"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_interleaved_batches_are_stored_whole_and_contiguous(nc: NATS, seed: int) -> None:
+    """Several publishers send their batches at once, in small bursts; one of them
+    skips a sequence. Each committed batch is stored in one piece and in order;
+    the broken one not at all."""
+    rng = random.Random(seed)
+    print("seed", seed)
+    sizes = {f"b{n}": rng.randint(2, 12) for n in range(6)}
+    broken = rng.choice(sorted(sizes))
+
+    async def publisher(batch: str, size: int) -> bytes:
+        answer = b""
+        for seq in range(1, size + 1):
+            if batch == broken and seq == 2:
+                continue  # the gap
+            answer = await _pub(nc, f"a.{batch}", batch, seq, "1" if seq == size else None)
+            if rng.random() < 0.3:
+                await asyncio.sleep(0)  # let the others in between
+        return answer
+
+    answers = await asyncio.gather(*(publisher(b, n) for b, n in sizes.items()))
+    stored_batches = {b: n for b, n in sizes.items() if b != broken}
+    for (batch, size), answer in zip(sizes.items(), answers, strict=True):
+        if batch == broken:
+            assert _error(answer) == 10176
+        else:
+            assert json.loads(answer)["count"] == size
+    total = sum(stored_batches.values())
+    assert await _messages(nc) == total
+    stored: list[tuple[str, bytes]] = []
+    for seq in range(1, total + 1):
+        msg = (await _api(nc, "STREAM.MSG.GET.A", {"seq": seq}))["message"]
+        stored.append((msg["subject"], base64.b64decode(msg["hdrs"])))
+    runs: list[tuple[str, list[bytes]]] = []
+    for subject, headers in stored:
+        if not runs or runs[-1][0] != subject:
+            runs.append((subject, []))
+        runs[-1][1].append(headers)
+    # one run per batch, its messages in batch order
+    assert sorted(subject for subject, _ in runs) == sorted(f"a.{b}" for b in stored_batches)
+    for _subject, headers in runs:
+        for n, block in enumerate(headers, start=1):
+            assert b"Nats-Batch-Sequence: %d\r\n" % n in block
