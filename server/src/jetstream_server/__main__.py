@@ -1,7 +1,8 @@
 """The `jetstream-server` / `python -m jetstream_server` command line, with nats-server's flags.
 
 Flags: ``-a/--addr``, ``-p/--port`` (-1 = random), ``-m/--http_port``,
-``-js/--jetstream`` (accepted; JetStream is always on), ``-sd/--store_dir``,
+``-js/--jetstream`` (JetStream is off without it or a ``jetstream`` entry in
+the config file, as on nats-server), ``-sd/--store_dir``,
 ``-c/--config``, ``--user``, ``--pass``, ``--auth``, ``--tls``, ``--tlscert``,
 ``--tlskey``, ``--tlscacert``, ``--tlsverify``, ``-D``, ``-V``, ``-DV``,
 ``-n/--name``, ``-sl/--signal`` (see `jetstream_server.signals`), ``-P/--pid``.
@@ -32,6 +33,7 @@ from pathlib import Path
 from jetstream_server.config import (
     AuthSettings,
     ConfigError,
+    JetStreamSettings,
     ServerConfig,
     TlsSettings,
     load_config_file,
@@ -82,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--addr", "--net", dest="host", help="bind to host address")
     p.add_argument("-p", "--port", type=int, dest="port", help="client port (-1 = random)")
     p.add_argument("-m", "--http_port", type=int, dest="http_port", help="monitoring port")
-    p.add_argument("-js", "--jetstream", action="store_true", help="accepted; JetStream is always on")
+    p.add_argument("-js", "--jetstream", action="store_true", help="enable JetStream")
     p.add_argument("-sd", "--store_dir", dest="store_dir", help="JetStream storage directory")
     p.add_argument("-c", "--config", dest="config", help="configuration file")
     p.add_argument("-n", "--name", "--server_name", dest="name", help="server name")
@@ -109,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(argv: Sequence[str]) -> ServerConfig:
     """Defaults, then the config file, then flags; raises `ConfigError`."""
     args = build_parser().parse_args(list(argv))
-    cfg = ServerConfig()
+    # as nats-server: JetStream only with -js or a `jetstream` entry in the file
+    cfg = ServerConfig(jetstream=JetStreamSettings(enabled=False))
     if args.config:
         cfg = load_config_file(args.config, cfg)
     changes: dict[str, object] = {}
@@ -125,8 +128,12 @@ def config_from_args(argv: Sequence[str]) -> ServerConfig:
         changes["debug"] = True
     if args.trace or args.debug_trace:
         changes["trace"] = True
+    js = cfg.jetstream
+    if args.jetstream:
+        js = replace(js, enabled=True)
     if args.store_dir is not None:
-        changes["jetstream"] = replace(cfg.jetstream, store_dir=args.store_dir)
+        js = replace(js, store_dir=args.store_dir)
+    changes["jetstream"] = js
     if args.user is not None or args.password is not None or args.token is not None:
         if (args.user is None) != (args.password is None) and args.token is None:
             raise ConfigError("--user and --pass go together")

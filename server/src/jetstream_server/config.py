@@ -231,8 +231,12 @@ class JetStreamLimits:
 @dataclass(frozen=True, slots=True)
 class JetStreamSettings:
     """`max_memory_store` / `max_file_store`: -1 until the server computes
-    nats-server's defaults at start (75 % of memory, 75 % of the free disk)."""
+    nats-server's defaults at start (75 % of memory, 75 % of the free disk).
+    `enabled`: on for the Python API (`ServerConfig()`, `EmbeddedServer`); the
+    command line turns it on only with ``-js`` or a ``jetstream`` config entry,
+    as nats-server does."""
 
+    enabled: bool = True
     store_dir: str | None = None
     max_memory_store: int = -1
     max_file_store: int = -1
@@ -1542,11 +1546,21 @@ def _handshake_first(value: object, key: str) -> tuple[bool, float]:
         raise ConfigError(f"field {key!r}'s value {value!r} is invalid") from None
 
 
+_JS_ON: Final = ("enable", "enabled")
+_JS_OFF: Final = ("disable", "disabled")
+
+
 def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
-    if isinstance(value, bool) or (isinstance(value, str) and value.lower() == "enabled"):
-        return base
+    """``jetstream: true|enabled|disabled`` or a block; as nats-server, the entry
+    turns JetStream on unless it says otherwise (``enabled: false``)."""
+    if isinstance(value, bool):
+        return replace(base, enabled=value)
+    if isinstance(value, str):
+        if value.lower() not in _JS_ON + _JS_OFF:
+            raise ConfigError(f"{key}: expected 'enabled' or 'disabled' for string value, got {value!r}")
+        return replace(base, enabled=value.lower() in _JS_ON)
     items = _block_items(value, key)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"enabled": True}
     for k, v, line in items:
         try:
             name = f"{key}.{k}"
@@ -1568,7 +1582,7 @@ def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStr
             elif k == "limits":
                 out["limits"] = _jetstream_limits(v, name)
             elif k == "enabled":
-                _as_bool(v, name)
+                out["enabled"] = _as_bool(v, name)
             else:
                 raise ConfigError(f"unknown key {name}")
         except ConfigError as exc:

@@ -62,12 +62,22 @@ def account_names(config: ServerConfig) -> list[str]:
 
 
 def account_services(
-    config: ServerConfig, clock: Clock, name: str, limits: AccountLimits | None
+    config: ServerConfig,
+    clock: Clock,
+    name: str,
+    limits: AccountLimits | None,
+    server_name: str = "",
 ) -> tuple[list[Service], JetStream | None]:
-    """The services of account `name`: JetStream with `limits`, or the 10039 responder."""
+    """The services of account `name`: JetStream with `limits`, or the 10039
+    responder; none at all when the server runs without JetStream (its API
+    requests then get no responders, as on nats-server)."""
+    if not config.jetstream.enabled:
+        return [], None
     if limits is None:
         return [NoJetStream(system=name == config.system_account_name)], None
-    engine = JetStream(config.jetstream, clock, account=name, account_limits=limits)
+    engine = JetStream(
+        config.jetstream, clock, account=name, account_limits=limits, server_name=server_name
+    )
     return [engine], engine
 
 
@@ -76,7 +86,11 @@ def _exports_of(config: ServerConfig, name: str) -> tuple[Any, ...]:
 
 
 def build_accounts(
-    config: ServerConfig, clock: Clock, global_broker: Broker, global_services: list[Service] | None
+    config: ServerConfig,
+    clock: Clock,
+    global_broker: Broker,
+    global_services: list[Service] | None,
+    server_name: str = "",
 ) -> dict[str, Account]:
     """The accounts of `config`; `global_services` (when given) replace the
     global account's built services (tests plug in their own)."""
@@ -89,7 +103,9 @@ def build_accounts(
             services: list[Service] = global_services
             engine: Any = next((s for s in services if isinstance(s, JetStream)), None)
         else:
-            services, engine = account_services(config, clock, name, with_js.get(name))
+            services, engine = account_services(
+                config, clock, name, with_js.get(name), server_name
+            )
         tag = next((a.name_tag for a in config.accounts if a.name == name), "")
         accounts[name] = Account(
             name, broker, services, engine, is_system=name == system, name_tag=tag

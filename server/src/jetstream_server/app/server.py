@@ -42,12 +42,12 @@ from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import Service
+from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.versioning import SERVER_VERSION
 
 log = logging.getLogger(__name__)
 
-SERVER_VERSION: Final = "2.12.0"
 GO_VERSION: Final = "go1.24.0"
 PROTO: Final = 1
 _ID_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
@@ -128,7 +128,11 @@ class NatsServer:
         if cfg.tls.enabled:
             self.tls_context = make_server_context(cfg.tls)
         self.accounts = build_accounts(
-            cfg, self.clock, self.broker, None if self._build_services else self.services
+            cfg,
+            self.clock,
+            self.broker,
+            None if self._build_services else self.services,
+            server_name=self.server_name,
         )
         self.account_brokers = {name: acc.broker for name, acc in self.accounts.items()}
         self.services = self.accounts[GLOBAL_ACCOUNT].services
@@ -205,6 +209,13 @@ class NatsServer:
         self.stopped = True
         log.info("Initiating Shutdown...")
         self.stop_listening()
+        for account in self.accounts.values():
+            for service in account.services:
+                if isinstance(service, ShutdownNotice):
+                    try:
+                        service.shutting_down()
+                    except Exception:
+                        log.exception("service %r failed to signal the shutdown", service)
         for conn in list(self.connections.values()):
             conn.close()
         if self._listener is not None:
@@ -304,8 +315,9 @@ class NatsServer:
             "port": self.port,
             "headers": True,
             "max_payload": cfg.max_payload,
-            "jetstream": True,
         }
+        if cfg.jetstream.enabled:
+            info["jetstream"] = True
         if self.auth.required and self.auth.anonymous is None:
             # with a no_auth_user nats-server does not ask for credentials
             info["auth_required"] = True
@@ -362,7 +374,7 @@ class NatsServer:
             "write_deadline": int(cfg.write_deadline_s * 1e9),
             "auth_timeout": cfg.auth_timeout_s,
             "tls_timeout": 2,
-            "jetstream": {
+            "jetstream": {} if not cfg.jetstream.enabled else {
                 "config": {
                     "max_memory": cfg.jetstream.max_memory_store,
                     "max_storage": cfg.jetstream.max_file_store,
@@ -430,7 +442,14 @@ class NatsServer:
                 result = jsz()
                 parts.append(dict(result) if isinstance(result, dict) else {"data": result})
         if not parts:
-            return {"disabled": True}
+            # nats-server's /jsz without JetStream
+            return {
+                "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+                "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
+                "server_id": self.server_id, "now": _rfc3339(time.time()), "disabled": True,
+                "config": {"max_memory": 0, "max_storage": 0},
+                "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
+            }
         if len(parts) == 1 and not accounts:
             return parts[0]
         total = dict(parts[0])

@@ -49,7 +49,7 @@ from typing import Any
 from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.router import MessageHandler, Router
-from jetstream_server.jetstream import persistence
+from jetstream_server.jetstream import counters, persistence
 from jetstream_server.jetstream.account_limits import (
     UNLIMITED,
     check_new_stream,
@@ -57,6 +57,12 @@ from jetstream_server.jetstream.account_limits import (
 )
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
+from jetstream_server.jetstream.atomic_batch import (
+    AtomicBatches,
+    BatchAck,
+    batch_id_of,
+    check_commit,
+)
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -64,6 +70,7 @@ from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
+from jetstream_server.jetstream.versioning import API_LEVEL
 from jetstream_server.store.base import StoreError, StreamStore
 
 logger = logging.getLogger(__name__)
@@ -103,8 +110,11 @@ class JetStream:
         clock: Clock,
         account: str = persistence.ACCOUNT,
         account_limits: AccountLimits = UNLIMITED,
+        *,
+        server_name: str = "",
     ) -> None:
         self.clock = clock
+        self.server_name = server_name  # the leader named in stream info's `cluster`
         self.account = account
         self.account_limits = account_limits
         # the engines of every account on this server, this one included (set
@@ -124,6 +134,7 @@ class JetStream:
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
+        self.batches = AtomicBatches(clock)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -157,6 +168,16 @@ class JetStream:
         self._open_existing()
         if not self.sync_always:
             self._arm_sync_timer()
+
+    def shutting_down(self) -> None:
+        """Before the connections close: pending pub acks go out and waiting
+        pull requests get `409 Server Shutdown` (core/router.py ShutdownNotice)."""
+        self._flush()
+        for stream in self.streams.values():
+            for consumer in list(stream.consumers.values()):
+                notice = getattr(consumer, "shutting_down", None)
+                if notice is not None:
+                    notice()
 
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
@@ -384,6 +405,8 @@ class JetStream:
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
             )
         subjects_changed = config.subjects != stream.config.subjects
+        if not config.flag("allow_atomic"):
+            self.batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
@@ -394,6 +417,7 @@ class JetStream:
         self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
+        self.batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
         stream.delete()
         if stream.directory is not None:
@@ -424,6 +448,9 @@ class JetStream:
             return
         if stream.config.mirror is not None:
             return  # a mirror takes messages only from its origin (it has no subjects either)
+        if headers is not None and b"Nats-Batch-Id" in headers and batch_id_of(headers):
+            self._publish_batch(stream, subject, reply, headers, payload)
+            return
         self.ingest(stream, subject, reply, headers, payload)
 
     def ingest(
@@ -459,6 +486,52 @@ class JetStream:
         self, stream: Stream, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced
     ) -> PubAck:
         return self.ingest(stream, subject, None, headers, payload, sourced)
+
+    def _publish_batch(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes, payload: bytes
+    ) -> None:
+        """A message of an atomic batch (atomic_batch.py): staged, or the whole
+        batch stored and acknowledged once, or refused."""
+        try:
+            commit = self.batches.publish(stream, subject, headers, payload)
+            if commit is None:
+                if reply and not stream.config.no_ack:
+                    self.router.publish(reply, None, None, b"")  # staged
+                return
+            now = self.clock.now_ns()
+            check_commit(stream, commit, lambda msg_id: stream.is_duplicate(msg_id, now))
+        except ApiError as exc:
+            self._send_ack(stream, reply, PubAck(0, error=exc))
+            return
+        acks: list[PubAck] = []
+        for msg_subject, msg_headers, msg_payload in commit.messages:
+            try:
+                ack = stream.accept(msg_subject, msg_headers, msg_payload)
+            except ApiError as exc:
+                ack = PubAck(0, error=exc)
+            except Exception as exc:
+                logger.exception("stream %s: storing a batch message failed", stream.name)
+                ack = PubAck(0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
+            if ack.error is not None or ack.msg is None:
+                # checked before, so only a store failure gets here: take back what was stored
+                for stored in acks:
+                    stream.store.remove(stored.seq)
+                self._send_ack(stream, reply, ack if ack.error is not None else PubAck(
+                    0, error=ApiError(Err.ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE)))
+                return
+            acks.append(ack)
+        last = BatchAck(acks[-1], commit.batch_id, len(acks))
+        if self.sync_always:
+            self._pending.extend((stream, None, ack) for ack in acks[:-1])
+            self._pending.append((stream, reply, last))
+            self._dirty.add(stream.name)
+            if self._flush_timer is None:
+                self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
+            return
+        self._send_ack(stream, reply, last)
+        for ack in acks:
+            if ack.msg is not None:
+                stream.deliver(ack.msg)
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None
@@ -523,6 +596,24 @@ class JetStream:
         if ack.republish is not None:  # as nats-server: the republish goes out before the ack
             self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
         if not reply or stream.config.no_ack:
+            return
+        if isinstance(ack, BatchAck) and ack.error is None:
+            batch_ack: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                batch_ack["domain"] = self.domain
+            batch_ack.update({"batch": ack.batch_id, "count": ack.count})
+            self.router.publish(
+                reply, None, None, json.dumps(batch_ack, separators=(",", ":")).encode()
+            )
+            return
+        if stream.counter and ack.error is None and not ack.duplicate and ack.msg is not None:
+            counted: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                counted["domain"] = self.domain
+            counted["val"] = counters.value_of(ack.msg.data)
+            self.router.publish(
+                reply, None, None, json.dumps(counted, separators=(",", ":")).encode()
+            )
             return
         if ack.error is None and not ack.duplicate:
             # the hot path: one formatted bytes string, no json.dumps per message
@@ -613,7 +704,7 @@ class JetStream:
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
             "messages": sum(st.msgs for st in states),
             "bytes": sum(st.bytes for st in states),
-            "api": {"total": self.api_total, "errors": self.api_errors},
+            "api": {"level": API_LEVEL, "total": self.api_total, "errors": self.api_errors},
         }
 
 

@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
-from jetstream_server.core.headers import HeaderError, Headers, parse_headers
+from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
+from jetstream_server.jetstream import counters, schedules
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.republish import Republisher
@@ -139,6 +140,10 @@ class _HeaderPlan(NamedTuple):
     msg_id: str
     rollup: str
     ttl_ns: int
+    incr: int | None = None  # counters: the Nats-Incr of the publish
+    schedule_due_ns: int | None = None  # schedules: a schedule message, due then
+    headers: bytes | None = None  # the headers to store when the checks changed them
+    purge_subject: str = ""  # schedules: a produced one-shot message purges its schedule
 
 
 AccountCheck = Callable[["Stream", int], None]
@@ -175,6 +180,8 @@ class Stream:
         self._ttl_never: set[int] = set()  # published with Nats-TTL: never (no max_age)
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
+        self.scheduler = schedules.Scheduler(clock, self._run_schedule)
+        self._producing = False  # storing what a schedule produced
         self.closed = False
         # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
@@ -272,6 +279,7 @@ class Stream:
         self._republisher = (
             Republisher(self.name, cfg.republish) if cfg.republish is not None else None
         )
+        self.counter = cfg.flag("allow_msg_counter")  # counters.py
 
     def accept(
         self, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced | None = None
@@ -295,10 +303,16 @@ class Stream:
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now, sourced)
+            planned = self._plan_headers(headers, subject, now, payload, sourced)
             if isinstance(planned, PubAck):
                 return planned
             plan = planned
+        if self.counter:
+            if plan is None or plan.incr is None:
+                return self._fail(Err.MESSAGE_INCR_MISSING)
+            headers, payload = self._count(subject, headers, plan.incr)
+        if plan is not None and plan.headers is not None:
+            headers = plan.headers
         if self._account_check is not None or self._discard_new:
             size = message_size(subject, headers, payload)
             if self._account_check is not None:
@@ -362,8 +376,24 @@ class Stream:
             store.remove(store.store("_gap_", None, b"", timestamp_ns))
         return count
 
+    def _count(self, subject: str, headers: bytes | None, incr: int) -> tuple[bytes | None, bytes]:
+        """A counter publish: the subject's new total as the payload, the previous
+        message's ``Nats-Counter-Sources`` carried forward."""
+        last = self.store.load_last(subject)
+        total = counters.current_total(last.data if last is not None else None) + incr
+        sources = get_header(last.headers, counters.COUNTER_SOURCES) if last is not None else None
+        if sources and headers is not None and counters.COUNTER_SOURCES.encode() not in headers:
+            line = f"{counters.COUNTER_SOURCES}: {sources}\r\n\r\n".encode()
+            headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
+        return headers, counters.total_payload(total)
+
     def _plan_headers(
-        self, headers: bytes, subject: str, now: int, sourced: Sourced | None = None
+        self,
+        headers: bytes,
+        subject: str,
+        now: int,
+        payload: bytes = b"",
+        sourced: Sourced | None = None,
     ) -> _HeaderPlan | PubAck:
         """Check the JetStream headers of a publish; what to do after storing it."""
         try:
@@ -373,6 +403,10 @@ class Stream:
         cfg = self.config
         if sourced is not None:
             return self._plan_sourced(hdr, now, sourced)
+        try:
+            incr = counters.check_incr(hdr, payload, self.counter)
+        except ApiError as exc:
+            return PubAck(0, error=exc)
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
             return self._fail(Err.STREAM_NOT_MATCH)
@@ -403,7 +437,67 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
                 return PubAck(0, error=exc)
-        return _HeaderPlan(msg_id, rollup, ttl_ns)
+        if b"Nats-Schedule" in headers and self._producing:
+            # what a schedule produced: the server's own headers, not checked
+            purge = hdr.get(schedules.SCHEDULER) or "" if hdr.get(schedules.NEXT) == "purge" else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, None, None, purge)
+        if b"Nats-Schedule" in headers:
+            try:
+                checked = schedules.check_publish(
+                    hdr, subject, cfg.subjects, cfg.flag("allow_msg_schedules"),
+                    cfg.allow_msg_ttl, now, self._last_headers,
+                )
+            except ApiError as exc:
+                return PubAck(0, error=exc)
+            new_headers = None
+            if checked.add_rollup:
+                new_headers = headers[:-2] + b"Nats-Rollup: sub\r\n\r\n"
+                rollup = "sub"
+            purge = (hdr.get(schedules.SCHEDULER) or "") if hdr.get(schedules.NEXT) else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, checked.due_ns, new_headers, purge)
+        return _HeaderPlan(msg_id, rollup, ttl_ns, incr)
+
+    def _last_headers(self, subject: str) -> Headers | None:
+        last = self.store.load_last(subject)
+        if last is None:
+            return None
+        try:
+            return parse_headers(last.headers) if last.headers else Headers()
+        except HeaderError:
+            return Headers()
+
+    def _run_schedule(self, subject: str, seq: int, due_ns: int) -> None:
+        """A schedule is due: publish what it produces into this stream."""
+        if self.closed:
+            return
+        msg = self.store.load(seq)
+        if msg is None or not msg.headers:
+            return
+        try:
+            schedule = parse_headers(msg.headers)
+            content: tuple[Headers, bytes] = (schedule, msg.data)
+            source = schedule.get(schedules.SOURCE)
+            if source:
+                last = self.store.load_last(source)
+                if last is not None:
+                    content = (parse_headers(last.headers) if last.headers else Headers(), last.data)
+        except HeaderError:
+            return
+        target, headers, payload, repeat_at = schedules.fire(
+            subject, schedule, content, due_ns, self.clock.now_ns()
+        )
+        self._producing = True
+        try:
+            ack = self.accept(target, headers, payload)
+        finally:
+            self._producing = False
+        if ack.error is not None:
+            logger.warning("stream %s: schedule %s produced nothing: %s",
+                           self.name, subject, ack.error.to_json()["description"])
+        elif ack.msg is not None:
+            self.deliver(ack.msg)
+        if repeat_at is not None:
+            self.scheduler.add(subject, seq, repeat_at)
 
     def _plan_sourced(self, hdr: Headers, now: int, sourced: Sourced) -> _HeaderPlan | PubAck:
         """A sourced message is stored as the origin had it: no expectations;
@@ -425,6 +519,11 @@ class Stream:
         return _HeaderPlan(msg_id, rollup if rollup in ("sub", "all") else "", ttl_ns)
 
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
+        if plan.schedule_due_ns is not None:
+            self.scheduler.add(subject, seq, plan.schedule_due_ns)
+        if plan.purge_subject:
+            self.removals += bool(self.store.purge(subject=plan.purge_subject))
+            self.scheduler.remove(plan.purge_subject)
         self.last_msg_id = plan.msg_id
         if plan.msg_id:
             self._dedup_record(plan.msg_id, seq, now)
@@ -529,6 +628,10 @@ class Stream:
             count -= 1
 
     # -- dedup -----------------------------------------------------------------
+    def is_duplicate(self, msg_id: str, now: int) -> bool:
+        """`msg_id` was stored within the duplicate window (atomic batch checks)."""
+        return self._dedup_lookup(msg_id, now) is not None
+
     def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
         self._dedup_prune(now)
         entry = self._dedup.get(msg_id)
@@ -577,8 +680,21 @@ class Stream:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
                     elif ttl < 0:
                         self._ttl_never.add(msg.seq)
+        if self.config.flag("allow_msg_schedules"):
+            self._rebuild_schedules(state.first_seq, state.last_seq, now)
         if self.config.max_age > 0:
             self._expire_by_age()
+
+    def _rebuild_schedules(self, first: int, last: int, now: int) -> None:
+        """The stored schedules are due again after a restart (a missed one fires
+        once, a repeating one counts from its last due time it cannot know: now)."""
+        for msg in self.store.iter_range(first, last):
+            if not msg.headers or b"Nats-Schedule:" not in msg.headers:
+                continue
+            pattern = _header(msg.headers, schedules.SCHEDULE)
+            found = schedules.next_due(pattern, msg.timestamp_ns, now) if pattern else None
+            if found is not None:
+                self.scheduler.add(msg.subject, msg.seq, found[0])
 
     # -- expiry ----------------------------------------------------------------
     # max_age removes every message older than the limit except those published
@@ -818,6 +934,7 @@ class Stream:
 
     def _cancel_timers(self) -> None:
         self.closed = True
+        self.scheduler.stop()
         for timer in (self._age_timer, self._ttl_timer):
             if timer is not None:
                 timer.cancel()

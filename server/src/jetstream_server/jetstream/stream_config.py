@@ -137,6 +137,10 @@ _KNOWN_KEYS = (
     "republish",
 )
 
+# 2.12 stream features (API level 2), kept with the unknown keys in `extra`
+# (echoed back when true, omitted when false, as Go's omitempty does)
+FEATURE_FLAGS = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules")
+
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
 
@@ -290,8 +294,19 @@ class StreamConfig:
             sources=sources,
             subject_transform=None if transform_raw is None else TransformConfig.from_json(transform_raw),
             republish=None if republish_raw is None else RepublishConfig.from_json(republish_raw),
-            extra={k: v for k, v in raw.items() if k not in _KNOWN_KEYS and k != "created"},
+            extra={
+                k: v for k, v in raw.items()
+                if k not in _KNOWN_KEYS and k != "created" and not (k in FEATURE_FLAGS and v is False)
+            },
         )
+        for flag in FEATURE_FLAGS:
+            value = cfg.extra.get(flag)
+            if flag in cfg.extra and not isinstance(value, bool):
+                kind = ("number" if isinstance(value, (int, float)) else "string"
+                        if isinstance(value, str) else "array" if isinstance(value, list)
+                        else "object")
+                raise ApiError(Err.INVALID_JSON, err=f"json: cannot unmarshal {kind} into Go struct "
+                               f"field StreamConfigRequest.{flag} of type bool")
         return cfg.with_defaults().validated()
 
     def with_defaults(self) -> StreamConfig:
@@ -310,10 +325,12 @@ class StreamConfig:
         # Subject delete markers carry Nats-TTL and Nats-Rollup: nats-server
         # turns both features on for such a stream.
         markers = self.subject_delete_marker_ttl > 0
+        # schedules store with Nats-Rollup: sub: nats-server turns roll-ups on
+        scheduled = self.flag("allow_msg_schedules")
         return replace(
             self, duplicate_window=dup, metadata=metadata, discard=discard,
             allow_msg_ttl=self.allow_msg_ttl or markers,
-            allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
+            allow_rollup_hdrs=self.allow_rollup_hdrs or markers or scheduled,
         )
 
     def within(self, limits: ServerLimits, window_given: bool) -> StreamConfig:
@@ -330,11 +347,31 @@ class StreamConfig:
             )
         return self
 
+    def flag(self, name: str) -> bool:
+        """One of the `FEATURE_FLAGS` (counters, atomic batches, schedules)."""
+        return bool(self.extra.get(name))
+
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
+        if any(self.flag(name) for name in FEATURE_FLAGS):
+            return 2
         if self.allow_msg_ttl or self.subject_delete_marker_ttl > 0:
             return 1
         return 0
+
+    def _check_features(self) -> None:
+        """nats-server's checks of the 2.12 features against the rest of the config."""
+        if self.flag("allow_msg_counter"):
+            if self.discard == "new":
+                raise invalid("counter stream cannot use discard new")
+            if self.allow_msg_ttl:
+                raise invalid("counter stream cannot use message TTLs")
+            if self.flag("allow_msg_schedules"):
+                raise invalid("counter stream cannot use message schedules")
+            if self.retention != "limits":
+                raise invalid("counter stream can only use limits retention")
+        if self.flag("allow_msg_schedules") and self.discard == "new":
+            raise invalid("message scheduling cannot use discard new")
 
     def validated(self) -> StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
@@ -364,6 +401,7 @@ class StreamConfig:
             raise invalid("discard new per subject requires max msgs per subject > 0")
         if self.first_seq < 0:
             raise invalid("first sequence can not be negative")
+        self._check_features()
         if 0 < self.subject_delete_marker_ttl < NS_PER_S:
             raise invalid("subject delete marker TTL must be at least 1 second")
         if self.subject_delete_marker_ttl < 0:
@@ -488,3 +526,7 @@ class StreamConfig:
             raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.allow_msg_ttl and not new.allow_msg_ttl:
             raise invalid("message TTL status can not be disabled")
+        if self.flag("allow_msg_counter") != new.flag("allow_msg_counter"):
+            raise invalid("stream configuration update can not change message counter setting")
+        if self.flag("allow_msg_schedules") and not new.flag("allow_msg_schedules"):
+            raise invalid("message schedules can not be disabled")

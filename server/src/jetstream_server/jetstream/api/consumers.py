@@ -34,7 +34,12 @@ from typing import Any
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
-from jetstream_server.jetstream.consumer.config import ConsumerConfig, parse_time
+from jetstream_server.jetstream.consumer.config import (
+    ConsumerConfig,
+    parse_time,
+    unmarshal_error,
+    valid_group_name,
+)
 from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.store import ConsumerStore, list_consumer_stores
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -48,6 +53,7 @@ from jetstream_server.jetstream.stream_config import (
 )
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
+from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +240,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
     consumer = create_consumer(host, stream, name, config, action)
     info = consumer.info()
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
+    info["config"] = with_dynamic(info["config"])
     return info
 
 
@@ -255,7 +262,9 @@ def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 # -- info, list, names, delete -------------------------------------------------------
 def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    return lookup_consumer(host, req.params[0], req.params[1]).info()
+    info = lookup_consumer(host, req.params[0], req.params[1]).info()
+    info["config"] = with_dynamic(info["config"])
+    return info
 
 
 def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
@@ -326,6 +335,29 @@ def consumer_reset(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     consumer = lookup_consumer(host, req.params[0], req.params[1])
     reset_seq = consumer.reset(seq)
     return {**consumer.info(), "reset_seq": reset_seq}
+
+
+def consumer_unpin(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    """`$JS.API.CONSUMER.UNPIN.<stream>.<consumer>` {"group"}: the pinned client of a
+    `pinned_client` consumer loses its pin (nats-server's checks, in its order)."""
+    if not req.payload.strip():
+        raise ApiError(Err.INVALID_JSON, err="unexpected end of JSON input")
+    body = request_body(req)
+    group = body.get("group") or ""
+    if not isinstance(group, str):
+        raise ApiError(
+            Err.INVALID_JSON,
+            err=unmarshal_error(group, "JSApiConsumerUnpinRequest.group", "string"),
+        )
+    if not group:
+        raise ApiError(Err.INVALID_JSON, err="consumer group not specified")
+    if not valid_group_name(group):
+        raise ApiError(Err.CONSUMER_INVALID_GROUP_NAME)
+    consumer = lookup_consumer(host, req.params[0], req.params[1])
+    if group not in consumer.config.priority_groups:
+        raise ApiError(Err.CONSUMER_INVALID_PRIORITY_GROUP)
+    consumer.unpin()
+    return {}
 
 
 # -- pull requests -------------------------------------------------------------------

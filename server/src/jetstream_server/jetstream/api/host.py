@@ -24,6 +24,7 @@ from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 class ApiHost(Protocol):
     clock: Clock
     domain: str | None
+    server_name: str  # the leader stream info names (`cluster`), as a single nats-server
     streams: dict[str, Stream]
     consumer_host: ConsumerHost  # what consumers created by the API deliver through
     api_total: int  # API requests answered (the dispatcher counts them)

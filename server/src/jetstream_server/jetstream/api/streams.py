@@ -30,6 +30,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
+from jetstream_server.jetstream.versioning import with_dynamic
 
 
 def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
@@ -55,14 +56,16 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
         stream = existing
     else:
         stream = host.create_stream(config)
-    return {**views.stream_info(stream, host.clock.now_ns()), "did_create": True}
+    info = views.stream_info(stream, host.clock.now_ns())
+    return {**info, "config": with_dynamic(info["config"]), "did_create": True}
 
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(host, req)
     stream = host.lookup_stream(config.name)
     host.update_stream(stream, config)
-    return views.stream_info(stream, host.clock.now_ns())
+    info = views.stream_info(stream, host.clock.now_ns())
+    return {**info, "config": with_dynamic(info["config"])}
 
 
 def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
@@ -80,7 +83,10 @@ def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
         if subjects:
             info["state"]["subjects"] = {name: subjects[name] for name in page}
         paged = {"total": len(names), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
-    return {**paged, **info}
+    info["config"] = with_dynamic(info["config"])
+    # a single nats-server names itself the stream's leader (only in this answer)
+    ts = info.pop("ts")
+    return {**paged, **info, "cluster": {"leader": host.server_name}, "ts": ts}
 
 
 def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:

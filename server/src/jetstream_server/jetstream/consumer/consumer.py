@@ -31,6 +31,7 @@ from jetstream_server.jetstream.consumer.ack_tracker import AckTracker
 from jetstream_server.jetstream.consumer.config import ConsumerConfig, format_time
 from jetstream_server.jetstream.consumer.cursor import Cursor
 from jetstream_server.jetstream.consumer.delivery import NS, ConsumerHost, Delivery
+from jetstream_server.jetstream.consumer.priority import group_states
 from jetstream_server.jetstream.consumer.pull import PullDelivery
 from jetstream_server.jetstream.consumer.push import PushDelivery
 from jetstream_server.jetstream.consumer.store import ConsumerState, ConsumerStore
@@ -141,6 +142,12 @@ class Consumer:
 
     def on_stream_deleted(self) -> None:
         self._shutdown(notify=True)
+
+    def shutting_down(self) -> None:
+        """The server is going away: waiting pull requests hear of it now."""
+        notice = getattr(self.delivery, "shutting_down", None)
+        if notice is not None and not self._closed:
+            notice()
 
     def stop(self) -> None:
         if self._closed:
@@ -348,6 +355,16 @@ class Consumer:
     @property
     def paused(self) -> bool:
         return self.config.pause_until_ns > self.clock.now_ns()
+
+    @property
+    def num_ack_pending(self) -> int:
+        return len(self.acks.pending)
+
+    def unpin(self) -> None:
+        """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
+        unpin = getattr(self.delivery, "unpin", None)
+        if unpin is not None:
+            unpin()
 
     def _arm_pause(self) -> None:
         if self._pause_timer is not None:
@@ -566,4 +583,6 @@ class Consumer:
             out["paused"] = True
             out["pause_remaining"] = self.config.pause_until_ns - now
         out["ts"] = format_time(now)
+        if self.config.priority_groups:
+            out["priority_groups"] = group_states(self.config, getattr(self.delivery, "pin", None))
         return out
