@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 
 from cli_helpers import jetstream, jetstream_json, normalize, one_line_error
 

@@ -66,6 +66,17 @@ class Puller:
         return out
 
 
+async def waiting_requests(nc: NATS, name: str, want: int, within: float = 5.0) -> int:
+    """`num_waiting` once it reaches `want`, or its last value after `within`
+    seconds: nats-server queues a pull request asynchronously, after the flush."""
+    deadline = time.monotonic() + within
+    while True:
+        got = int((await info(nc, name))["num_waiting"])
+        if got >= want or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.02)
+
+
 def status(msg: Msg) -> str | None:
     return (msg.headers or {}).get("Status")
 
@@ -159,8 +170,7 @@ async def test_max_waiting_and_consumer_deleted(nc: NATS, js: JetStreamContext) 
     first = await nc.subscribe(inbox)
     await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.W", b'{"batch": 10, "expires": 5000000000}', reply=inbox)
     await nc.flush()
-    r = await info(nc, "W")
-    assert r["num_waiting"] == 1
+    assert await waiting_requests(nc, "W", 1) == 1
     got = await Puller(nc).pull("W", {"batch": 1, "expires": 1_000_000_000})
     assert describe(got) == ["409 Exceeded MaxWaiting"]
     await nc.request("$JS.API.CONSUMER.DELETE.S.W", b"", timeout=2)

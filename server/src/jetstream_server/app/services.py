@@ -1,4 +1,4 @@
-"""Which services run inside the server, and the JetStream defaults that need the machine.
+"""The JetStream store limits nats-server computes from the machine.
 
 `with_store_defaults` fills in `max_memory_store` / `max_file_store` left
 unset (-1) as nats-server does at start: 75 % of the machine's memory (256
@@ -15,10 +15,7 @@ import tempfile
 from dataclasses import replace
 from typing import Final
 
-from jetstream_server.config import JetStreamSettings, ServerConfig
-from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import Service
-from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.config import JetStreamSettings
 
 log = logging.getLogger(__name__)
 
