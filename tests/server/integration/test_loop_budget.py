@@ -1,0 +1,135 @@
+"""The event loop's budget and bad input (issue 12), on the bundled server and the real
+nats-server: requests that would hold the loop or a timer forever are refused with
+nats-server's error, requests whose client left are dropped, and malformed input gets
+an error reply while the server keeps serving.
+
+One server of each kind serves the whole module (each test uses its own stream or
+consumer names); every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+from server_kinds import SERVER_KINDS
+
+from jetstream_testing.process import ServerProcess, start_server
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    store: Path = tmp_path_factory.mktemp(f"loop-{server_kind}")
+    proc = start_server(server_kind, store)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def connect(server: ServerProcess) -> NATS:
+    return await nats.connect(server.url, connect_timeout=5, max_reconnect_attempts=0)
+
+
+async def api(nc: NATS, subject: str, body: Any, timeout: float = 5.0) -> dict[str, Any]:
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+    msg = await nc.request(subject, payload, timeout=timeout)
+    return json.loads(msg.data)  # type: ignore[no-any-return]
+
+
+async def stream_and_consumer(nc: NATS, stream: str, consumer: str = "C") -> None:
+    created = await api(nc, f"$JS.API.STREAM.CREATE.{stream}", {"name": stream, "subjects": [f"{stream}.>"]})
+    assert "error" not in created, created
+    body = {"stream_name": stream, "config": {"durable_name": consumer, "ack_policy": "explicit"}}
+    created = await api(nc, f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}", body)
+    assert "error" not in created, created
+
+
+async def pull_status(nc: NATS, stream: str, body: bytes) -> tuple[str | None, str | None]:
+    msg = await nc.request(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.C", body, timeout=3)
+    headers = msg.headers or {}
+    return headers.get("Status"), headers.get("Description")
+
+
+@pytest.mark.parametrize(
+    ("body", "description"),
+    [
+        (b'{"batch":1,"idle_heartbeat":1000000}', "heartbeat value too large"),
+        (b'{"batch":1,"idle_heartbeat":1000000,"expires":1500000}', "heartbeat value too large"),
+        (
+            b'{"batch":1,"expires":1000000000000000000000000000000}',
+            "json: cannot unmarshal number 1000000000000000000000000000000 into Go struct field "
+            ".expires of type time.Duration",
+        ),
+        (
+            b'{"batch":1,"expires":9223372036854775808}',
+            "json: cannot unmarshal number 9223372036854775808 into Go struct field .expires of type "
+            "time.Duration",
+        ),
+        (
+            b'{"batch":1,"expires":1e+30}',
+            "json: cannot unmarshal number 1e+30 into Go struct field .expires of type time.Duration",
+        ),
+        (
+            b'{"batch":18446744073709551616}',
+            "json: cannot unmarshal number 18446744073709551616 into Go struct field .batch of type int",
+        ),
+        (b'{"batch":"2"}', "json: cannot unmarshal string into Go struct field .batch of type int"),
+    ],
+)
+async def test_pull_requests_a_timer_could_not_end_are_refused(
+    server: ServerProcess, body: bytes, description: str
+) -> None:
+    nc = await connect(server)
+    try:
+        await stream_and_consumer(nc, "PR")
+        assert await pull_status(nc, "PR", body) == ("400", f"Bad Request - {description}")
+        info = await api(nc, "$JS.API.CONSUMER.INFO.PR.C", b"")
+        assert info["num_waiting"] == 0
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.PR", b"", timeout=5)
+        await nc.close()
+
+
+async def test_pull_request_of_a_client_that_left_is_dropped(server: ServerProcess) -> None:
+    """A heartbeating pull request whose client went away ends at its next heartbeat
+    (before: the request stayed and its heartbeat timer ran until restart)."""
+    owner = await connect(server)
+    watcher = await connect(server)
+    try:
+        await stream_and_consumer(watcher, "GONE")
+        inbox = owner.new_inbox()
+        sub = await owner.subscribe(inbox)
+        body = b'{"batch":1,"expires":3600000000000,"idle_heartbeat":50000000}'
+        await owner.publish("$JS.API.CONSUMER.MSG.NEXT.GONE.C", body, reply=inbox)
+        heartbeat = await sub.next_msg(timeout=3)
+        assert (heartbeat.headers or {}).get("Status") == "100"
+        info = await api(watcher, "$JS.API.CONSUMER.INFO.GONE.C", b"")
+        assert info["num_waiting"] == 1
+        await owner.close()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            info = await api(watcher, "$JS.API.CONSUMER.INFO.GONE.C", b"")
+            if info["num_waiting"] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert info["num_waiting"] == 0
+    finally:
+        await watcher.request("$JS.API.STREAM.DELETE.GONE", b"", timeout=5)
+        await watcher.close()
+        if not owner.is_closed:
+            await owner.close()
