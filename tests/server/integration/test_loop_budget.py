@@ -133,3 +133,50 @@ async def test_pull_request_of_a_client_that_left_is_dropped(server: ServerProce
         await watcher.close()
         if not owner.is_closed:
             await owner.close()
+
+
+async def test_three_thousand_stream_subjects_are_checked_quickly(server: ServerProcess) -> None:
+    """Overlap checks over 3000 subjects (before: 2-3 s of loop time, quadratic)."""
+    nc = await connect(server)
+    try:
+        subjects = [f"many.{i}.*" for i in range(3000)]
+        start = time.monotonic()
+        created = await api(nc, "$JS.API.STREAM.CREATE.MANY", {"name": "MANY", "subjects": subjects})
+        assert "error" not in created, created
+        clash = await api(
+            nc, "$JS.API.STREAM.CREATE.CLASH", {"name": "CLASH", "subjects": ["other", "many.2999.x"]}
+        )
+        assert clash["error"]["err_code"] == 10065  # subjects overlap with an existing stream
+        own = await api(
+            nc,
+            "$JS.API.STREAM.CREATE.OWN",
+            {"name": "OWN", "subjects": [*(f"own.{i}" for i in range(3000)), "own.*"]},
+        )
+        assert own["error"]["description"] == 'subject "own.0" overlaps with "own.*"'
+        assert time.monotonic() - start < 3.0
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.MANY", b"", timeout=5)
+        await nc.close()
+
+
+async def test_consumer_filters_only_refused_when_one_holds_another(server: ServerProcess) -> None:
+    nc = await connect(server)
+    try:
+        created = await api(nc, "$JS.API.STREAM.CREATE.FLT", {"name": "FLT", "subjects": ["flt.>"]})
+        assert "error" not in created, created
+
+        async def create(name: str, filters: list[str]) -> dict[str, Any]:
+            body = {"stream_name": "FLT", "config": {"durable_name": name, "filter_subjects": filters}}
+            return await api(nc, f"$JS.API.CONSUMER.CREATE.FLT.{name}", body)
+
+        # they collide (flt.b.c) but neither is a subset of the other: nats-server accepts
+        assert "error" not in await create("A", ["flt.*.c", "flt.b.*"])
+        many = [f"flt.{i}.x" for i in range(3000)]
+        start = time.monotonic()
+        assert "error" not in await create("B", many)
+        nested = await create("C", [*many, "flt.7.*"])
+        assert nested["error"]["err_code"] == 10138
+        assert time.monotonic() - start < 3.0
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.FLT", b"", timeout=5)
+        await nc.close()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.router import MessageHandler, Router
 from jetstream_server.jetstream import persistence
 from jetstream_server.jetstream.api.consumers import restore_consumers
@@ -42,7 +43,6 @@ from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
-from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.store.base import StreamStore
 
 logger = logging.getLogger(__name__)
@@ -202,13 +202,19 @@ class JetStream:
         return persistence.stream_dir(self.store_dir, name)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
+        # every other stream's subjects in one trie: linear, not streams x subjects^2
+        others = FilterSet()
         for other in self.streams.values():
-            if other.name == ignore:
-                continue
-            for mine in config.subjects:
+            if other.name != ignore:
                 for theirs in other.config.subjects:
-                    if subjects_overlap(mine, theirs):
-                        raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+                    others.add(theirs)
+        try:
+            if any(others.collides(mine) for mine in config.subjects):
+                raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+        except BudgetExceeded:
+            raise ApiError(
+                Err.STREAM_INVALID_CONFIG, err="too many subjects to check for overlaps"
+            ) from None
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""

@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
+from jetstream_server.core.filter_set import BudgetExceeded, first_nested
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
-from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
+from jetstream_server.jetstream.subject_match import is_valid_subject
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 
 DEFAULT_ACK_WAIT_NS: Final = 30_000_000_000
@@ -412,10 +413,14 @@ class ConsumerConfig:
                 raise ApiError(Err.STREAM_INVALID_CONFIG, err="invalid subject")
         if any(not f for f in self.filter_subjects):
             raise ApiError(Err.CONSUMER_EMPTY_FILTER)
-        for i, a in enumerate(self.filter_subjects):
-            for b in self.filter_subjects[i + 1 :]:
-                if subjects_overlap(a, b):
-                    raise ApiError(Err.CONSUMER_OVERLAPPING_SUBJECT_FILTERS)
+        try:
+            # nats-server refuses a filter that is a subset of another (not every
+            # collision); a trie answers that per filter, not per pair
+            nested = first_nested(self.filter_subjects)
+        except BudgetExceeded:
+            raise ApiError(Err.STREAM_INVALID_CONFIG, err="too many filter subjects to check") from None
+        if nested is not None:
+            raise ApiError(Err.CONSUMER_OVERLAPPING_SUBJECT_FILTERS)
         if self.is_pull:
             if self.max_waiting < 0:
                 raise ApiError(Err.CONSUMER_MAX_WAITING_NEGATIVE)
