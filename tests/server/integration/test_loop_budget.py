@@ -19,6 +19,7 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client as NATS
+from raw_client import RawClient
 from server_kinds import SERVER_KINDS
 
 from jetstream_testing.process import ServerProcess, start_server
@@ -179,4 +180,57 @@ async def test_consumer_filters_only_refused_when_one_holds_another(server: Serv
         assert time.monotonic() - start < 3.0
     finally:
         await nc.request("$JS.API.STREAM.DELETE.FLT", b"", timeout=5)
+        await nc.close()
+
+
+DEEP = b"[" * 20000 + b"]" * 20000
+
+
+async def test_bad_input_gets_nats_server_errors(server: ServerProcess) -> None:
+    nc = await connect(server)
+    try:
+        deep = await api(nc, "$JS.API.STREAM.INFO.NOPE", DEEP)
+        assert deep["error"]["err_code"] == 10025
+        assert deep["error"]["description"].startswith("invalid JSON: exceeded max depth")
+
+        created = await api(
+            nc, "$JS.API.STREAM.CREATE.BAD", {"name": "BAD", "subjects": ["bad.>"], "allow_direct": True}
+        )
+        assert "error" not in created, created
+        msg = await nc.request("$JS.API.DIRECT.GET.BAD", DEEP, timeout=3)
+        assert (msg.headers or {}).get("Status") == "408"
+        assert (msg.headers or {}).get("Description") == "Malformed Request"
+
+        body = {"stream_name": "BAD", "config": {"durable_name": "C\x00D"}}
+        nul = await api(nc, "$JS.API.CONSUMER.CREATE.BAD.C\x00D", body)
+        assert nul["error"] == {"code": 500, "err_code": 10012, "description": "error creating store for consumer"}
+        nul = await api(nc, "$JS.API.STREAM.CREATE.N\x00L", {"name": "N\x00L", "subjects": ["nul"]})
+        assert nul["error"] == {"code": 500, "err_code": 10049, "description": "error creating store for stream"}
+
+        info = await api(nc, "$JS.API.STREAM.INFO.BAD", b"")
+        assert info["state"]["messages"] == 0  # still serving, nothing stored
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.BAD", b"", timeout=5)
+        await nc.close()
+
+
+async def test_bytes_that_are_not_utf8_in_sids_and_subjects(server: ServerProcess) -> None:
+    """A sid is echoed byte for byte (before: the connection died with an asyncio
+    "Fatal error"); a publish to a stream subject that is not UTF-8 leaves the server
+    serving (the bundled server refuses it with an error: its stores keep UTF-8 subjects)."""
+    nc = await connect(server)
+    raw = RawClient(server.port)
+    try:
+        created = await api(nc, "$JS.API.STREAM.CREATE.RAW", {"name": "RAW", "subjects": ["raw.>"]})
+        assert "error" not in created, created
+        raw.send(b"CONNECT {\"verbose\":false}\r\nSUB x \xff\xfe\r\nPUB x 2\r\nhi\r\n")
+        assert raw.until_pong() == [b"MSG x \xff\xfe 2", b"hi"]
+        raw.send(b"SUB r 1\r\nPUB raw.\xff r 2\r\nhi\r\n")
+        raw.until_pong()  # (nats-server stores it; the bundled server refuses it with an error)
+        ack = await nc.request("raw.ok", b"hi", timeout=3)
+        assert json.loads(ack.data)["seq"] >= 1  # the server and the raw connection keep going
+        assert raw.until_pong() is not None
+    finally:
+        raw.close()
+        await nc.request("$JS.API.STREAM.DELETE.RAW", b"", timeout=5)
         await nc.close()

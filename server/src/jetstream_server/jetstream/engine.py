@@ -71,6 +71,15 @@ def open_stream_store(
     )
 
 
+
+def _is_utf8(text: str) -> bool:
+    """False when `text` holds bytes that were not UTF-8 (decoded with surrogateescape)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
 class JetStream:
     """The JetStream engine (see module docstring)."""
 
@@ -199,6 +208,10 @@ class JetStream:
         as in nats-server) and when the server runs without a store directory."""
         if self.store_dir is None or storage == "memory":
             return None
+        if "\x00" in name:
+            # no directory can carry the name: nats-server's answer, without its path
+            logger.warning("stream %r: name holds a NUL byte", name)
+            raise ApiError(Err.STREAM_CREATE, err="error creating store for stream")
         return persistence.stream_dir(self.store_dir, name)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
@@ -326,6 +339,11 @@ class JetStream:
         if stream.closed:
             return
         try:
+            if not subject.isascii() and not _is_utf8(subject):
+                # bytes that are not UTF-8 (kept as surrogates) cannot be stored or
+                # shown in API replies; refused with one log line, not a traceback
+                logger.info("stream %s: publish subject %r is not UTF-8: refused", stream.name, subject)
+                raise ApiError(Err.STREAM_STORE_FAILED, err="subject is not valid UTF-8")
             ack = stream.accept(subject, headers, payload)
         except ApiError as exc:
             ack = PubAck(0, error=exc)

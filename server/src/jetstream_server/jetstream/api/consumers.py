@@ -110,6 +110,10 @@ def create_consumer(
         return existing
     if action == "update":
         raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
+    if "\x00" in name and stream.directory is not None:
+        # no directory can carry the name: nats-server's answer, without its path
+        logger.warning("consumer %r on stream %s: name holds a NUL byte", name, stream.name)
+        raise ApiError(Err.CONSUMER_CREATE, err="error creating store for consumer")
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (

@@ -14,7 +14,7 @@ message and end with the status `204 EOB` carrying the same two headers (and
 once the messages sent reach `max_bytes` (subject + headers + payload);
 `up_to_seq`/`up_to_time` bound `multi_last` only, as in nats-server. Statuses as nats-server sends them:
 `404 Message Not Found` (`404 No Results` for an empty `multi_last`),
-`408 Empty Request`, `408 Bad Request`. A stream
+`408 Empty Request`, `408 Bad Request`, `408 Malformed Request` (a body that does not decode). A stream
 without `allow_direct` (or no stream) has no direct-get responder: the
 requester gets `503`, which nats-py reports as no responders.
 """
@@ -96,8 +96,8 @@ def direct_get(host: ApiHost, req: ApiRequest) -> None:
         if not isinstance(body, dict):
             raise ValueError("not an object")
         params = _Params(body)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        _status(host, reply, 408, "Bad Request")
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError):
+        _status(host, reply, 408, "Malformed Request")  # what nats-server says when it cannot decode
         return None
     if params.empty():
         _status(host, reply, 408, "Empty Request")

@@ -35,7 +35,9 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
     try:
         body = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(Err.INVALID_JSON, err=str(exc)) from exc
+        raise ApiError(Err.INVALID_JSON, err=str(exc)) from None
+    except RecursionError:  # deeper than the decoder's stack (nats-server: 10000 levels)
+        raise ApiError(Err.INVALID_JSON, err="exceeded max depth") from None
     if body is None:
         return {}
     if not isinstance(body, dict):
