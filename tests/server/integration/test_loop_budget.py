@@ -234,3 +234,40 @@ async def test_bytes_that_are_not_utf8_in_sids_and_subjects(server: ServerProces
         raw.close()
         await nc.request("$JS.API.STREAM.DELETE.RAW", b"", timeout=5)
         await nc.close()
+
+
+async def direct_batch(nc: NATS, subject: str, body: dict[str, Any]) -> list[Any]:
+    """Every answer to a direct get, up to and including its status message."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish(subject, json.dumps(body).encode(), reply=inbox)
+    out = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=5)
+            out.append(msg)
+            if (msg.headers or {}).get("Status"):
+                return out
+    finally:
+        await sub.unsubscribe()
+
+
+async def test_direct_get_multi_last_over_1024_subjects_is_413(server: ServerProcess) -> None:
+    nc = await connect(server)
+    try:
+        created = await api(nc, "$JS.API.STREAM.CREATE.ML", {"name": "ML", "subjects": ["ml.>"], "allow_direct": True})
+        assert "error" not in created, created
+        for i in range(1100):
+            await nc.publish(f"ml.{i}", b"v")
+        await api(nc, "$JS.API.STREAM.INFO.ML", b"")  # after the publishes above
+        js = nc.jetstream()
+        await js.publish("ml.last", b"v")  # acknowledged: everything before is stored too
+        for body in ({"multi_last": ["ml.*"]}, {"multi_last": ["ml.*"], "batch": 1}):
+            out = await direct_batch(nc, "$JS.API.DIRECT.GET.ML", body)
+            assert len(out) == 1 and out[0].headers["Status"] == "413", out
+            assert out[0].headers["Description"] == "Too Many Results"
+        few = await direct_batch(nc, "$JS.API.DIRECT.GET.ML", {"multi_last": ["ml.1", "ml.2"]})
+        assert [m.headers["Nats-Subject"] for m in few[:-1]] == ["ml.1", "ml.2"]
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.ML", b"", timeout=5)
+        await nc.close()

@@ -65,4 +65,6 @@ def with_store_defaults(settings: JetStreamSettings) -> JetStreamSettings:
 
 def build_services(config: ServerConfig, clock: Clock) -> list[Service]:
     """The services for a server with `config`; time comes from `clock`."""
-    return [JetStream(config.jetstream, clock)]
+    jetstream = JetStream(config.jetstream, clock)
+    jetstream.max_pending = config.max_pending  # direct-get batches stop there, as on nats-server
+    return [jetstream]

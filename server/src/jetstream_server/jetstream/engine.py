@@ -45,6 +45,7 @@ from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.store.base import StreamStore
 
+DEFAULT_MAX_PENDING = 64 * 1024 * 1024  # nats-server's MAX_PENDING_SIZE
 logger = logging.getLogger(__name__)
 
 DEFAULT_SYNC_INTERVAL_S = 120.0
@@ -94,6 +95,7 @@ class JetStream:
         self.max_memory: int = int(_setting(settings, "max_memory_store", -1)) or -1
         self.max_storage: int = int(_setting(settings, "max_file_store", -1)) or -1
         self.limits = ServerLimits.of(getattr(settings, "limits", None))
+        self.max_pending = DEFAULT_MAX_PENDING  # the app sets the server's value
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}

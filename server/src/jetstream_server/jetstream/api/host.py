@@ -28,6 +28,7 @@ class ApiHost(Protocol):
     api_total: int  # API requests answered (the dispatcher counts them)
     api_errors: int  # ... of which answered with an error
     limits: ServerLimits  # jetstream { limits { ... } }
+    max_pending: int  # the server's max_pending: a direct-get batch sends no more bytes
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
