@@ -170,6 +170,7 @@ class ServerConfig:
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
     debug: bool = False
     trace: bool = False
+    loop_lag_warning_s: float = 0.5  # a loop step longer than this logs a warning; 0: never
 
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
@@ -448,6 +449,7 @@ _TOP_KEYS = {
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "loop_lag_warning",
 }
 
 
@@ -492,6 +494,7 @@ _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "server_name": ("server_name", _as_str),
     "debug": ("debug", _as_bool),
     "trace": ("trace", _as_bool),
+    "loop_lag_warning": ("loop_lag_warning_s", parse_duration),  # bundled server only
 }
 
 

@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.core.clock import TimerHandle
 
 
@@ -19,8 +20,11 @@ class LoopClock:
     `call_later` must be called from the loop's thread.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop | None = None, watchdog: LoopWatchdog | None = None
+    ) -> None:
         self._loop = loop
+        self._watchdog = watchdog  # times every timer callback (a slow one is logged)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -32,4 +36,6 @@ class LoopClock:
         return time.time_ns()
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
+        if self._watchdog is not None:
+            callback = self._watchdog.timer(callback)
         return self.loop.call_later(max(0.0, delay_s), callback)

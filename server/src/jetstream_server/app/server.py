@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services, with_store_defaults
 from jetstream_server.app.tls import make_server_context
@@ -71,6 +72,7 @@ class NatsServer:
         self.auth: Authenticator = config.auth.authenticator()
         self.session_settings = config.session_settings()
         self.batcher = WriteBatcher()
+        self.watchdog = LoopWatchdog(warn_s=config.loop_lag_warning_s)
         self.server_id = new_server_id()
         self.server_name = config.server_name or self.server_id
         self.services: list[Service] = [] if services is None else services
@@ -107,7 +109,8 @@ class NatsServer:
         self._loop = asyncio.get_running_loop()
         self.batcher.loop = self._loop
         if isinstance(self.clock, LoopClock):
-            self.clock = LoopClock(self._loop)
+            self.clock = LoopClock(self._loop, watchdog=self.watchdog)
+        self.watchdog.start(self._loop)
         cfg = self.config
         log.info("Starting nats-server")
         log.info("  Version:  %s (bundled Python JetStream server)", SERVER_VERSION)
@@ -173,6 +176,7 @@ class NatsServer:
                 log.exception("service %r failed to close", service)
         if self._monitor is not None:
             await self._monitor.stop()
+        self.watchdog.stop()
         log.info("Server Exiting..")
 
     # -- connections ---------------------------------------------------------------
@@ -278,6 +282,7 @@ class NatsServer:
             "in_bytes": totals[1],
             "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
+            "event_loop": self.watchdog.varz(),  # bundled server only: its loop's lag
             "subscriptions": self.broker.num_subscriptions,
             "http_host": self.http_host,
             "http_port": self.http_port or 0,
