@@ -195,6 +195,25 @@ def raw_body(rng: random.Random) -> bytes:
     return b'{"name": "S", "subjects": [' + b",".join(b'"s.%d"' % i for i in range(3000)) + b"]}"
 
 
+def random_request(rng: random.Random) -> tuple[str, bytes]:
+    """One `$JS.API` request: a route's valid body mutated, or a raw body."""
+    pattern, template = rng.choice(ROUTES)
+    stream = "S" if rng.random() < 0.6 else rng.choice(NAMES)
+    consumer = "C" if rng.random() < 0.5 else rng.choice(NAMES)
+    subject = pattern.replace("{s}", stream).replace("{c}", consumer)
+    if rng.random() < 0.15:
+        return subject, raw_body(rng)
+    value: Any = template if template is not None else {}
+    for _ in range(rng.randrange(0, 4)):
+        value = mutate(rng, value)
+    if isinstance(value, dict) and "name" in value and rng.random() < 0.7:
+        value = dict(value, name=subject.rsplit(".", 1)[-1])
+    try:
+        return subject, json.dumps(value).encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError):
+        return subject, b"{}"
+
+
 class Fuzzer:
     """One engine on a broker and a fake clock; `one()` sends one input and checks it."""
 
@@ -243,28 +262,8 @@ class Fuzzer:
             self.clock.advance(rng.choice([0.001, 0.1, 1.0, 31.0, 3600.0]))
         self.report.inputs += 1
 
-    def _names(self, pattern: str) -> str:
-        rng = self.rng
-        stream = "S" if rng.random() < 0.6 else rng.choice(NAMES)
-        consumer = "C" if rng.random() < 0.5 else rng.choice(NAMES)
-        return pattern.replace("{s}", stream).replace("{c}", consumer)
-
     def _api(self) -> None:
-        rng = self.rng
-        pattern, template = rng.choice(ROUTES)
-        subject = self._names(pattern)
-        if rng.random() < 0.15:
-            body = raw_body(rng)
-        else:
-            value: Any = template if template is not None else {}
-            for _ in range(rng.randrange(0, 4)):
-                value = mutate(rng, value)
-            if isinstance(value, dict) and "name" in value and rng.random() < 0.7:
-                value = dict(value, name=subject.rsplit(".", 1)[-1])
-            try:
-                body = json.dumps(value).encode("utf-8", "surrogatepass")
-            except (TypeError, ValueError):
-                body = b"{}"
+        subject, body = random_request(self.rng)
         self._check(subject, body, self.request(subject, body))
 
     def _publish(self) -> None:
@@ -306,7 +305,9 @@ class Fuzzer:
 
     def cleanup(self) -> None:
         for name in list(self.engine.streams):
-            if name not in ("S", "T"):
+            if name in ("S", "T"):
+                self.request(f"$JS.API.STREAM.PURGE.{name}", b"")  # bounded, still there
+            else:
                 self.request(f"$JS.API.STREAM.DELETE.{name}", b"")
         if len(self.engine.streams) > MAX_STREAMS:
             self.report.failures.append(Failure("", b"", f"{len(self.engine.streams)} streams left"))
