@@ -299,3 +299,27 @@ async def test_workqueue_filters_checked_without_comparing_every_pair(
     finally:
         await nc.request("$JS.API.STREAM.DELETE.WQ", b"", timeout=5)
         await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "go_type"),
+    [("ack_wait", 10**30, "time.Duration"), ("max_deliver", 2**63, "int"), ("inactive_threshold", 2**63, "time.Duration")],
+)
+async def test_consumer_durations_beyond_int64_are_refused(
+    server: ServerProcess, field: str, value: int, go_type: str
+) -> None:
+    """Before: accepted, and a timer computed from them overflowed a float later."""
+    nc = await connect(server)
+    try:
+        assert "error" not in await api(nc, "$JS.API.STREAM.CREATE.BIGD", {"name": "BIGD", "subjects": ["bigd"]})
+        body = {"stream_name": "BIGD", "config": {"durable_name": "D", field: value}}
+        answer = await api(nc, "$JS.API.CONSUMER.CREATE.BIGD.D", body)
+        assert answer["error"] == {
+            "code": 400,
+            "err_code": 10025,
+            "description": f"invalid JSON: json: cannot unmarshal number {value} into Go struct field "
+            f"CreateConsumerRequest.config.{field} of type {go_type}",
+        }
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.BIGD", b"", timeout=5)
+        await nc.close()

@@ -62,17 +62,30 @@ def _invalid(err: str) -> ApiError:
     return ApiError(Err.INVALID_JSON, err=err)
 
 
+# Go types of the integer fields of nats-server's ConsumerConfig (their ranges)
+_DURATIONS = frozenset({"ack_wait", "idle_heartbeat", "max_expires", "inactive_threshold"})
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
 def _want_int(raw: dict[str, Any], key: str, *, unsigned: bool = False) -> int:
     value = raw.get(key)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             value = int(value)
         else:
             raise _invalid(f"json: cannot unmarshal {type(value).__name__} into field {key}")
     if unsigned and value < 0:
         raise _invalid(f"json: cannot unmarshal number {value} into field {key} of type uint64")
+    low, high = (0, _UINT64_MAX) if unsigned else (_INT64_MIN, _INT64_MAX)
+    if not low <= value <= high:
+        # out of range for Go: nats-server's decoder error, naming the field
+        go_type = "uint64" if unsigned else "time.Duration" if key in _DURATIONS else "int"
+        raise _invalid(
+            f"json: cannot unmarshal number {value} into Go struct field "
+            f"CreateConsumerRequest.config.{key} of type {go_type}"
+        )
     return int(value)
 
 
@@ -196,7 +209,8 @@ class ConsumerConfig:
             raise _invalid("json: cannot unmarshal config, expected an object")
         backoff = raw.get("backoff") or []
         if not isinstance(backoff, list) or not all(
-            isinstance(b, int) and not isinstance(b, bool) for b in backoff
+            isinstance(b, int) and not isinstance(b, bool) and _INT64_MIN <= b <= _INT64_MAX
+            for b in backoff
         ):
             raise _invalid("json: cannot unmarshal backoff, expected a list of durations")
         filter_subjects = raw.get("filter_subjects") or []
