@@ -488,3 +488,15 @@ def test_non_numeric_pull_body_is_a_batch_of_one() -> None:
     c = w.consumer()
     assert seqs(w.pull(c, b"many")) == [1]
     assert seqs(w.pull(c, b"99999999999999999999999")) == [2]
+
+
+def test_full_queue_drops_requests_whose_client_left() -> None:
+    w = World()
+    c = w.consumer(max_waiting=2)
+    w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="gone1")
+    w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="gone2")
+    w.host.deaf.update({"gone1", "gone2"})
+    assert w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="live") == []
+    assert c.delivery.num_waiting == 1  # the two without interest made room
+    w.publish("s.a")
+    assert [s.target for s in w.host.take()] == ["live"]

@@ -244,6 +244,7 @@ class PullDelivery:
         self.host = host
         self.clock = host.clock
         self.waiting = WaitingQueue(config.max_waiting)
+        self._last_interest_scan_ns = 0
         self.reconfigure(config)
 
     def reconfigure(self, config: ConsumerConfig) -> None:
@@ -296,6 +297,8 @@ class PullDelivery:
         source.touch()
         source.recount()
         if self.waiting.full:
+            self._drop_uninterested()
+        if self.waiting.full:
             publish(reply, None, EXCEEDED_MAX_WAITING, b"")
             return
         waiting = WaitingRequest(reply=reply, request=request, received_ns=self.clock.now_ns())
@@ -309,6 +312,18 @@ class PullDelivery:
                 request.idle_heartbeat_ns / NS, lambda: self._heartbeat(waiting)
             )
         source.kick()
+
+    def _drop_uninterested(self) -> None:
+        """A full queue first loses the requests whose client left (nats-server: at
+        most once a second, so a flood of requests does not rescan the queue)."""
+        now = self.clock.now_ns()
+        if now - self._last_interest_scan_ns < NS:
+            return
+        self._last_interest_scan_ns = now
+        has_interest = self.host.has_interest
+        for waiting in self.waiting:
+            if not has_interest(waiting.reply):
+                self.waiting.remove(waiting)
 
     def _expire(self, waiting: WaitingRequest) -> None:
         waiting.expire_timer = None
