@@ -323,3 +323,20 @@ async def test_consumer_durations_beyond_int64_are_refused(
     finally:
         await nc.request("$JS.API.STREAM.DELETE.BIGD", b"", timeout=5)
         await nc.close()
+
+
+async def test_lone_surrogates_read_as_replacement_characters(server: ServerProcess) -> None:
+    """`"\\ud800"` is valid JSON that no UTF-8 can carry; Go reads it as U+FFFD (found by
+    the long fuzz run: an internal error wherever the string was encoded)."""
+    nc = await connect(server)
+    try:
+        body = b'{"name": "SUR", "subjects": ["sur"], "description": "a\\ud800b", "metadata": {"k\\udfff": "v"}}'
+        created = await api(nc, "$JS.API.STREAM.CREATE.SUR", body)
+        assert created["config"]["description"] == "a\ufffdb", created
+        assert created["config"]["metadata"].get("k\ufffd") == "v"
+        consumer = b'{"stream_name": "SUR", "config": {"durable_name": "D", "description": "\\udc00"}}'
+        created = await api(nc, "$JS.API.CONSUMER.CREATE.SUR.D", consumer)
+        assert created["config"]["description"] == "\ufffd", created
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.SUR", b"", timeout=5)
+        await nc.close()
