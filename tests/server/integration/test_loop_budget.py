@@ -340,3 +340,20 @@ async def test_lone_surrogates_read_as_replacement_characters(server: ServerProc
     finally:
         await nc.request("$JS.API.STREAM.DELETE.SUR", b"", timeout=5)
         await nc.close()
+
+
+@pytest.mark.parametrize("body", [b'{"batch":2,"expires":-5}', b'{"batch":2,"expires":-5,"no_wait":true}'])
+async def test_pull_request_expired_on_arrival_times_out(server: ServerProcess, body: bytes) -> None:
+    """A negative `expires` is a deadline in the past: 408 at once (before: the request
+    waited forever in the queue, as if it had no expiry)."""
+    nc = await connect(server)
+    try:
+        await stream_and_consumer(nc, "NEG")
+        msg = await nc.request("$JS.API.CONSUMER.MSG.NEXT.NEG.C", body, timeout=3)
+        assert (msg.headers or {}).get("Status") == "408"
+        assert (msg.headers or {}).get("Nats-Pending-Messages") == "2"
+        info = await api(nc, "$JS.API.CONSUMER.INFO.NEG.C", b"")
+        assert info["num_waiting"] == 0
+    finally:
+        await nc.request("$JS.API.STREAM.DELETE.NEG", b"", timeout=5)
+        await nc.close()

@@ -157,7 +157,7 @@ def parse_pull_request(payload: bytes) -> PullRequest:
         )
     return PullRequest(
         batch=max(batch, 1),
-        expires_ns=max(expires, 0),
+        expires_ns=expires,  # negative: expired on arrival (408), as nats-server
         max_bytes=max(max_bytes, 0),
         no_wait=no_wait,
         idle_heartbeat_ns=max(heartbeat, 0),
@@ -300,6 +300,10 @@ class PullDelivery:
             self._drop_uninterested()
         if self.waiting.full:
             publish(reply, None, EXCEEDED_MAX_WAITING, b"")
+            return
+        if request.expires_ns < 0:
+            # nats-server: an expiry in the past times out at once, never waits
+            publish(reply, None, request_timeout(request.batch, request.max_bytes), b"")
             return
         waiting = WaitingRequest(reply=reply, request=request, received_ns=self.clock.now_ns())
         self.waiting.add(waiting)
