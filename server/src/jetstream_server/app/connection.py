@@ -193,6 +193,7 @@ class ClientConnection(asyncio.Protocol):
             else:
                 watchdog.step(lambda: self._describe_read(data), self.session.receive_data, data)
         finally:
+            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
             batcher.reading = False
             batcher.flush_dirty()
         if self._auth_timer is not None and not self.session.awaiting_connect:

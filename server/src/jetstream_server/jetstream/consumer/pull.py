@@ -17,8 +17,12 @@ it checks a request against the consumer's limits (`max_batch`,
 `max_expires`, `max_bytes`: 409 each), queues it with its expiry and
 heartbeat timers, and `run` hands messages to the oldest request first. A
 request whose client went away (no interest in its reply subject) is
-dropped; a `no_wait` request ends with 404 once the consumer has nothing more
-for it (held back by `max_ack_pending` it waits, as on nats-server).
+dropped: when its turn to receive comes, at its next heartbeat, or when the
+queue is full (scanned at most once a second); a `no_wait` request ends with
+404 once the consumer has nothing more for it (held back by
+`max_ack_pending` it waits, as on nats-server). An `idle_heartbeat` needs an
+`expires` at least twice as long, so every heartbeat timer ends; a negative
+`expires` times out at once (408).
 
 Invariants: a request in the queue has `remaining > 0`; its timers are
 cancelled when it leaves the queue (`WaitingRequest.close`).
