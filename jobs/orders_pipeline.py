@@ -1,14 +1,19 @@
 """The main job (`make demo`): orders from JetStream through an exactly-once Spark pipeline.
 
     python -m jobs.orders_pipeline [--orders N] [--servers nats://...] [--continuous]
+        [--master spark://host:7077 [--py-files spark_jetstream.zip] [--conf key=value ...]]
+        [--replicas 3]
 
 Wiring only (the logic is in `jobs.orders`):
 1. the server: the bundled one embedded in this process (store under
    `--data-dir`, default ./jetstream-data) unless `--servers` names one;
 2. the streams (`jobs.orders.streams`), then a deterministic sample of `--orders`
    orders published with message ids (a re-run is rejected as duplicates);
-3. two checkpointed streaming queries on local Spark (`jobs.orders.pipeline`):
-   clean copy + dead letters, and windowed revenue per region;
+3. two checkpointed streaming queries on local Spark, or on the cluster of
+   `--master` (`jobs.orders.pipeline`): clean copy + dead letters, and windowed
+   revenue per region; `--py-files` ships the connector to the executors,
+   `--conf` sets Spark settings (e.g. `spark.driver.host`), `--replicas` the
+   replicas of the streams it creates (3 on a nats-server cluster);
 4. with `--continuous`, a publisher keeps sending new orders and the queries run
    on a processing-time trigger until Ctrl-C (or `--duration` seconds); the
    job then stops the publisher and the queries and drains what is left;
@@ -55,7 +60,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=200.0, help="orders/s of the live publisher (--continuous)")
     p.add_argument("--duration", type=float, help="with --continuous: stop after this many seconds")
     p.add_argument("--trigger", default="2 seconds", help="processing-time trigger of --continuous")
+    p.add_argument("--master", help="Spark master URL (e.g. spark://host:7077); default: local Spark, 2 cores")
+    p.add_argument(
+        "--py-files", default="", help="comma-separated zips for the executors' Python (the connector's, see the README)"
+    )
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    p.add_argument("--replicas", type=int, default=1, help="replicas of the streams it creates (default 1)")
     args = p.parse_args(argv)
+    if any("=" not in c for c in args.conf):
+        p.error("--conf takes KEY=VALUE")
+    if args.replicas < 1:
+        p.error("--replicas must be >= 1")
     if args.orders < 0:
         p.error("--orders must be >= 0")
     if args.batch_size < 1:
@@ -242,6 +257,22 @@ def check_counts(
     return figures, checks
 
 
+def cluster_spark_session(master: str, conf: dict[str, str]) -> Any:
+    """A session on the cluster of `master`. Unlike the local session, the executors' Python
+    is not this interpreter's path but PYSPARK_PYTHON if set, else `python3` on the workers."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("orders-pipeline")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -250,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg_base = pipeline.PipelineConfig(servers="", checkpoint_dir=Path())
     expected = Expected(window_ms=cfg_base.window_ms)
     with server_url(args, out) as (url, key):
-        streams.run(streams.ensure_streams(url))
+        streams.run(streams.ensure_streams(url, args.replicas))
         before = streams.run(streams.stream_counts(url))
         input_dupes = publish_sample(url, args, expected, out).duplicates
 
@@ -262,15 +293,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A session that already exists (a notebook, the tests) is used and left running.
         owns_session = SparkSession.getActiveSession() is None
 
-        spark = local_spark_session(
-            "orders-pipeline",
-            cores=2,
-            conf={
-                "spark.ui.showConsoleProgress": "false",
-                "spark.sql.streaming.numRecentProgressUpdates": "100000",
-            },
-        )
+        conf = {
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.streaming.numRecentProgressUpdates": "100000",
+        }
+        conf.update(c.split("=", 1) for c in args.conf)
+        if args.master:
+            spark = cluster_spark_session(args.master, conf)
+        else:
+            spark = local_spark_session("orders-pipeline", cores=2, conf=conf)
         spark.sparkContext.setLogLevel("ERROR")
+        for path in filter(None, args.py_files.split(",")):
+            spark.sparkContext.addPyFile(path)
         register(spark)
         listener = ProgressListener(out)
         spark.streams.addListener(listener)

@@ -64,10 +64,13 @@ class PublishStats:
 
 
 async def connect(url: str) -> NATS:
-    return await nats.connect(url, connect_timeout=10, max_reconnect_attempts=3, reconnect_time_wait=0.5)
+    """`url` is one server URL or a comma-separated list (a cluster's nodes)."""
+    servers = [u.strip() for u in url.split(",") if u.strip()]
+    return await nats.connect(servers, connect_timeout=10, max_reconnect_attempts=3, reconnect_time_wait=0.5)
 
 
-async def ensure_streams(url: str) -> None:
+async def ensure_streams(url: str, replicas: int = 1) -> None:
+    """Create the missing streams with `replicas` replicas (3 on a nats-server cluster)."""
     nc = await connect(url)
     try:
         js = nc.jetstream()
@@ -81,6 +84,7 @@ async def ensure_streams(url: str) -> None:
                         subjects=[subject],
                         storage=StorageType.FILE,
                         duplicate_window=DEDUP_WINDOW_S,
+                        num_replicas=replicas,
                     )
                 )
                 log.info("created stream %s (%s)", name, subject)

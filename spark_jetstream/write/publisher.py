@@ -16,10 +16,13 @@ Invariants:
   subject and `Nats-Msg-Id`, so nothing is lost and the dedup window drops
   what was already stored.
 - Status 503 (no stream for the subject, or JetStream not ready) is retried
-  only after a reconnect (a restarting server loads its streams first); on a
-  healthy connection it fails at once naming the subject.
+  after a reconnect (a restarting server loads its streams first), and while
+  a stream captures the subject (a cluster electing the stream's leader:
+  client/streams.py asks); otherwise it fails at once naming the subject.
 - Nothing is retried past `ack_timeout_s` without progress, nor more than
   `MAX_RECONNECTS` reconnects in one task.
+- `stats.streams` holds every stream a pub ack named (the sink's real
+  targets, whatever the subjects were), for the driver's dedup-window check.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
 from spark_jetstream.client.errors import API_UNAVAILABLE
 from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
 
 log = logging.getLogger(__name__)
@@ -43,8 +47,10 @@ log = logging.getLogger(__name__)
 CRLF: Final = b"\r\n"
 SEND_CHUNK_BYTES: Final = 256 * 1024
 RETRY_DELAY_S: Final = 0.1
+ELECTION_RETRY_DELAY_S: Final = 0.25  # a stream leader election takes a few seconds
 MAX_RECONNECTS: Final = 20  # per task: a server that keeps dropping us is not a blip
 _DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
+_STREAM_RE = re.compile(rb'"stream"\s*:\s*"([^"]*)"')
 _MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
 
 
@@ -61,6 +67,7 @@ class PublishStats:
     published: int = 0  # acked as stored
     duplicates: int = 0  # acked as duplicate (already in the stream)
     reconnects: int = 0
+    streams: set[str] = field(default_factory=set)  # named by the pub acks
 
 
 def _frame_subject(frame: bytes) -> str:
@@ -94,7 +101,10 @@ class Publisher:
         self._out_bytes = 0
         self._retry: list[tuple[float, int]] = []
         self._reconnected_at: float | None = None
+        self._captured: set[str] = set()  # subjects a stream captures (503 = an election)
         self.stats = PublishStats()
+        # the opening of the last pub ack seen: acks that start alike name the same stream
+        self._ack_head = b"\x00"
         self._conn: LeanConnection | None = None
         self._sid = b""
         self._max_payload = 1024 * 1024
@@ -274,6 +284,8 @@ class Publisher:
                 # fast path: a positive pub ack for `<prefix><token>`
                 if pending.pop(int(f[1][skip:]), None) is None:
                     continue  # an ack for a frame re-sent after a reconnect, already counted
+                if not payload.startswith(self._ack_head):
+                    self._note_stream(payload)
                 if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
                     duplicates += 1
                 else:
@@ -282,6 +294,13 @@ class Publisher:
             self.stats.duplicates += duplicates
             if len(pending) < before:
                 deadline = time.monotonic() + self._ack_timeout_s
+
+    def _note_stream(self, payload: bytes) -> None:
+        m = _STREAM_RE.search(payload)
+        if m is not None:
+            self.stats.streams.add(m.group(1).decode("utf-8", "replace"))
+            # `{"stream":"X",` and the like: the next ack with this opening names X too
+            self._ack_head = payload[: m.end() + 1] if m.start() <= 1 else b"\x00"
 
     def _resend_due(self, now: float) -> None:
         due = [token for when, token in self._retry if when <= now]
@@ -296,6 +315,29 @@ class Publisher:
         at = self._reconnected_at
         return at is not None and time.monotonic() - at < self._ack_timeout_s
 
+    def _election(self, frame: bytes) -> bool:
+        """True when a stream captures the frame's subject: its 503 is a leader election
+        (retried until the drain's ack timeout), not a missing stream."""
+        subject = _frame_subject(frame)
+        if subject in self._captured:
+            return True
+        try:
+            stream = capturing_stream(self._options, subject)
+        except (NatsError, OSError) as exc:
+            raise PublishError(
+                f"publish to subject {subject!r}: no responders (status 503), and the stream "
+                f"lookup failed too: {exc}"
+            ) from exc
+        if stream is None:
+            return False
+        log.warning(
+            "jetstream sink: no responders for subject %r of stream %r: a leader election; retrying",
+            subject,
+            stream,
+        )
+        self._captured.add(subject)
+        return True
+
     def _on_ack(self, reply: bytes, hdr: bytes, payload: bytes) -> None:
         try:
             token = int(reply[reply.rindex(b".") + 1 :])
@@ -309,6 +351,9 @@ class Publisher:
             if status == Status.NO_RESPONDERS:
                 if self._retryable():
                     self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
+                    return
+                if self._election(frame):
+                    self._retry.append((time.monotonic() + ELECTION_RETRY_DELAY_S, token))
                     return
                 raise PublishError(
                     f"no stream captures subject {_frame_subject(frame)!r} (no responders, status 503)"
@@ -329,6 +374,7 @@ class Publisher:
                 f"{err.get('description', '?')} (code {code}, err_code {err.get('err_code', 0)})"
             )
         del self._pending[token]
+        self._note_stream(payload)
         if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
             self.stats.duplicates += 1
         else:

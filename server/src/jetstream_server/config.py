@@ -24,7 +24,11 @@ server honours:
       ]
     }
     no_auth_user: alice
-    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
+    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true,
+          handshake_first: true }     # or "auto" / a fallback delay like "300ms"
+    websocket { port: 8080, no_tls: true, compression: true }  # needs the wsproto package
+    lame_duck_duration: "2m"      # SIGUSR2: clients closed over this (30s minimum)
+    lame_duck_grace_period: "10s" # ... starting this long after lame duck mode begins
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
                 sync_interval: "2m", sync_always: false, domain: hub,
                 limits { max_ack_pending: 10000, max_request_batch: 1000,
@@ -77,6 +81,9 @@ DEFAULT_PING_INTERVAL_S: Final = 120.0
 DEFAULT_WRITE_DEADLINE_S: Final = 10.0
 DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
 DEFAULT_MAX_CONNECTIONS: Final = 64 * 1024
+DEFAULT_LAME_DUCK_DURATION_S: Final = 120.0
+DEFAULT_LAME_DUCK_GRACE_PERIOD_S: Final = 10.0
+MIN_LAME_DUCK_DURATION_S: Final = 30.0
 _MAX_INT32: Final = 2**31 - 1
 
 
@@ -123,6 +130,22 @@ class TlsSettings:
     key_file: str | None = None
     ca_file: str | None = None
     verify: bool = False
+    # `handshake_first`: TLS before INFO; with a fallback delay, a client that
+    # sends nothing for that long gets INFO in clear text instead
+    handshake_first: bool = False
+    handshake_first_fallback_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketSettings:
+    """``websocket { ... }``: a listener for WebSocket clients (None: none)."""
+
+    host: str | None = None  # None: the client listener's host
+    port: int = 8080
+    no_tls: bool = False
+    tls: TlsSettings | None = None
+    compression: bool = False
+    handshake_timeout_s: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +191,12 @@ class ServerConfig:
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    websocket: WebSocketSettings | None = None
     debug: bool = False
     trace: bool = False
+    # lame duck mode (SIGUSR2): clients are closed over `duration`, after `grace_period`
+    lame_duck_duration_s: float = DEFAULT_LAME_DUCK_DURATION_S
+    lame_duck_grace_period_s: float = DEFAULT_LAME_DUCK_GRACE_PERIOD_S
     loop_lag_warning_s: float = 0.5  # a loop step longer than this logs a warning; 0: never
 
     def with_changes(self, **changes: Any) -> ServerConfig:
@@ -201,6 +228,12 @@ class ServerConfig:
             raise ConfigError(f"port: {self.port} is not a valid port")
         if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
             raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        if self.lame_duck_grace_period_s >= self.lame_duck_duration_s:
+            raise ConfigError(
+                f"lame duck grace period ({_go_duration(self.lame_duck_grace_period_s)}) should "
+                "be strictly lower than lame duck duration "
+                f"({_go_duration(self.lame_duck_duration_s)})"
+            )
         _check_no_auth_user(self.auth)
         return self
 
@@ -449,6 +482,7 @@ _TOP_KEYS = {
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "lame_duck_duration", "lame_duck_grace_period", "websocket", "ws",
     "loop_lag_warning",
 }
 
@@ -473,6 +507,34 @@ def _int32_size(value: Any, key: str) -> int:
     return size
 
 
+def _lame_duck_duration(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < MIN_LAME_DUCK_DURATION_S:
+        raise ConfigError(
+            f"invalid lame_duck_duration of {_go_duration(seconds)}, minimum is 30 seconds"
+        )
+    return seconds
+
+
+def _lame_duck_grace_period(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < 0:
+        raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+    return seconds
+
+
+def _go_duration(seconds: float) -> str:
+    """A duration as Go prints one (``30s``, ``1m30s``, ``500ms``)."""
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs:g}s"
+
+
 def _max_connections(value: Any, key: str) -> int:
     # nats-server: 0 in a config file means -1, and -1 refuses every connection
     count = _as_int(value, key)
@@ -494,6 +556,8 @@ _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "server_name": ("server_name", _as_str),
     "debug": ("debug", _as_bool),
     "trace": ("trace", _as_bool),
+    "lame_duck_duration": ("lame_duck_duration_s", _lame_duck_duration),
+    "lame_duck_grace_period": ("lame_duck_grace_period_s", _lame_duck_grace_period),
     "loop_lag_warning": ("loop_lag_warning_s", parse_duration),  # bundled server only
 }
 
@@ -548,6 +612,8 @@ def config_from_mapping(
                 )
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
+            elif k in ("websocket", "ws"):
+                changes["websocket"] = _websocket_block(value, key)
             elif k == "jetstream":
                 changes["jetstream"] = _jetstream_block(value, key, cfg.jetstream)
         except ConfigError as exc:
@@ -821,6 +887,8 @@ def _tls_block(value: object, key: str) -> TlsSettings:
                 out["verify"] = _as_bool(v, f"{key}.{k}")
             elif k == "timeout":
                 parse_duration(v, f"{key}.{k}")
+            elif k in ("handshake_first", "first", "immediate"):
+                out["handshake_first"], out["handshake_first_fallback_s"] = _handshake_first(v, k)
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
         except ConfigError as exc:
@@ -828,6 +896,66 @@ def _tls_block(value: object, key: str) -> TlsSettings:
     if not out.get("cert_file") or not out.get("key_file"):
         raise ConfigError(f"{key}: cert_file and key_file are required")
     return TlsSettings(**out)
+
+
+DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S: Final = 0.05
+
+
+def _websocket_block(value: object, key: str) -> WebSocketSettings:
+    """nats-server's `websocket` block (the keys this server honours), with
+    its rule that a listener without TLS must say `no_tls: true`."""
+    out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            name = f"{key}.{k}"
+            if k == "listen":
+                host, port = _split_hostport(v, name)
+                if host:
+                    out["host"] = host
+                if port is not None:
+                    out["port"] = port
+            elif k == "port":
+                out["port"] = _as_int(v, name)
+            elif k in ("host", "net"):
+                out["host"] = _as_str(v, name)
+            elif k == "no_tls":
+                out["no_tls"] = _as_bool(v, name)
+            elif k == "tls":
+                out["tls"] = _tls_block(v, name)
+            elif k in ("compress", "compression"):
+                out["compression"] = _as_bool(v, name)
+            elif k == "handshake_timeout":
+                out["handshake_timeout_s"] = parse_duration(v, name)
+            else:
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    settings = WebSocketSettings(**out)
+    if settings.tls is None and not settings.no_tls:
+        raise ConfigError("websocket requires TLS configuration")
+    return settings
+
+
+def _handshake_first(value: object, key: str) -> tuple[bool, float]:
+    """nats-server's `handshake_first`: a bool, "true"/"on", "false"/"off",
+    "auto" (50 ms fallback) or a fallback duration."""
+    if isinstance(value, bool):
+        return value, 0.0
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"field {key!r} should be a boolean or a string, got {type(value).__name__}"
+        )
+    text = value.lower()
+    if text in ("true", "on"):
+        return True, 0.0
+    if text in ("false", "off"):
+        return False, 0.0
+    if text in ("auto", "auto_fallback"):
+        return True, DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S
+    try:
+        return True, parse_duration(value, key)
+    except ConfigError:
+        raise ConfigError(f"field {key!r}'s value {value!r} is invalid") from None
 
 
 def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:

@@ -14,6 +14,8 @@ import logging
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from jetstream_server.app.listen import bind_socket
+
 log = logging.getLogger(__name__)
 
 _MAX_REQUEST = 16 * 1024
@@ -35,9 +37,9 @@ class MonitorServer:
         self._http: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
-        self._http = await asyncio.start_server(
-            self._handle, host=host, port=0 if port == -1 else port, reuse_address=True
-        )
+        sock = bind_socket(host, 0 if port == -1 else port)
+        sock.listen(128)
+        self._http = await asyncio.start_server(self._handle, sock=sock)
         return int(self._http.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:

@@ -31,13 +31,15 @@ from dataclasses import replace
 from typing import Any, Final
 
 from jetstream_server.app.connection import ClientConnection
+from jetstream_server.app.lame_duck import enter_lame_duck
+from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import build_services, with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
-from jetstream_server.config import ServerConfig
+from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service
@@ -89,10 +91,15 @@ class NatsServer:
         self.http_port: int | None = None
         self.tls_context: ssl.SSLContext | None = None
         self._listener: asyncio.Server | None = None
+        self._ws_listener: asyncio.Server | None = None
+        self.websocket_port = 0
         self._monitor: MonitorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
         self.stopped = False
+        self.finished = asyncio.Event()  # set once stop() is done
+        self.lame_duck = False
+        self._services_closed = False
 
     @property
     def http_host(self) -> str:
@@ -128,14 +135,10 @@ class NatsServer:
             if cfg.http_port is not None:
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
-                log.info("Starting http monitor on %s:%d", self.http_host, self.http_port)
-            self._listener = await self.loop.create_server(
-                self._new_connection,
-                host=cfg.host,
-                port=0 if cfg.port == -1 else cfg.port,
-                reuse_address=True,
-                backlog=1024,
-            )
+                log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
+            sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
+            sock.listen(1024)
+            self._listener = await self.loop.create_server(self._new_connection, sock=sock)
         except BaseException:
             for service in reversed(started):
                 service.close()
@@ -144,7 +147,9 @@ class NatsServer:
             raise
         sock = self._listener.sockets[0]
         self.port = int(sock.getsockname()[1])
-        log.info("Listening for client connections on %s:%d", cfg.host, self.port)
+        log.info("Listening for client connections on %s", join_host_port(cfg.host, self.port))
+        if cfg.websocket is not None:
+            await self._listen_websocket(cfg.websocket)
         if self.auth.required:
             log.info("Client authentication required")
         if self.tls_context is not None:
@@ -155,13 +160,44 @@ class NatsServer:
     def _new_connection(self) -> ClientConnection:
         return ClientConnection(self, next(self._cids))
 
+    async def _listen_websocket(self, ws: WebSocketSettings) -> None:
+        try:
+            from jetstream_server.app.websocket import WebSocketConnection
+        except ImportError:
+            raise ConfigError(
+                "websocket: needs the wsproto package (pip install 'jetstream-server[websocket]')"
+            ) from None
+        ctx = make_server_context(ws.tls) if ws.tls is not None else None
+        host = ws.host or self.config.host
+
+        def protocol() -> WebSocketConnection:
+            return WebSocketConnection(
+                lambda: ClientConnection(self, next(self._cids), websocket=True),
+                loop=self.loop,
+                compression=ws.compression,
+                handshake_timeout_s=ws.handshake_timeout_s,
+                max_inflated=self.config.max_pending,
+            )
+
+        sock = bind_socket(host, 0 if ws.port == -1 else ws.port)
+        sock.listen(1024)
+        self._ws_listener = await self.loop.create_server(protocol, sock=sock, ssl=ctx)
+        self.websocket_port = int(sock.getsockname()[1])
+        scheme = "wss" if ctx is not None else "ws"
+        log.info(
+            "Listening for websocket clients on %s://%s",
+            scheme,
+            join_host_port(host, self.websocket_port),
+        )
+        if ctx is None:
+            log.warning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")
+
     async def stop(self) -> None:
         if self.stopped:
             return
         self.stopped = True
         log.info("Initiating Shutdown...")
-        if self._listener is not None:
-            self._listener.close()
+        self.stop_listening()
         for conn in list(self.connections.values()):
             conn.close()
         if self._listener is not None:
@@ -169,15 +205,33 @@ class NatsServer:
                 await asyncio.wait_for(self._listener.wait_closed(), 5.0)
             except asyncio.TimeoutError:
                 log.warning("listener did not close within 5s")
+        self.close_services()
+        if self._monitor is not None:
+            await self._monitor.stop()
+        self.watchdog.stop()
+        log.info("Server Exiting..")
+        self.finished.set()
+
+    def stop_listening(self) -> None:
+        """Accept no new client (the connected ones stay)."""
+        for listener in (self._listener, self._ws_listener):
+            if listener is not None:
+                listener.close()
+
+    def close_services(self) -> None:
+        """Close the services (JetStream flushes its store), once."""
+        if self._services_closed:
+            return
+        self._services_closed = True
         for service in reversed(self.services):
             try:
                 service.close()
             except Exception:
                 log.exception("service %r failed to close", service)
-        if self._monitor is not None:
-            await self._monitor.stop()
-        self.watchdog.stop()
-        log.info("Server Exiting..")
+
+    async def enter_lame_duck(self) -> None:
+        """Lame duck mode (SIGUSR2), run to its end: see `app.lame_duck`."""
+        await enter_lame_duck(self)
 
     # -- connections ---------------------------------------------------------------
     def connection_opened(self, conn: ClientConnection) -> bool:
@@ -252,6 +306,10 @@ class NatsServer:
                 info["tls_verify"] = True
         if cfg.jetstream.domain:
             info["domain"] = cfg.jetstream.domain
+        if conn is not None and conn.websocket:
+            # TLS, if any, was the WebSocket listener's
+            info.pop("tls_required", None)
+            info.pop("tls_verify", None)
         if conn is not None:
             info["client_id"] = conn.cid
             info["client_ip"] = conn.ip
@@ -321,7 +379,7 @@ class NatsServer:
                 {
                     "cid": conn.cid,
                     "kind": "Client",
-                    "type": "nats",
+                    "type": "websocket" if conn.websocket else "nats",
                     "ip": conn.ip,
                     "port": conn.port,
                     "start": _rfc3339(conn.start),

@@ -98,6 +98,11 @@ ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
 ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
 
 
+def _as_protocol(value: object) -> int:
+    """CONNECT's ``protocol`` field (0 when absent or not a number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def go_quote(text: str) -> str:
     """A subject in double quotes with `"` and `\\` escaped, as Go's %q prints it."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -265,6 +270,7 @@ class Session:
         self.name = ""
         self.lang = ""
         self.version = ""
+        self.async_info = False  # CONNECT's protocol >= 1: takes asynchronous INFO
         # stats
         self.in_msgs = 0
         self.in_bytes = 0
@@ -339,6 +345,12 @@ class Session:
                 on_pub(op)
             else:
                 handle(op)
+
+    def send_info(self, info: Mapping[str, Any]) -> None:
+        """An asynchronous ``INFO`` (lame duck mode, ...), sent as nats-server
+        sends it: only to a connected client that declared ``protocol >= 1``."""
+        if self.state is State.CONNECTED and self.async_info:
+            self.send(P.encode_info(dict(info)))
 
     def ping_due(self) -> None:
         """The ping interval passed: ping, or close a connection that stopped answering."""
@@ -489,6 +501,7 @@ class Session:
         self.name = str(opts.get("name") or "")
         self.lang = str(opts.get("lang") or "")
         self.version = str(opts.get("version") or "")
+        self.async_info = _as_protocol(opts.get("protocol")) >= 1
         if self.no_responders and not self.headers:
             # nats-server refuses no_responders without headers
             self._close(Event.CONNECT_REFUSED, ERR_NO_RESPONDERS_WITHOUT_HEADERS)

@@ -43,7 +43,7 @@ from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
-from jetstream_server.store.base import StreamStore
+from jetstream_server.store.base import StoreError, StreamStore
 
 DEFAULT_MAX_PENDING = 64 * 1024 * 1024  # nats-server's MAX_PENDING_SIZE
 logger = logging.getLogger(__name__)
@@ -102,6 +102,8 @@ class JetStream:
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
+        # stream directories found at start that did not load: name -> why
+        self.unloaded: dict[str, str] = {}
         self._api_subs: list[int] = []
         self._pending: list[tuple[Stream, str | None, PubAck]] = []
         self._dirty: set[str] = set()
@@ -160,6 +162,8 @@ class JetStream:
                 config = StreamConfig.from_json(meta.config)
             except (OSError, ValueError, ApiError) as exc:
                 logger.error("skipping stream directory %s: %s", directory, exc)
+                why = _why(exc, directory)
+                self.unloaded[directory.name] = f"{persistence.META_FILE} unreadable: {why}"
                 continue
             try:
                 store = open_stream_store(
@@ -168,8 +172,9 @@ class JetStream:
                     sync_always=self.sync_always,
                     sync_interval_s=self.sync_interval_s,
                 )
-            except Exception:  # one damaged stream must not keep the server down
+            except Exception as exc:  # one damaged stream must not keep the server down
                 logger.exception("could not open the store of stream %s", config.name)
+                self.unloaded[directory.name] = f"store did not open: {_why(exc, directory)}"
                 continue
             report = store.recovery
             if report.lost_msgs or report.lost_bytes or report.notes:
@@ -268,11 +273,16 @@ class JetStream:
         directory = self.stream_dir(config.name, config.storage)
         created = self.clock.now_ns()
         if directory is not None:
-            if directory.exists():
-                persistence.remove_stream_dir(directory)
-            persistence.write_meta(
-                directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
-            )
+            self._refuse_unloaded(config.name, directory)
+            try:
+                persistence.create_stream_dir(
+                    directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
+                )
+            except OSError as exc:
+                logger.error("stream %s: creating its directory failed: %s", config.name, exc)
+                raise ApiError(
+                    Err.STREAM_CREATE, err=f"stream {config.name}: {_why(exc)}"
+                ) from exc
         try:
             store = open_stream_store(
                 config.storage,
@@ -293,6 +303,23 @@ class JetStream:
         self._subscribe_stream(stream)
         logger.info("created stream %s", config.name)
         return stream
+
+    def _refuse_unloaded(self, name: str, directory: Path) -> None:
+        """Never create a stream over data that exists but did not load: a damaged
+        meta.json or store is the operator's to repair or move, not ours to delete."""
+        if not directory.exists() and not directory.is_symlink():
+            return
+        why = self.unloaded.get(name, "it is not a stream this server loaded")
+        logger.error(
+            "stream %s: not created over its existing directory %s (%s)", name, directory, why
+        )
+        raise ApiError(
+            Err.STREAM_CREATE,
+            err=(
+                f"stream {name} not created: its data directory exists but did not load "
+                f"({why}); repair or move it aside and restart the server"
+            ),
+        )
 
     def update_stream(self, stream: Stream, config: StreamConfig) -> None:
         stream.config.check_update(config)
@@ -349,6 +376,9 @@ class JetStream:
             ack = stream.accept(subject, headers, payload)
         except ApiError as exc:
             ack = PubAck(0, error=exc)
+        except (StoreError, OSError) as exc:  # disk full, sequence space: expected, one line
+            logger.error("stream %s: storing a message on %s failed: %s", stream.name, subject, exc)
+            ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=_why(exc)))
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
             ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
@@ -472,6 +502,16 @@ class JetStream:
             "bytes": sum(st.bytes for st in states),
             "api": {"total": self.api_total, "errors": self.api_errors},
         }
+
+
+def _why(exc: BaseException, directory: Path | None = None) -> str:
+    """An error for a client: the OS's words, without absolute paths."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    text = str(exc)
+    if directory is not None:
+        text = text.replace(str(directory), directory.name)
+    return text
 
 
 class RouterHost:

@@ -173,10 +173,29 @@ class Stream:
             raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
         self.consumers[name] = consumer
 
-    def remove_consumer(self, name: str) -> None:
+    def remove_consumer(
+        self, name: str, from_seq: int = 0, filters: tuple[str, ...] | None = None
+    ) -> None:
+        """Forget a consumer. On an interest stream, what it alone still wanted goes:
+        only messages at or above `from_seq` (its lowest pending, dropped or next
+        sequence) matching its `filters` can be such, so only those are checked."""
         self.consumers.pop(name, None)
-        if self.config.retention == "interest":
+        if self.config.retention != "interest":
+            return
+        if from_seq <= 0 and filters is None:
             self._drop_unwanted_all()
+            return
+        state = self.store.state()
+        start = max(from_seq, state.first_seq)
+        if state.msgs == 0 or start > state.last_seq:
+            return
+        doomed = [
+            m.seq
+            for m in self.store.iter_range(start, state.last_seq, filters)
+            if not self._wanted(m)
+        ]
+        for seq in doomed:
+            self.store.remove(seq)
 
     def acknowledged(self, seq: int) -> None:
         retention = self.config.retention

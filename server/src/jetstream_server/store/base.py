@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 RECORD_OVERHEAD: int = 16
+# The largest sequence a store holds: the index keeps sequences in signed
+# 64-bit arrays. nats-server's are unsigned, but no stream gets near either end
+# by publishing; only a request can ask for more, and it is refused.
+MAX_SEQ: int = (1 << 63) - 1
 
 
 def message_size(subject: str, headers: bytes | None, data: bytes) -> int:
@@ -80,6 +84,8 @@ class RecoveryReport:
     lost_bytes: int = 0
     used_snapshot: bool = False
     notes: list[str] = field(default_factory=list)
+    # sequences of message records found damaged and dropped (stream info `lost`)
+    lost_seqs: list[int] = field(default_factory=list)
 
 
 class StoreError(Exception):

@@ -37,11 +37,19 @@ read on demand through a process-wide bounded LRU of 64 KiB block chunks
 
 Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
 directory is loaded without reading the blocks, after verifying the last
-record of the last block. Otherwise every block is scanned; a block is
-truncated at its first bad record (short, bad checksum, out of order), a block
-with a bad header is dropped, each with a WARNING and the details in
-`recovery` (RecoveryReport); later blocks are still read. The snapshot is
-deleted once loaded, so it can never describe a later state.
+record of the last block. Otherwise every block is scanned record by record
+(`recovery`): a damaged record is skipped and every later record whose
+checksum holds is kept, a torn tail is truncated, a block with a bad header is
+dropped, each with a WARNING and the details (lost sequences included) in
+`recovery` (RecoveryReport). The snapshot is deleted once loaded, so it can
+never describe a later state.
+
+Failures (disk full, I/O errors) never leave the index and the files out of
+step: a failed append is cut off the block again (`ftruncate`), and if even
+that fails the block is marked torn and every later append first retries the
+cut, refusing to write until it succeeds; block and live-byte accounting
+change only after a write succeeded; an interrupted rewrite leaves no `.tmp`
+file. New directories and renames are fsynced into their parent directory.
 """
 
 from __future__ import annotations
@@ -125,7 +133,8 @@ class FileStore(IndexedStore):
         self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
-        self._msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._torn: int | None = None  # offset of a failed append still in the current block
+        _make_dirs(self._msgs_dir)
         self._lock_fd = self._lock()
         try:
             self._open()
@@ -279,12 +288,27 @@ class FileStore(IndexedStore):
         while view:
             view = view[os.write(fd, view) :]
 
+    def _cut_torn(self) -> None:
+        """Remove the bytes of a failed append whose first cut failed (see `_append`)."""
+        assert self._torn is not None
+        blk = self._blocks[-1]
+        try:
+            os.ftruncate(self._wfd, self._torn)
+        except OSError as err:
+            raise StoreError(
+                f"block {blk.path.name} still holds a failed write that cannot be cut off: "
+                f"{err.strerror or err}"
+            ) from err
+        log.info("store %s: cut the failed write off %s", self._dir, blk.path.name)
+        self._torn = None
+
     def _roll(self, first_seq: int) -> Block:
         try:
             blk = self._create_block(self._blocks[-1].number + 1, first_seq)
             if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
-                fd = self._unsynced_fds.pop(0)
-                os.fsync(fd)
+                fd = self._unsynced_fds[0]
+                os.fsync(fd)  # on failure it stays queued for the next sync()
+                self._unsynced_fds.pop(0)
                 os.close(fd)
         except OSError as err:
             raise StoreError(f"starting a new block in {self._msgs_dir} failed: {err}") from err
@@ -292,6 +316,8 @@ class FileStore(IndexedStore):
 
     def _append(self, data: bytes, last_len: int) -> tuple[Block, int]:
         """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
+        if self._torn is not None:
+            self._cut_torn()
         blk = self._blocks[-1]
         if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
             blk = self._roll(self._index.last_seq + 1)
@@ -301,9 +327,14 @@ class FileStore(IndexedStore):
         except OSError as err:
             try:
                 os.ftruncate(self._wfd, offset)
-            except OSError:
-                log.exception("store %s: cannot undo a partial write", self._dir)
-            raise StoreError(f"writing to {blk.path} failed: {err}") from err
+            except OSError as cut_err:
+                # the next append must not land after these bytes: it retries the cut first
+                self._torn = offset
+                log.error(
+                    "store %s: cannot cut a failed write off %s (%s); writes wait until it can",
+                    self._dir, blk.path.name, cut_err,
+                )
+            raise StoreError(f"writing to block {blk.path.name} failed: {err.strerror or err}") from err
         blk.size += len(data)
         self._tail = (blk.size - last_len, last_len)
         self._unsynced = True
@@ -328,16 +359,16 @@ class FileStore(IndexedStore):
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
         sizes, pos_of = index.sizes, index.pos_of
-        for seq in seqs:
-            blk = self._block_for(seq)
-            blk.live_bytes -= sizes[pos_of(seq)]
-            self._touched.add(blk)
         stamp = self._next_stamp()
         if len(seqs) == 1:
             recs = codec.encode_delete(seqs[0], stamp)
         else:
             recs = b"".join([codec.encode_delete(seq, stamp) for seq in seqs])
-        self._append(recs, codec.RECORD_FIXED)
+        self._append(recs, codec.RECORD_FIXED)  # first: a failure changes nothing
+        for seq in seqs:
+            blk = self._block_for(seq)
+            blk.live_bytes -= sizes[pos_of(seq)]
+            self._touched.add(blk)
         if erase:
             for seq in seqs:
                 try:
@@ -515,14 +546,20 @@ class FileStore(IndexedStore):
         parts.insert(0, codec.encode_block_header(blk.first_seq, stamp))
         size = sum(len(p) for p in parts)
         tmp = blk.path.with_name(blk.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            self._write_all(fd, b"".join(parts))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, blk.path)
-        self._dir_dirty = True
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                self._write_all(fd, b"".join(parts))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, blk.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # the original block is intact
+            raise
+        # the tombstones this rewrite makes obsolete may go in later rewrites:
+        # the rename must be durable before that
+        _fsync_dir(self._msgs_dir)
         self._close_block(blk)  # its reader still sees the replaced file
         blk.stamp = stamp
         offsets, pos_of = self._offsets, self._index.pos_of
@@ -734,3 +771,23 @@ class FileStore(IndexedStore):
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(path: Path) -> None:
+    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(created.parent)

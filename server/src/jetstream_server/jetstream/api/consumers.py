@@ -125,7 +125,7 @@ def create_consumer(
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (
-        ConsumerStore.for_stream(stream.directory, name)
+        ConsumerStore.for_stream(stream.directory, name, sync=host.sync_always)
         if stream.directory is not None and _persistent(stream, config)
         else None
     )
@@ -136,8 +136,18 @@ def create_consumer(
         consumer.stop()
         raise
     if store is not None:
-        store.write_meta(config.to_json(), consumer.created_ns)
-        consumer.flush()
+        try:
+            store.write_meta(config.to_json(), consumer.created_ns)
+            consumer.write_state()
+        except OSError as exc:
+            # nothing half-made stays: not listed, no files, so no restart resurrects it
+            logger.error("stream %s: creating consumer %s failed: %s", stream.name, name, exc)
+            consumer.stop()
+            stream.consumers.pop(name, None)
+            store.destroy()
+            raise ApiError(
+                Err.CONSUMER_CREATE, err=f"consumer {name} not created: {_why(exc)}"
+            ) from exc
     # First deliveries go out after the create response (as with nats-server, whose
     # answer shows the consumer before it delivered anything).
     host.clock.call_later(0, consumer.kick)
@@ -168,7 +178,7 @@ def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> Con
 
 def restore_consumers(host: ApiHost, stream: Stream) -> None:
     """Reopen the durable consumers saved under `stream.directory`."""
-    for store in list_consumer_stores(stream.directory):
+    for store in list_consumer_stores(stream.directory, sync=host.sync_always):
         name = store.directory.name
         try:
             raw, created_ns = store.read_meta()
@@ -338,3 +348,8 @@ def consumer_msg_next(host: ApiHost, req: ApiRequest) -> None:
         return None
     consumer.process_pull(req.reply, req.payload)
     return None
+
+
+def _why(exc: OSError) -> str:
+    """The OS's words for a client, without absolute paths."""
+    return (exc.strerror or type(exc).__name__).lower()

@@ -28,6 +28,7 @@ class ApiHost(Protocol):
     api_total: int  # API requests answered (the dispatcher counts them)
     api_errors: int  # ... of which answered with an error
     limits: ServerLimits  # jetstream { limits { ... } }
+    sync_always: bool  # fsync every write (stream stores and consumer state)
     max_pending: int  # the server's max_pending: a direct-get batch sends no more bytes
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from jetstream_server.jetstream.api.views import (
     stream_matches_subject,
 )
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 
@@ -126,8 +127,8 @@ def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     stream = host.lookup_stream(req.params[0])
     subject = str_field(body, "filter")
-    seq = uint_field(body, "seq") or None
-    keep = uint_field(body, "keep") or None
+    seq = check_seq(uint_field(body, "seq"), "purge seq", Err.STREAM_PURGE_FAILED) or None
+    keep = check_count(uint_field(body, "keep"), "purge keep", Err.STREAM_PURGE_FAILED) or None
     purged = stream.purge(subject or None, seq, keep)
     return {"success": True, "purged": purged}
 

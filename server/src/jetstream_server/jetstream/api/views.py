@@ -41,6 +41,10 @@ def stream_state(
         if deleted_details:
             out["deleted"] = stream.store.deleted()
         out["num_deleted"] = st.num_deleted
+    lost = stream.store.recovery
+    if lost.lost_seqs:
+        # nats-server's LostStreamData: what recovery found damaged and dropped
+        out["lost"] = {"msgs": lost.lost_seqs, "bytes": lost.lost_bytes}
     out["consumer_count"] = len(stream.consumers)
     return out
 

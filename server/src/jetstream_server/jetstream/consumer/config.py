@@ -340,13 +340,12 @@ class ConsumerConfig:
         if self.max_deliver <= 0:
             changes["max_deliver"] = -1
         if self.ack_policy != "none":
-            if self.backoff_ns and self.ack_wait_ns == 0:
-                changes["ack_wait_ns"] = self.backoff_ns[0]
-            elif self.ack_wait_ns == 0:
+            if self.ack_wait_ns == 0:
                 changes["ack_wait_ns"] = DEFAULT_ACK_WAIT_NS
             if self.max_ack_pending == 0:
                 changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
-        elif self.backoff_ns and self.ack_wait_ns == 0:
+        if self.backoff_ns:
+            # nats-server: a backoff overrides ack_wait with its first value
             changes["ack_wait_ns"] = self.backoff_ns[0]
         if self.is_pull and self.max_waiting <= 0:
             changes["max_waiting"] = DEFAULT_MAX_WAITING

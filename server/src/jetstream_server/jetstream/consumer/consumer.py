@@ -70,6 +70,7 @@ class Consumer:
         self._in_deliver = False
         self._again = False
         self._flush_scheduled = False
+        self._written_marks = (-1, -1, -1, -1)  # (delivered, ack floor) as last written
         self._inactive_timer: TimerHandle | None = None
         self._pause_timer: TimerHandle | None = None
         self._wake_timer: TimerHandle | None = None
@@ -154,6 +155,8 @@ class Consumer:
         self._inactive_timer = self._pause_timer = self._wake_timer = self._cont_timer = None
         self.acks.close()
         self.delivery.close(notify=notify)
+        if self.store is not None:
+            self.store.close()
 
     def delete(self) -> None:
         """Remove the consumer: stop it, drop its files, leave the stream."""
@@ -162,7 +165,14 @@ class Consumer:
         self._shutdown(notify=True)
         if self.store is not None:
             self.store.destroy()
-        self.stream.remove_consumer(self.name)
+        acks = self.acks
+        lowest = self.cursor.sseq
+        if acks.pending:
+            lowest = min(lowest, next(iter(acks.pending)))  # ascending insertion order
+        if acks.dropped:
+            lowest = min(lowest, min(acks.dropped))
+        # what it no longer holds on an interest stream: only from `lowest`, its subjects
+        self.stream.remove_consumer(self.name, max(lowest, 1), self.cursor.store_filters)
 
     @property
     def closed(self) -> bool:
@@ -177,7 +187,10 @@ class Consumer:
         if self.store is None or self._flush_scheduled or self._closed:
             return
         self._flush_scheduled = True
-        self.clock.call_later(0, self.flush)
+        self.clock.call_later(0, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self.flush()
 
     def snapshot(self) -> ConsumerState:
         cursor, acks = self.cursor, self.acks
@@ -191,15 +204,64 @@ class Consumer:
             dropped=sorted(acks.dropped),
         )
 
-    def flush(self) -> None:
-        """Write the delivery state now (scheduled after changes, at most once per turn)."""
+    def flush(self) -> bool:
+        """Write the delivery state now (scheduled after changes, at most once per
+        turn); True when everything is stored (or there is nothing to store)."""
         self._flush_scheduled = False
         if self.store is None or self._closed:
-            return
+            return True
         try:
-            self.store.write_state(self.snapshot())
+            self.write_state()
+        except OSError as exc:
+            logger.error(
+                "writing state of consumer %s > %s failed: %s", self.stream_name, self.name, exc
+            )
+            return False
+        return True
+
+    def write_state(self) -> None:
+        """Store what changed since the last write: a log line of the changes
+        (consumer/store.py), or the whole state after bulk changes and when the
+        log is due for compaction. Raises OSError; nothing is lost then, the
+        next write is a whole state."""
+        store, acks, cursor = self.store, self.acks, self.cursor
+        assert store is not None
+        marks = (cursor.dseq, cursor.last_sseq, acks.adflr, acks.asflr)
+        if acks.rewrite_all or store.wants_full:
+            acks.rewrite_all = True
+            store.write_state(self.snapshot())
+            acks.rewrite_all = False
+            acks.touched.clear()
+            self._written_marks = marks
+            return
+        touched = acks.touched
+        if not touched and marks == self._written_marks:
+            return
+        pending, rdc, dropped = acks.pending, acks.rdc, acks.dropped
+        delta: dict[str, Any] = {"d": [marks[0], marks[1]], "f": [marks[2], marks[3]]}
+        if touched:
+            added, gone, counts, uncounted, dropped_now = [], [], [], [], []
+            for seq in touched:
+                entry = pending.get(seq)
+                if entry is None:
+                    gone.append(seq)
+                else:
+                    added.append([seq, entry.consumer_seq, entry.timestamp_ns])
+                count = rdc.get(seq)
+                if count is None:
+                    uncounted.append(seq)
+                else:
+                    counts.append([seq, count])
+                if seq in dropped:
+                    dropped_now.append(seq)
+            delta.update(p=added, u=gone, r=counts, ru=uncounted, x=dropped_now)
+        try:
+            store.append_delta(delta)
         except OSError:
-            logger.exception("writing state of consumer %s > %s failed", self.stream_name, self.name)
+            acks.rewrite_all = True  # what this line held goes with the next whole state
+            raise
+        acks.touched = set()
+        self._written_marks = marks
 
     # -- activity, pause -------------------------------------------------------
     def touch(self) -> None:

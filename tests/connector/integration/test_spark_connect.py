@@ -1,0 +1,105 @@
+"""The connector from a Spark Connect client: batch and streaming, reads and writes.
+
+A Spark Connect server (from the pip package, local master) runs the queries;
+this process is only a Connect client (`SparkSession.builder.remote`), with no
+JVM of its own. `spark_jetstream.register(spark)` registers the data source
+through the Connect session (the class travels pickled by reference, so the
+server's Python must have the connector installed, like executors on a
+cluster). What differs from a classic session is in the README's deployment
+guide; the option errors below show that a bad option still reaches the client
+as the connector's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sink_helpers import create_stream, publish_acked, read_stream
+
+from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.spark_connect import ConnectServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+
+@pytest.fixture(scope="module")
+def nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = start_server("nats-server", tmp_path_factory.mktemp("store"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    import spark_jetstream
+
+    with ConnectServer(tmp_path_factory.mktemp("connect")) as server:
+        spark = SparkSession.builder.remote(server.remote).getOrCreate()
+        try:
+            assert spark.conf.get("spark.master", "").startswith("local")  # the server's, not ours
+            spark_jetstream.register(spark)
+            yield spark
+        finally:
+            spark.stop()
+
+
+def test_is_a_connect_session(remote: Any) -> None:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    assert isinstance(remote, ConnectSession)
+
+
+def test_batch_write_then_batch_read(remote: Any, nats: ServerProcess) -> None:
+    create_stream(nats.url, "B", ["b.>"])
+    rows = [(f"b.{i % 3}", f"v{i}") for i in range(50)]
+    df = remote.createDataFrame(rows, "subject string, data string")
+    df.write.format("jetstream").mode("append").option("servers", nats.url).save()
+    got = remote.read.format("jetstream").option("servers", nats.url).option("stream", "B").load()
+    out = sorted((r["subject"], bytes(r["data"]).decode(), r["seq"]) for r in got.collect())
+    assert [(s, d) for s, d, _ in out] == sorted(rows)
+    assert sorted(seq for _, _, seq in out) == list(range(1, 51))
+
+
+def test_streaming_read_and_write_with_a_checkpoint(remote: Any, nats: ServerProcess, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    create_stream(nats.url, "SIN", ["sin.>"])
+    create_stream(nats.url, "SOUT", ["sout.>"], duplicate_window=600 * 10**9)
+    publish_acked(nats.url, [(f"sin.{i % 5}", f"m{i}".encode()) for i in range(300)])
+
+    def run() -> None:  # AvailableNow: three micro-batches, then the query stops
+        source = (
+            remote.readStream.format("jetstream")
+            .option("servers", nats.url)
+            .option("stream", "SIN")
+            .option("maxMessagesPerTrigger", "100")
+            .load()
+        )
+        out = source.select("stream", "seq", F.upper(F.col("data").cast("string")).alias("data"))
+        query = (
+            out.writeStream.format("jetstream")
+            .option("servers", nats.url)
+            .option("subject", "sout.copy")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(240)
+        assert not query.isActive and query.exception() is None
+
+    run()
+    msgs = read_stream(nats.url, "SOUT")
+    assert sorted(m.msg_id for m in msgs) == sorted(f"SIN:{s}:0" for s in range(1, 301))  # type: ignore[type-var]
+    assert sorted(m.data for m in msgs) == sorted(f"M{i}".encode() for i in range(300))
+
+
+def test_bad_option_reaches_the_client_as_the_connector_message(remote: Any, nats: ServerProcess) -> None:
+    with pytest.raises(Exception, match="option stream is required"):
+        remote.read.format("jetstream").option("servers", nats.url).load().collect()
