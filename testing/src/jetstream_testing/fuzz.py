@@ -229,6 +229,7 @@ class Fuzzer:
         self.replies: list[tuple[bytes | None, bytes]] = []
         self.broker.subscribe("_R.>", lambda s, r, h, p: self.replies.append((h, p)))
         self.report = Report()
+        self.last_input: tuple[str, bytes] = ("", b"")
         self._base()
 
     def _base(self) -> None:
@@ -243,6 +244,7 @@ class Fuzzer:
             self.broker.publish(f"s.{i % 4}", None, None, b"m%d" % i)
 
     def request(self, subject: str, body: bytes, headers: bytes | None = None) -> list[tuple[bytes | None, bytes]]:
+        self.last_input = (subject, (headers or b"") + body)
         self.replies = []
         self.broker.publish(subject, "_R.1", headers, body)
         return self.replies
@@ -334,7 +336,11 @@ def run(inputs: int, seed: int, *, store_dir: str | None = None,
                 report.failures.append(Failure("", b"", f"exception escaped: {exc!r}"))
             if len(errors.records) > before:
                 for record in errors.records[before:]:
-                    report.failures.append(Failure("", b"", f"logged error: {record.getMessage()}"))
+                    cause = f" ({record.exc_info[1]!r})" if record.exc_info else ""
+                    last = fuzzer.last_input
+                    report.failures.append(
+                        Failure(last[0], last[1], f"logged error: {record.getMessage()}{cause}")
+                    )
             if report.inputs % CLEANUP_EVERY == 0:
                 fuzzer.cleanup()
                 if not fuzzer.still_serving():
