@@ -274,6 +274,7 @@ class ServerConfig:
     # lame duck mode (SIGUSR2): clients are closed over `duration`, after `grace_period`
     lame_duck_duration_s: float = DEFAULT_LAME_DUCK_DURATION_S
     lame_duck_grace_period_s: float = DEFAULT_LAME_DUCK_GRACE_PERIOD_S
+    loop_lag_warning_s: float = 0.5  # a loop step longer than this logs a warning; 0: never
 
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
@@ -583,6 +584,7 @@ _TOP_KEYS = {
     "accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
     *_OPERATOR_KEYS, "resolver", "account_resolver", "accounts_resolver", "resolver_preload",
     "lame_duck_duration", "lame_duck_grace_period", "websocket", "ws",
+    "loop_lag_warning",
 }
 
 
@@ -657,6 +659,7 @@ _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "trace": ("trace", _as_bool),
     "lame_duck_duration": ("lame_duck_duration_s", _lame_duck_duration),
     "lame_duck_grace_period": ("lame_duck_grace_period_s", _lame_duck_grace_period),
+    "loop_lag_warning": ("loop_lag_warning_s", parse_duration),  # bundled server only
 }
 
 

@@ -199,3 +199,26 @@ def test_reset_restore_and_close() -> None:
     w.acks.close()
     w.clock.advance(2)
     assert w.dues == 1  # no timer after close
+
+
+def test_redelivery_timer_looks_only_at_what_fell_due() -> None:
+    """50k pending messages, 300 ticks with one message due each: the timer must not
+    walk every pending entry per tick (before: 300 x 50k entries, seconds of loop time)."""
+    import time
+
+    w = World(n=50_000)
+    w.deliver(50_000)
+    start = time.perf_counter()
+    for i in range(300):
+        seq = 1 + (i * 7919) % 50_000
+        w.acks.nak(seq, 1_000_000)  # due again in 1 ms
+        w.clock.advance(0.001)
+        assert list(w.acks.rdq) == [seq]
+        assert w.redeliver() == (seq, 2)
+    elapsed = time.perf_counter() - start
+    assert w.dues == 300
+    assert elapsed < 1.0, f"{elapsed:.2f} s for 300 ticks"
+    w.clock.advance(31)  # every ack wait ran out: all due, each tick's in stream order
+    rdq = list(w.acks.rdq)
+    assert sorted(rdq) == list(range(1, 50_001))
+    assert rdq[:3] == [2, 3, 4]  # seq 1 was redelivered at 1 ms: due 1 ms after the rest

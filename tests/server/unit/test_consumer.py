@@ -439,3 +439,64 @@ def test_num_pending_recounted_after_silent_removals() -> None:
     assert c.info()["num_pending"] == 4
     out = w.pull(c, b'{"batch": 10, "no_wait": true}')
     assert [s.ack.num_pending for s in out if s.status is None] == [3, 2, 1, 0]
+
+
+# -- pull request bounds (issue 12: the event loop's budget) -------------------------------
+@pytest.mark.parametrize(
+    ("body", "description"),
+    [
+        (b'{"batch": 1, "idle_heartbeat": 1000000}', "heartbeat value too large"),
+        (b'{"batch": 1, "idle_heartbeat": 600, "expires": 1000}', "heartbeat value too large"),
+        (
+            b'{"expires": 1000000000000000000000000000000}',
+            "json: cannot unmarshal number 1000000000000000000000000000000 into Go struct field "
+            ".expires of type time.Duration",
+        ),
+        (b'{"expires": 1e400}', "json: cannot unmarshal number 1e400 into Go struct field .expires of type time.Duration"),
+        (b'{"batch": 2.5}', "json: cannot unmarshal number 2.5 into Go struct field .batch of type int"),
+        (b'{"batch": "3"}', "json: cannot unmarshal string into Go struct field .batch of type int"),
+        (b'{"no_wait": 1}', "json: cannot unmarshal number into Go struct field .no_wait of type bool"),
+    ],
+)
+def test_bad_pull_requests_get_400_and_leave_no_timer(body: bytes, description: str) -> None:
+    w = World()
+    c = w.consumer()
+    timers = w.clock.pending_timers
+    out = w.pull(c, body)
+    assert statuses(out) == [400]
+    assert parse_headers(out[0].headers or b"").description == f"Bad Request - {description}"
+    assert c.delivery.num_waiting == 0 and w.clock.pending_timers == timers
+
+
+def test_heartbeat_stops_when_the_client_leaves() -> None:
+    w = World()
+    c = w.consumer()
+    timers = w.clock.pending_timers
+    w.pull(c, b'{"batch": 1, "expires": 3600000000000, "idle_heartbeat": 1000000}', reply="gone")
+    w.clock.advance(0.0015)
+    assert statuses(w.host.take()) == [100]
+    w.host.deaf.add("gone")
+    w.clock.advance(0.0015)
+    assert w.host.take() == [] and c.delivery.num_waiting == 0
+    assert w.clock.pending_timers == timers  # neither the heartbeat nor the expiry is left
+
+
+def test_non_numeric_pull_body_is_a_batch_of_one() -> None:
+    w = World()
+    w.publish("s.a")
+    w.publish("s.b")
+    c = w.consumer()
+    assert seqs(w.pull(c, b"many")) == [1]
+    assert seqs(w.pull(c, b"99999999999999999999999")) == [2]
+
+
+def test_full_queue_drops_requests_whose_client_left() -> None:
+    w = World()
+    c = w.consumer(max_waiting=2)
+    w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="gone1")
+    w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="gone2")
+    w.host.deaf.update({"gone1", "gone2"})
+    assert w.pull(c, b'{"batch": 1, "expires": 60000000000}', reply="live") == []
+    assert c.delivery.num_waiting == 1  # the two without interest made room
+    w.publish("s.a")
+    assert [s.target for s in w.host.take()] == ["live"]

@@ -78,6 +78,7 @@ def account_services(
     engine = JetStream(
         config.jetstream, clock, account=name, account_limits=limits, server_name=server_name
     )
+    engine.max_pending = config.max_pending  # direct-get batches stop there, as on nats-server
     return [engine], engine
 
 

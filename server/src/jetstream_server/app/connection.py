@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
+from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ServerConfig
 from jetstream_server.core.auth import Authenticator
@@ -111,6 +112,8 @@ class ClientConnection(asyncio.Protocol):
         self.loop = host.loop
         self.transport: asyncio.Transport | None = None
         self._batcher = host.batcher
+        # times each read: a slow one is logged with what it started with (the server's)
+        self._watchdog: LoopWatchdog | None = getattr(host, "watchdog", None)
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
         self.session = Session(
@@ -226,8 +229,13 @@ class ClientConnection(asyncio.Protocol):
         batcher = self._batcher
         batcher.reading = True
         try:
-            self.session.receive_data(data)
+            watchdog = self._watchdog
+            if watchdog is None:
+                self.session.receive_data(data)
+            else:
+                watchdog.step(lambda: self._describe_read(data), self.session.receive_data, data)
         finally:
+            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
             batcher.reading = False
             batcher.flush_dirty()
         if self._auth_timer is not None and not self.session.awaiting_connect:
@@ -239,6 +247,15 @@ class ClientConnection(asyncio.Protocol):
                 self._expiry_timer = self.loop.call_later(
                     max(0.0, identity.expires - time.time()), self.session.auth_expired
                 )
+
+    def _describe_read(self, data: bytes) -> str:
+        """Names a slow read for the watchdog's warning: the client and the ops it held."""
+        ops = getattr(self.session, "last_ops", None) or []
+        names = [
+            f"{type(op).__name__.upper()} {getattr(op, 'subject', '')}".rstrip() for op in ops[:3]
+        ]
+        more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
+        return f"client {self.cid} ({len(data)} bytes read: {', '.join(names) or 'no op'}{more})"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.core.clock import TimerHandle
 
 
@@ -27,9 +28,12 @@ class LoopClock:
     `call_later` must be called from the loop's thread.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop | None = None, watchdog: LoopWatchdog | None = None
+    ) -> None:
         self._loop = loop
         self._disk: ThreadPoolExecutor | None = None
+        self._watchdog = watchdog  # times every timer callback (a slow one is logged)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -41,6 +45,8 @@ class LoopClock:
         return time.time_ns()
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
+        if self._watchdog is not None:
+            callback = self._watchdog.timer(callback)
         return self.loop.call_later(max(0.0, delay_s), callback)
 
     def run_off_loop(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:

@@ -35,6 +35,7 @@ from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitoring import MonitorServer
 from jetstream_server.app.services import with_store_defaults
 from jetstream_server.app.tls import make_server_context
@@ -74,6 +75,7 @@ class NatsServer:
         self.auth: Authenticator = config.auth.authenticator()
         self.session_settings = config.session_settings()
         self.batcher = WriteBatcher()
+        self.watchdog = LoopWatchdog(warn_s=config.loop_lag_warning_s)
         self.server_id = new_server_id()
         self.server_name = config.server_name or self.server_id
         self.services: list[Service] = [] if services is None else services
@@ -119,7 +121,8 @@ class NatsServer:
         self._loop = asyncio.get_running_loop()
         self.batcher.loop = self._loop
         if isinstance(self.clock, LoopClock):
-            self.clock = LoopClock(self._loop)
+            self.clock = LoopClock(self._loop, watchdog=self.watchdog)
+        self.watchdog.start(self._loop)
         cfg = self.config
         log.info("Starting nats-server")
         log.info("  Version:  %s (bundled Python JetStream server)", SERVER_VERSION)
@@ -228,6 +231,7 @@ class NatsServer:
             self.clock.shutdown()  # disk jobs in flight finish before the process ends
         if self._monitor is not None:
             await self._monitor.stop()
+        self.watchdog.stop()
         log.info("Server Exiting..")
         self.finished.set()
 
@@ -361,6 +365,7 @@ class NatsServer:
             "in_bytes": totals[1],
             "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
+            "event_loop": self.watchdog.varz(),  # bundled server only: its loop's lag
             "subscriptions": sum(b.num_subscriptions for b in self.account_brokers.values())
             or self.broker.num_subscriptions,
             "http_host": self.http_host,

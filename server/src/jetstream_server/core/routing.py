@@ -91,7 +91,7 @@ class Subscription:
         self.subject = subject
         self.queue = queue
         self.sid = sid
-        self.sid_b = sid.encode()
+        self.sid_b = sid.encode("utf-8", "surrogateescape")  # the bytes the client sent
         self.client = client
         self.handler = handler
         self.max_msgs: int | None = None

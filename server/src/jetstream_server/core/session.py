@@ -261,6 +261,7 @@ class Session:
         self._now_ns: Callable[[], int] = clock.now_ns if clock is not None else time.time_ns
         self.nonce = ""
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
+        self.last_ops: list[P.Op] = []  # the ops of the latest read
         self.subs: dict[str, Subscription] = {}
         self._out: list[bytes] = []
         self._out_bytes = 0
@@ -338,7 +339,7 @@ class Session:
             self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
         try:
-            ops = self.parser.feed(data)
+            ops = self.last_ops = self.parser.feed(data)  # (named by the loop watchdog)
         except P.ProtocolError as exc:
             # apply what parsed before the error, as nats-server does
             for op in exc.ops:

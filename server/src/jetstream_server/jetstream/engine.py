@@ -48,6 +48,7 @@ from typing import Any
 
 from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.router import MessageHandler, Router
 from jetstream_server.jetstream import counters, persistence
 from jetstream_server.jetstream.account_limits import (
@@ -69,10 +70,10 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
-from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.versioning import API_LEVEL
 from jetstream_server.store.base import StoreError, StreamStore
 
+DEFAULT_MAX_PENDING = 64 * 1024 * 1024  # nats-server's MAX_PENDING_SIZE
 logger = logging.getLogger(__name__)
 
 DEFAULT_SYNC_INTERVAL_S = 120.0
@@ -100,6 +101,15 @@ def open_stream_store(
         sync_interval_s=sync_interval_s * 2,
     )
 
+
+
+def _is_utf8(text: str) -> bool:
+    """False when `text` holds bytes that were not UTF-8 (decoded with surrogateescape)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 class JetStream:
     """The JetStream engine (see module docstring)."""
@@ -130,6 +140,7 @@ class JetStream:
         self.max_memory: int = int(_setting(settings, "max_memory_store", -1)) or -1
         self.max_storage: int = int(_setting(settings, "max_file_store", -1)) or -1
         self.limits = ServerLimits.of(getattr(settings, "limits", None))
+        self.max_pending = DEFAULT_MAX_PENDING  # the app sets the server's value
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
@@ -266,16 +277,26 @@ class JetStream:
         as in nats-server) and when the server runs without a store directory."""
         if self.store_dir is None or storage == "memory":
             return None
+        if "\x00" in name:
+            # no directory can carry the name: nats-server's answer, without its path
+            logger.warning("stream %r: name holds a NUL byte", name)
+            raise ApiError(Err.STREAM_CREATE, err="error creating store for stream")
         return persistence.stream_dir(self.store_dir, name, self.account)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
+        # every other stream's subjects in one trie: linear, not streams x subjects^2
+        others = FilterSet()
         for other in self.streams.values():
-            if other.name == ignore:
-                continue
-            for mine in config.subjects:
+            if other.name != ignore:
                 for theirs in other.config.subjects:
-                    if subjects_overlap(mine, theirs):
-                        raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+                    others.add(theirs)
+        try:
+            if any(others.collides(mine) for mine in config.subjects):
+                raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+        except BudgetExceeded:
+            raise ApiError(
+                Err.STREAM_INVALID_CONFIG, err="too many subjects to check for overlaps"
+            ) from None
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""
@@ -461,6 +482,11 @@ class JetStream:
         then ack, republish and tell listeners (after the group commit with
         `sync_always`)."""
         try:
+            if not subject.isascii() and not _is_utf8(subject):
+                # bytes that are not UTF-8 (kept as surrogates) cannot be stored or
+                # shown in API replies; refused with one log line, not a traceback
+                logger.info("stream %s: publish subject %r is not UTF-8: refused", stream.name, subject)
+                raise ApiError(Err.STREAM_STORE_FAILED, err="subject is not valid UTF-8")
             ack = stream.accept(subject, headers, payload, sourced)
         except ApiError as exc:
             ack = PubAck(0, error=exc)

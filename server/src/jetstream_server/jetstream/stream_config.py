@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jetstream_server.core.filter_set import BudgetExceeded, first_collision
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing_config import (
     RepublishConfig,
@@ -410,18 +411,21 @@ class StreamConfig:
             check_mirror(self.mirror, has_subjects=bool(self.subjects), has_sources=bool(self.sources),
                          first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl)
         check_sources(self.sources)
-        seen: list[str] = []
-        for subject in self.subjects:
+        try:
+            # one pass over a trie, not every pair (3000 subjects: 4.5 million pairs)
+            overlap = first_collision(self.subjects)
+        except BudgetExceeded:
+            raise invalid("too many subjects to check for overlaps") from None
+        for i, subject in enumerate(self.subjects):
+            # in nats-server's order: each subject's own checks, then its overlap with later ones
             if not is_valid_subject(subject):
                 raise invalid("invalid subject")
             if subject == ">" and not self.no_ack:
                 raise invalid("capturing all subjects requires no-ack to be true")
             if not self.no_ack and subjects_overlap(subject, "$JS.API.>"):
                 raise invalid("subjects that overlap with jetstream api require no-ack to be true")
-            for other in seen:
-                if subjects_overlap(subject, other):
-                    raise invalid(f'subject "{other}" overlaps with "{subject}"')
-            seen.append(subject)
+            if overlap is not None and overlap[0] == i:
+                raise invalid(f'subject "{subject}" overlaps with "{self.subjects[overlap[1]]}"')
         if self.subject_transform is not None:
             check_subject_transform(self.subject_transform)
         if self.republish is not None:

@@ -48,6 +48,7 @@ from typing import Any
 
 from jetstream_server.store.base import StoreError, StoreState, SubjectInfo
 from jetstream_server.store.filters import is_literal, normalize, subject_matches
+from jetstream_server.store.subject_trie import SubjectTrie
 
 DELETED = 0xFFFFFFFF
 MAX_SUBJECT_IDS = (1 << 24) - 1
@@ -91,6 +92,7 @@ class MessageIndex:
         self.free: list[int] = []
         # wildcard filter tuple -> live subject ids matching it, kept up to date
         self._fcache: dict[tuple[str, ...], set[int]] = {}
+        self._trie: SubjectTrie | None = None  # built by the first wildcard look-up
 
     # -- subjects --------------------------------------------------------------
     def _intern(self, subject: str) -> int:
@@ -111,6 +113,8 @@ class MessageIndex:
             self.s_first.append(0)
             self.s_last.append(0)
         self.sid_of[subject] = sid
+        if self._trie is not None:
+            self._trie.add(subject, sid)
         for key, members in self._fcache.items():
             if any(subject_matches(f, subject) for f in key):
                 members.add(sid)
@@ -122,6 +126,8 @@ class MessageIndex:
             self._release(sid)
 
     def _release(self, sid: int) -> None:
+        if self._trie is not None:
+            self._trie.remove(self.names[sid])
         del self.sid_of[self.names[sid]]
         self.names[sid] = ""
         self.free.append(sid)
@@ -144,11 +150,13 @@ class MessageIndex:
         if members is None:
             if len(self._fcache) >= _FILTER_CACHE_MAX:
                 self._fcache.clear()
-            members = {
-                sid
-                for sid, name in enumerate(self.names)
-                if name and any(subject_matches(f, name) for f in norm)
-            }
+            trie = self._trie
+            if trie is None:
+                trie = self._trie = SubjectTrie()
+                for name, sid in self.sid_of.items():
+                    trie.add(name, sid)
+            # a walk of the branches the filters can match, not of every subject
+            members = set().union(*(trie.match(f) for f in norm))
             self._fcache[norm] = members
         if len(members) == len(self.sid_of):
             return None  # the filter covers every subject there is (a KV watch)

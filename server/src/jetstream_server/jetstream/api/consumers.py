@@ -31,6 +31,7 @@ import string
 from dataclasses import replace
 from typing import Any
 
+from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
@@ -51,7 +52,6 @@ from jetstream_server.jetstream.stream_config import (
     metadata_size,
     stream_consumer_limits,
 )
-from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
 from jetstream_server.jetstream.versioning import with_dynamic
 
@@ -81,14 +81,22 @@ def lookup_consumer(host: ApiHost, stream_name: str, name: str) -> Consumer:
 
 def _check_workqueue(stream: Stream, name: str, config: ConsumerConfig) -> None:
     mine = config.filters
+    theirs_all = FilterSet()  # every other consumer's filters: one trie, not pairs
     for other in _consumers(stream).values():
         if other.name == name:
             continue
         theirs = other.config.filters
         if not mine and not theirs:
             raise ApiError(Err.CONSUMER_WQ_MULTIPLE_UNFILTERED)
-        if not mine or not theirs or any(subjects_overlap(a, b) for a in mine for b in theirs):
+        if not mine or not theirs:
             raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_UNIQUE)
+        for subject in theirs:
+            theirs_all.add(subject)
+    try:
+        if any(theirs_all.collides(subject) for subject in mine):
+            raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_UNIQUE)
+    except BudgetExceeded:
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err="too many filter subjects to check") from None
 
 
 def _persistent(stream: Stream, config: ConsumerConfig) -> bool:
@@ -116,6 +124,10 @@ def create_consumer(
         return existing
     if action == "update":
         raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
+    if "\x00" in name and stream.directory is not None:
+        # no directory can carry the name: nats-server's answer, without its path
+        logger.warning("consumer %r on stream %s: name holds a NUL byte", name, stream.name)
+        raise ApiError(Err.CONSUMER_CREATE, err="error creating store for consumer")
     cap = host.account_limits.consumer_cap(stream.config.max_consumers)
     if cap > 0 and name not in stream.consumers and len(stream.consumers) >= cap:
         raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)

@@ -14,7 +14,9 @@ message and end with the status `204 EOB` carrying the same two headers (and
 once the messages sent reach `max_bytes` (subject + headers + payload);
 `up_to_seq`/`up_to_time` bound `multi_last` only, as in nats-server. Statuses as nats-server sends them:
 `404 Message Not Found` (`404 No Results` for an empty `multi_last`),
-`408 Empty Request`, `408 Bad Request`. A stream
+`408 Empty Request`, `408 Bad Request`, `408 Malformed Request` (a body that does not decode),
+`413 Too Many Results` (`multi_last` matching over 1024 subjects). Without
+`max_bytes`, a batch stops at the server's `max_pending` bytes. A stream
 without `allow_direct` (or no stream) has no direct-get responder: the
 requester gets `503`, which nats-py reports as no responders, unless a
 mirror of that name with `mirror_direct` answers in its place.
@@ -32,7 +34,7 @@ from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.store.base import StoredMessage
 
-MULTI_LAST_LIMIT = 1024
+MULTI_LAST_LIMIT = 1024  # nats-server's maxAllowedResponses: above it, 413 Too Many Results
 
 
 def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -> bytes:
@@ -109,8 +111,8 @@ def direct_get(host: ApiHost, req: ApiRequest) -> None:
         if not isinstance(body, dict):
             raise ValueError("not an object")
         params = _Params(body)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        _status(host, reply, 408, "Bad Request")
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError):
+        _status(host, reply, 408, "Malformed Request")  # what nats-server says when it cannot decode
         return None
     if params.empty():
         _status(host, reply, 408, "Empty Request")
@@ -220,11 +222,12 @@ def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     # nats-server applies up_to_seq/up_to_time to multi_last only
     end = store.state().last_seq
     total = _count(store, start, end, filters)
+    max_bytes = p.max_bytes or host.max_pending  # nats-server: the server's max_pending
     sent = 0
     last_seq = 0
     size = 0
     for msg in store.iter_range(start, end, filters):
-        if sent >= p.batch or (p.max_bytes and size >= p.max_bytes):
+        if sent >= p.batch or size >= max_bytes:
             break
         size += _wire_size(msg)
         sent += 1
@@ -260,26 +263,28 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
         up_to = min(up_to, p.up_to_seq)
     if p.up_to_time_ns:
         up_to = min(up_to, store.seq_for_time(p.up_to_time_ns + 1) - 1)
-    found: dict[str, StoredMessage] = {}
+    # Resolve sequences first, capped filter by filter as nats-server does: no
+    # message is loaded for a request that ends in 413.
+    seqs: dict[int, None] = {}
     for filt in p.multi_last:
         for subject, info in store.subjects(filt).items():
-            if subject in found:
-                continue
             if info.last_seq <= up_to:
-                msg = store.load(info.last_seq)
+                seqs[info.last_seq] = None
             elif info.first_seq <= up_to:
-                msg = store.load_prev(up_to, [subject])
-            else:
-                msg = None
-            if msg is not None:
-                found[subject] = msg
-    msgs = sorted(found.values(), key=lambda m: m.seq)
+                prev = store.load_prev(up_to, [subject])
+                if prev is not None:
+                    seqs[prev.seq] = None
+        if len(seqs) > MULTI_LAST_LIMIT:
+            _status(host, reply, 413, "Too Many Results")
+            return
+    msgs = [msg for seq in sorted(seqs) if (msg := store.load(seq)) is not None]
     limit = p.batch if p.batch > 0 else MULTI_LAST_LIMIT
+    max_bytes = p.max_bytes or host.max_pending  # nats-server: the server's max_pending
     sent = 0
     last_seq = 0
     size = 0
     for msg in msgs:
-        if sent >= limit or (p.max_bytes and size >= p.max_bytes):
+        if sent >= limit or size >= max_bytes:
             break
         size += _wire_size(msg)
         sent += 1

@@ -69,9 +69,9 @@ def dispatch(
         failed = False
     except ApiError as exc:
         body = {"error": exc.to_json(), **route.error_fields}
-    except Exception as exc:  # answered as a 500 with the reason; the server keeps serving
+    except Exception as exc:  # a server bug: logged in full, answered without paths or trace
         logger.exception("JetStream API %s failed", subject)
-        error = ApiError(Err.STREAM_GENERAL_ERROR, err=f"internal error: {exc}")
+        error = ApiError(Err.STREAM_GENERAL_ERROR, err=f"internal error: {type(exc).__name__}")
         body = {"error": error.to_json(), **route.error_fields}
     if route.counted:
         host.api_total += 1

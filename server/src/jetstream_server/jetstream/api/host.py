@@ -32,6 +32,7 @@ class ApiHost(Protocol):
     limits: ServerLimits  # jetstream { limits { ... } }
     account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
     sync_always: bool  # fsync every write (stream stores and consumer state)
+    max_pending: int  # the server's max_pending: a direct-get batch sends no more bytes
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""

@@ -11,6 +11,7 @@ the same error, naming the field.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +36,32 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
     try:
         body = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(Err.INVALID_JSON, err=str(exc)) from exc
+        raise ApiError(Err.INVALID_JSON, err=str(exc)) from None
+    except RecursionError:  # deeper than the decoder's stack (nats-server: 10000 levels)
+        raise ApiError(Err.INVALID_JSON, err="exceeded max depth") from None
     if body is None:
         return {}
     if not isinstance(body, dict):
         raise ApiError(Err.INVALID_JSON, err=f"expected a JSON object, got {type(body).__name__}")
+    if _LONE_SURROGATE_ESCAPE.search(payload):
+        body = _replace_lone_surrogates(body)
     return body
+
+
+# `\ud800` alone is valid JSON but no UTF-8 can carry it: Go's decoder (nats-server)
+# reads it as U+FFFD, so does this one (before: "internal error" wherever it was encoded)
+_LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def int_field(body: dict[str, Any], key: str, default: int = 0) -> int:

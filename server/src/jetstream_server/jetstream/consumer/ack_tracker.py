@@ -31,10 +31,17 @@ consumer last wrote its state: `touched` holds every stream sequence whose
 deliver, ack, term, progress, max_deliver drops); `rewrite_all` is set by the
 bulk changes (purge, reset, dropped entries forgotten), which the consumer
 writes as a whole state. The consumer clears both once written.
+
+Deadlines sit in a heap of `(due_ns, seq)`, so the redelivery timer looks
+only at what fell due (not at every pending message, 50k of them a tick):
+an entry is pushed whenever a deadline is set and is stale once the message
+left `pending` or got another deadline (skipped when popped; the heap is
+rebuilt from `pending` when stale entries outnumber live ones).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -86,6 +93,7 @@ class AckTracker:
         self.last_active_ns = 0  # the last ack, nak, progress or term (inactive_threshold)
         self._timer: TimerHandle | None = None
         self._timer_due = 0
+        self._deadlines: list[tuple[int, int]] = []  # heap of (due_ns, seq); see docstring
         self._closed = False
         self.configure(config)
 
@@ -131,8 +139,9 @@ class AckTracker:
             if entry is not None:
                 entry.due_ns = max(entry.timestamp_ns + self.ack_wait_ns(count), now)
         self.dropped = set(dropped)
+        self._rebuild_deadlines()
         if self.pending:
-            self._arm_timer(min(p.due_ns for p in self.pending.values()))
+            self._arm_timer(self._deadlines[0][0])
 
     def reset(self, asflr: int) -> None:
         """CONSUMER.RESET: nothing pending or due, the floor just below the new start."""
@@ -142,6 +151,7 @@ class AckTracker:
         self._rdq_set.clear()
         self.dropped.clear()
         self.rewrite_all = True
+        self._deadlines.clear()
         self._cancel_timer()
         self.adflr = 0
         self.asflr = asflr
@@ -171,6 +181,7 @@ class AckTracker:
             # nats-server keeps the first delivery's consumer sequence (ack floors use it)
             entry.timestamp_ns = now
             entry.due_ns = due
+        self._push_deadline(due, seq)
         if self._timer is None or self._timer_due > due:
             self._arm_timer(due)
 
@@ -260,6 +271,7 @@ class AckTracker:
             delay_ns = self.ack_wait_ns(self.rdc.get(seq, 1))
         if delay_ns > 0:
             entry.due_ns = now + delay_ns
+            self._push_deadline(entry.due_ns, seq)
             self._arm_timer(entry.due_ns)
             return False
         self._queue(seq)
@@ -275,6 +287,7 @@ class AckTracker:
         entry.timestamp_ns = now
         self.touched.add(seq)
         entry.due_ns = now + self.ack_wait_ns(self.rdc.get(seq, 1))
+        self._push_deadline(entry.due_ns, seq)
         self._arm_timer(entry.due_ns)
 
     def _ack_up_to(self, seq: int, dseq: int = 0) -> bool:
@@ -372,22 +385,40 @@ class AckTracker:
             self._timer.cancel()
             self._timer = None
 
+    def _push_deadline(self, due_ns: int, seq: int) -> None:
+        deadlines = self._deadlines
+        heapq.heappush(deadlines, (due_ns, seq))
+        if len(deadlines) > 2 * len(self.pending) + 1024:
+            self._rebuild_deadlines()  # mostly acknowledged messages: amortised O(1)
+
+    def _rebuild_deadlines(self) -> None:
+        self._deadlines = [(entry.due_ns, seq) for seq, entry in self.pending.items()]
+        heapq.heapify(self._deadlines)
+
     def _check_pending(self) -> None:
+        """The timer: queue what fell due (in stream order, as nats-server), re-arm
+        for the next deadline. Costs what is due plus stale entries, not `pending`."""
         self._timer = None
         if self._closed:
             return
         now = self.clock.now_ns()
-        next_due = 0
-        expired = False
-        for seq, entry in self.pending.items():
-            if seq in self._rdq_set:
-                continue
-            if entry.due_ns <= now:
-                self._queue(seq)
-                expired = True
-            elif next_due == 0 or entry.due_ns < next_due:
-                next_due = entry.due_ns
-        if next_due:
-            self._arm_timer(next_due)
+        deadlines = self._deadlines
+        pending = self.pending
+        expired: list[int] = []
+        while deadlines and deadlines[0][0] <= now:
+            due, seq = heapq.heappop(deadlines)
+            entry = pending.get(seq)
+            if entry is None or entry.due_ns != due or seq in self._rdq_set:
+                continue  # stale: acknowledged, re-armed, or already queued
+            expired.append(seq)
+        for seq in sorted(expired):
+            self._queue(seq)
+        while deadlines:
+            due, seq = deadlines[0]
+            entry = pending.get(seq)
+            if entry is not None and entry.due_ns == due:
+                self._arm_timer(due)
+                break
+            heapq.heappop(deadlines)
         if expired:
             self._on_due()

@@ -83,7 +83,7 @@ def _parse_delay(rest: bytes) -> int:
         return 0
     try:
         body = json.loads(rest)
-    except ValueError:
+    except (ValueError, RecursionError):
         logger.debug("-NAK with a body that is not JSON: %r", rest[:64])
         return 0
     if isinstance(body, dict):

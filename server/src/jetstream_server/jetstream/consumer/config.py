@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
+from jetstream_server.core.filter_set import BudgetExceeded, first_nested
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
-from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
+from jetstream_server.jetstream.subject_match import is_valid_subject
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_KEY, without_dynamic
 
@@ -84,17 +85,30 @@ def _invalid(err: str) -> ApiError:
     return ApiError(Err.INVALID_JSON, err=err)
 
 
+# Go types of the integer fields of nats-server's ConsumerConfig (their ranges)
+_DURATIONS = frozenset({"ack_wait", "idle_heartbeat", "max_expires", "inactive_threshold"})
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
 def _want_int(raw: dict[str, Any], key: str, *, unsigned: bool = False) -> int:
     value = raw.get(key)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
             value = int(value)
         else:
             raise _invalid(f"json: cannot unmarshal {type(value).__name__} into field {key}")
     if unsigned and value < 0:
         raise _invalid(f"json: cannot unmarshal number {value} into field {key} of type uint64")
+    low, high = (0, _UINT64_MAX) if unsigned else (_INT64_MIN, _INT64_MAX)
+    if not low <= value <= high:
+        # out of range for Go: nats-server's decoder error, naming the field
+        go_type = "uint64" if unsigned else "time.Duration" if key in _DURATIONS else "int"
+        raise _invalid(
+            f"json: cannot unmarshal number {value} into Go struct field "
+            f"CreateConsumerRequest.config.{key} of type {go_type}"
+        )
     return int(value)
 
 
@@ -224,7 +238,8 @@ class ConsumerConfig:
             raise _invalid("json: cannot unmarshal config, expected an object")
         backoff = raw.get("backoff") or []
         if not isinstance(backoff, list) or not all(
-            isinstance(b, int) and not isinstance(b, bool) for b in backoff
+            isinstance(b, int) and not isinstance(b, bool) and _INT64_MIN <= b <= _INT64_MAX
+            for b in backoff
         ):
             raise _invalid("json: cannot unmarshal backoff, expected a list of durations")
         filter_subjects = raw.get("filter_subjects") or []
@@ -471,10 +486,14 @@ class ConsumerConfig:
                 raise ApiError(Err.STREAM_INVALID_CONFIG, err="invalid subject")
         if any(not f for f in self.filter_subjects):
             raise ApiError(Err.CONSUMER_EMPTY_FILTER)
-        for i, a in enumerate(self.filter_subjects):
-            for b in self.filter_subjects[i + 1 :]:
-                if subjects_overlap(a, b):
-                    raise ApiError(Err.CONSUMER_OVERLAPPING_SUBJECT_FILTERS)
+        try:
+            # nats-server refuses a filter that is a subset of another (not every
+            # collision); a trie answers that per filter, not per pair
+            nested = first_nested(self.filter_subjects)
+        except BudgetExceeded:
+            raise ApiError(Err.STREAM_INVALID_CONFIG, err="too many filter subjects to check") from None
+        if nested is not None:
+            raise ApiError(Err.CONSUMER_OVERLAPPING_SUBJECT_FILTERS)
         if self.is_pull:
             if self.max_waiting < 0:
                 raise ApiError(Err.CONSUMER_MAX_WAITING_NEGATIVE)

@@ -18,8 +18,12 @@ it checks a request against the consumer's limits (`max_batch`,
 `max_expires`, `max_bytes`: 409 each), queues it with its expiry and
 heartbeat timers, and `run` hands messages to the oldest request first. A
 request whose client went away (no interest in its reply subject) is
-dropped; a `no_wait` request ends with 404 once the consumer has nothing more
-for it (held back by `max_ack_pending` it waits, as on nats-server).
+dropped: when its turn to receive comes, at its next heartbeat, or when the
+queue is full (scanned at most once a second); a `no_wait` request ends with
+404 once the consumer has nothing more for it (held back by
+`max_ack_pending` it waits, as on nats-server). An `idle_heartbeat` needs an
+`expires` at least twice as long, so every heartbeat timer ends; a negative
+`expires` times out at once (408).
 
 Invariants: a request in the queue has `remaining > 0`; its timers are
 cancelled when it leaves the queue (`WaitingRequest.close`).
@@ -113,17 +117,62 @@ def _prio_int(body: dict[str, object], key: str, go_type: str) -> int:
     return value
 
 
+class _JsonNumber(str):
+    """A JSON number literal that is not an integer, kept as the client wrote it
+    (Go's decoder quotes the literal when it refuses it)."""
+
+
+# Go types of the request fields (`JSApiConsumerGetNextRequest`), with their ranges
+_INT64: Final = (-(1 << 63), (1 << 63) - 1)
+_FIELD_TYPES: Final = {
+    "batch": "int",
+    "max_bytes": "int",
+    "expires": "time.Duration",
+    "idle_heartbeat": "time.Duration",
+}
+
+
+def _go_field_error(key: str, value: object, go_type: str) -> PullRequestError:
+    number = isinstance(value, (int, _JsonNumber)) and not isinstance(value, bool)
+    if number:
+        # Go names the literal only when it fails to fit a numeric field
+        what = f"number {value}" if go_type != "bool" else "number"
+    else:
+        what = {str: "string", bool: "bool", list: "array", dict: "object"}.get(type(value), "value")
+    return PullRequestError(
+        None, f"json: cannot unmarshal {what} into Go struct field .{key} of type {go_type}"
+    )
+
+
 def _int_field(body: dict[str, object], key: str) -> int:
+    """An integer field as nats-server's Go decoder reads it: int64 range, no fractions."""
     value = body.get(key, 0)
     if value is None:
         return 0
+    go_type = _FIELD_TYPES[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PullRequestError(None, f"pull request field {key!r} must be an integer, got {value!r}")
+        raise _go_field_error(key, value, go_type)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise _go_field_error(key, value, go_type)
     return value
 
 
+def _decode(text: bytes) -> object:
+    try:
+        return json.loads(text, parse_float=_JsonNumber, parse_constant=_JsonNumber)
+    except RecursionError:
+        raise PullRequestError(None, "exceeded max depth") from None
+    except ValueError as exc:
+        raise PullRequestError(None, f"pull request is not JSON: {exc}") from None
+
+
 def parse_pull_request(payload: bytes) -> PullRequest:
-    """Parse a `CONSUMER.MSG.NEXT` body (also the text after `+NXT `)."""
+    """Parse a `CONSUMER.MSG.NEXT` body (also the text after `+NXT `).
+
+    Refused as nats-server refuses them (`400 Bad Request - <reason>`): fields
+    of the wrong type or out of int64 range, and an `idle_heartbeat` without an
+    `expires` at least twice as long (a heartbeat timer must end with its
+    request)."""
     text = payload.strip()
     if not text:
         return PullRequest()
@@ -131,23 +180,30 @@ def parse_pull_request(payload: bytes) -> PullRequest:
         try:
             batch = int(text)
         except ValueError:
-            raise PullRequestError(None, f"bad pull request body {text[:64]!r}") from None
-        return PullRequest(batch=max(batch, 1))
-    try:
-        body = json.loads(text)
-    except ValueError as exc:
-        raise PullRequestError(None, f"pull request is not JSON: {exc}") from None
+            return PullRequest()  # nats-server: anything else is a batch of 1
+        return PullRequest(batch=max(batch, 1)) if _INT64[0] <= batch <= _INT64[1] else PullRequest()
+    body = _decode(text)
     if not isinstance(body, dict):
         raise PullRequestError(None, "pull request must be a JSON object")
     no_wait = body.get("no_wait", False)
+    if no_wait is None:
+        no_wait = False
     if not isinstance(no_wait, bool):
-        raise PullRequestError(None, "pull request field 'no_wait' must be a boolean")
-    request = PullRequest(
-        batch=max(_int_field(body, "batch"), 1),
-        expires_ns=max(_int_field(body, "expires"), 0),
-        max_bytes=max(_int_field(body, "max_bytes"), 0),
+        raise _go_field_error("no_wait", no_wait, "bool")
+    batch, expires, max_bytes, heartbeat = (
+        _int_field(body, key) for key in ("batch", "expires", "max_bytes", "idle_heartbeat")
+    )
+    if heartbeat > 0 and heartbeat * 2 > expires:
+        raise PullRequestError(
+            status_headers(400, "Bad Request - heartbeat value too large"),
+            "idle_heartbeat * 2 must not exceed expires",
+        )
+    return PullRequest(
+        batch=max(batch, 1),
+        expires_ns=expires,  # negative: expired on arrival (408), as nats-server
+        max_bytes=max(max_bytes, 0),
         no_wait=no_wait,
-        idle_heartbeat_ns=max(_int_field(body, "idle_heartbeat"), 0),
+        idle_heartbeat_ns=max(heartbeat, 0),
         prio=PriorityRequest(
             group=_prio_str(body, "group"),
             min_pending=_prio_int(body, "min_pending", "int64"),
@@ -156,14 +212,6 @@ def parse_pull_request(payload: bytes) -> PullRequest:
             priority=_prio_int(body, "priority", "int"),
         ),
     )
-    if request.idle_heartbeat_ns and request.expires_ns and (
-        request.idle_heartbeat_ns * 2 > request.expires_ns
-    ):
-        raise PullRequestError(
-            status_headers(400, "Bad Request - heartbeat value too large"),
-            "idle_heartbeat * 2 must not exceed expires",
-        )
-    return request
 
 
 @dataclass(slots=True, eq=False)
@@ -264,6 +312,7 @@ class PullDelivery:
         self.clock = host.clock
         self.waiting = WaitingQueue(config.max_waiting)
         self.pin: PinState | None = None
+        self._last_interest_scan_ns = 0
         self.reconfigure(config)
 
     def reconfigure(self, config: ConsumerConfig) -> None:
@@ -344,7 +393,13 @@ class PullDelivery:
         source.touch()
         source.recount()
         if self.waiting.full:
+            self._drop_uninterested()
+        if self.waiting.full:
             publish(reply, None, EXCEEDED_MAX_WAITING, b"")
+            return
+        if request.expires_ns < 0:
+            # nats-server: an expiry in the past times out at once, never waits
+            publish(reply, None, request_timeout(request.batch, request.max_bytes), b"")
             return
         if (
             self.policy in ("overflow", "pinned_client") and request.no_wait
@@ -387,6 +442,18 @@ class PullDelivery:
         assert found is None or isinstance(found, WaitingRequest)
         return found
 
+    def _drop_uninterested(self) -> None:
+        """A full queue first loses the requests whose client left (nats-server: at
+        most once a second, so a flood of requests does not rescan the queue)."""
+        now = self.clock.now_ns()
+        if now - self._last_interest_scan_ns < NS:
+            return
+        self._last_interest_scan_ns = now
+        has_interest = self.host.has_interest
+        for waiting in self.waiting:
+            if not has_interest(waiting.reply):
+                self.waiting.remove(waiting)
+
     def _expire(self, waiting: WaitingRequest) -> None:
         waiting.expire_timer = None
         self.waiting.remove(waiting)
@@ -398,6 +465,10 @@ class PullDelivery:
     def _heartbeat(self, waiting: WaitingRequest) -> None:
         waiting.heartbeat_timer = None
         if self.source.closed or waiting.remaining <= 0:
+            return
+        if not self.host.has_interest(waiting.reply):
+            # the client left: drop the request (and its timers), as nats-server does
+            self.waiting.remove(waiting)
             return
         interval = waiting.request.idle_heartbeat_ns
         now = self.clock.now_ns()
