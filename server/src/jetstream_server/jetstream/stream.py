@@ -48,7 +48,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.seams import StreamListener
 from jetstream_server.jetstream.stream_config import StreamConfig
-from jetstream_server.store.base import StoredMessage, StreamStore, message_size
+from jetstream_server.store.base import StoredMessage, StreamStore
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class Stream:
                 return planned
             plan = planned
         if self._account_check is not None or self._discard_new:
-            size = message_size(subject, headers, payload)
+            size = self.store.msg_size(subject, headers, payload)
             if self._account_check is not None:
                 try:
                     self._account_check(self, size)
