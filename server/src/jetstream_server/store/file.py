@@ -63,7 +63,6 @@ import fcntl
 import logging
 import os
 import shutil
-import struct
 import time
 from array import array
 from collections.abc import Sequence
@@ -93,7 +92,6 @@ MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
 NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
 _HEAD = codec.RECORD_HEAD_SIZE
-_U32 = struct.Struct("<I")
 
 
 class FileStore(IndexedStore):
@@ -653,20 +651,19 @@ class FileStore(IndexedStore):
         offset = self._offsets[pos]
         size = index.sizes[pos]
         # the record is size + 1 bytes (with headers) or size + 5 (without):
-        # read the shorter, and the rest if its length field says so
-        rec_len = size + codec.RECLEN_HDR
+        # read the shorter, and the longer only if the buffer did not hold it
+        longest = size + codec.RECLEN_PLAIN
         blk = self._blocks[-1] if seq >= self._firsts[-1] else self._block_for(seq)
-        raw, rel = self._read_in(blk, offset, rec_len)
-        if len(raw) - rel >= 4 and _U32.unpack_from(raw, rel)[0] == size + codec.RECLEN_PLAIN:
-            rec_len = size + codec.RECLEN_PLAIN
-            if len(raw) - rel < rec_len:
-                raw, rel = self._read_in(blk, offset, rec_len)
-        scan = codec.scan_record(raw, rel, min(len(raw), rel + rec_len))
+        raw, rel = self._read_in(blk, offset, size + codec.RECLEN_HDR)
+        scan = codec.scan_record(raw, rel, min(len(raw), rel + longest))
+        if isinstance(scan, str) and len(raw) - rel < longest:
+            raw, rel = self._read_in(blk, offset, longest)
+            scan = codec.scan_record(raw, rel, min(len(raw), rel + longest))
         if (
             isinstance(scan, str)
             or scan[0] != codec.KIND_MSG
             or scan[1] != seq
-            or codec.record_msg_size(scan[6], scan[4]) != size
+            or scan[6] != (size + codec.RECLEN_HDR if scan[4] else longest)
         ):
             why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
             raise StoreError(
