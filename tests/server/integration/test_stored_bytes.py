@@ -40,6 +40,7 @@ async def _api(nc: NATS, subject: str, body: dict[str, Any] | None = None) -> di
     payload = json.dumps(body).encode() if body is not None else b""
     reply = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
     answer: dict[str, Any] = json.loads(reply.data)
+    assert "error" not in answer, (subject, answer)
     return answer
 
 
@@ -116,7 +117,10 @@ async def test_stored_bytes_match_nats_server(tmp_path: Path, seed: int) -> None
     for kind in ("nats-server", "bundled"):
         server = start_server(kind, tmp_path / kind)
         try:
-            traces[kind] = await _scenario(server, seed)
+            try:
+                traces[kind] = await _scenario(server, seed)
+            except Exception as exc:
+                raise AssertionError(f"{kind}: {exc!r}\n" + "\n".join(server.log[-20:])) from exc
         finally:
             server.stop()
     real, ours = traces["nats-server"], traces["bundled"]
