@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jetstream_server.store import codec
-from jetstream_server.store.base import message_size
 
 
 def test_msg_record_layout_byte_by_byte() -> None:
@@ -25,8 +24,11 @@ def test_msg_record_layout_byte_by_byte() -> None:
     assert rec[34:46] == b"NATS/1.0\r\n\r\n"
     assert rec[46:49] == b"xyz"
     assert struct.unpack_from("<I", rec, 49)[0] == zlib.crc32(rec[:49])
-    # the index derives the accounted size from the record length alone
-    assert len(rec) - codec.SIZE_TO_RECLEN == message_size("a.b", b"NATS/1.0\r\n\r\n", b"xyz")
+    # the index derives the accounted size (nats-server's fileStoreMsgSize:
+    # 22 + S + 4 + H + D + 8 with headers, 22 + S + D + 8 without) from the record
+    assert codec.record_msg_size(len(rec), 12) == 22 + 3 + 4 + 12 + 3 + 8
+    plain = codec.encode_msg(7, -5, b"a.b", None, b"xyz")
+    assert codec.record_msg_size(len(plain), 0) == 22 + 3 + 3 + 8
 
 
 def test_round_trips() -> None:

@@ -729,10 +729,10 @@ def test_torn_erase_mid_block_keeps_every_later_record(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     populate(store, 100)
     offset = store._offsets[store._index.pos_of(60)]
-    rec_len = store._index.sizes[store._index.pos_of(60)] + 19
     assert store.remove(60, erase=False)
     crash(store)
     last = blocks(tmp_path)[-1]
+    rec_len = int.from_bytes(last.read_bytes()[offset : offset + 4], "little")
     with open(last, "r+b") as fh:  # half of the ERASED rewrite reached the disk
         fh.seek(offset + 4)
         fh.write(bytes([4]) + bytes(rec_len // 2))

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jetstream_server.store import StoreError, StreamStore, SubjectInfo, message_size
+from jetstream_server.store import StoreError, StreamStore, SubjectInfo
 from jetstream_server.store import index as index_module
 from jetstream_server.store.factory import open_store
+from jetstream_server.store.file import FileStore
 from jetstream_server.store.filters import subject_matches
 
 BACKENDS = ["memory", "file"]
@@ -59,6 +60,15 @@ def eager_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_module, "_COMPACT_MIN", 3)
 
 
+def nats_size(store: StreamStore, subject: str, hdr: bytes | None, data: bytes) -> int:
+    """nats-server's accounted size: filestore.go fileStoreMsgSizeRaw for the
+    file store (record framing and hash), memstore.go memStoreMsgSizeRaw for memory."""
+    slen, hlen = len(subject.encode()), len(hdr or b"")
+    if isinstance(store, FileStore):
+        return 22 + slen + len(data) + 8 if hlen == 0 else 22 + slen + 4 + hlen + len(data) + 8
+    return slen + hlen + len(data) + 16
+
+
 def fill(store: StreamStore, subjects: list[str], data: bytes = b"x") -> list[int]:
     return [store.store(s, None, data, T0 + i) for i, s in enumerate(subjects)]
 
@@ -83,7 +93,7 @@ def test_store_assigns_sequences_and_loads(store: StreamStore) -> None:
     st_ = store.state()
     assert (st_.msgs, st_.first_seq, st_.last_seq, st_.num_subjects) == (2, 1, 2, 2)
     assert (st_.first_ts_ns, st_.last_ts_ns) == (T0, T0 + 5)
-    assert st_.bytes == message_size("a.b", hdr, b"hello") + message_size("a.c", None, b"")
+    assert st_.bytes == nats_size(store, "a.b", hdr, b"hello") + nats_size(store, "a.c", None, b"")
 
 
 def test_empty_store_state(store: StreamStore) -> None:
@@ -124,7 +134,7 @@ def test_remove_interior_first_last(store: StreamStore) -> None:
     assert store.deleted() == [3, 5]
     assert store.subject_info("a") is None
     assert store.subject_info("b") == SubjectInfo(2, 2, 4)
-    assert store.state().bytes == 2 * message_size("b", None, b"x")
+    assert store.state().bytes == 2 * nats_size(store, "b", None, b"x")
     # the next sequence is never reused
     assert store.store("c", None, b"x", T0 + 10) == 6
 
@@ -597,7 +607,7 @@ def check_against_model(store: StreamStore, model: Model, probes: list[tuple]) -
     first = model.first()
     assert (st_.msgs, st_.first_seq, st_.last_seq) == (len(model.msgs), first, model.last)
     assert st_.num_deleted == (model.last - first + 1 - len(model.msgs) if model.msgs else 0)
-    assert st_.bytes == sum(message_size(m[0], None, m[2]) for m in model.msgs.values())
+    assert st_.bytes == sum(nats_size(store, m[0], None, m[2]) for m in model.msgs.values())
     assert store.deleted() == [s for s in range(first, model.last + 1) if s not in model.msgs]
     for seq in range(0, model.last + 2):
         msg = store.load(seq)

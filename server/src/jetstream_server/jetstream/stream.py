@@ -57,7 +57,7 @@ from jetstream_server.jetstream.republish import Republisher
 from jetstream_server.jetstream.seams import StreamListener
 from jetstream_server.jetstream.stream_config import StreamConfig
 from jetstream_server.jetstream.transform import SubjectTransform, TransformError
-from jetstream_server.store.base import StoredMessage, StreamStore, message_size
+from jetstream_server.store.base import StoredMessage, StreamStore
 
 logger = logging.getLogger(__name__)
 
@@ -314,7 +314,7 @@ class Stream:
         if plan is not None and plan.headers is not None:
             headers = plan.headers
         if self._account_check is not None or self._discard_new:
-            size = message_size(subject, headers, payload)
+            size = self.store.msg_size(subject, headers, payload)
             if self._account_check is not None:
                 try:
                     self._account_check(self, size)

@@ -14,10 +14,12 @@ Semantics (modelled on nats-server's `StreamStore`):
 - Timestamps are wall-clock nanoseconds supplied by the caller (the stream
   takes them from its injected clock), never read by the store.
 - `headers` is the raw NATS header block (`NATS/1.0\\r\\n...`) or None.
-- A message's stored size, for `max_bytes` and `bytes` in state, is
-  `len(subject) + len(headers or b"") + len(data) + 16`, the nats-server
-  `fileStoreMsgSize`-style accounting simplified to one formula used by both
-  backends.
+- A message's stored size, for `max_bytes`, `bytes` in state and account
+  usage, is nats-server's for the storage type (`StreamStore.msg_size`):
+  memory `S + H + D + 16` (memStoreMsgSize: seq and timestamp), file
+  `S + D + 30` without headers and `S + H + D + 34` with them
+  (fileStoreMsgSize: its record framing and hash), where S is the subject's
+  length in UTF-8 bytes, H the header block's and D the payload's.
 """
 
 from __future__ import annotations
@@ -27,16 +29,28 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-RECORD_OVERHEAD: int = 16
+# nats-server's per-message overheads (memstore.go memStoreMsgSizeRaw,
+# filestore.go fileStoreMsgSizeRaw): a message without headers, one with
+MEMORY_OVERHEAD: tuple[int, int] = (16, 16)
+FILE_OVERHEAD: tuple[int, int] = (30, 34)
 # The largest sequence a store holds: the index keeps sequences in signed
 # 64-bit arrays. nats-server's are unsigned, but no stream gets near either end
 # by publishing; only a request can ask for more, and it is refused.
 MAX_SEQ: int = (1 << 63) - 1
 
 
-def message_size(subject: str, headers: bytes | None, data: bytes) -> int:
-    """Bytes a message counts against `max_bytes` (same formula in every backend)."""
-    return len(subject) + len(headers or b"") + len(data) + RECORD_OVERHEAD
+def subject_len(subject: str) -> int:
+    """The subject's length in UTF-8 bytes (what nats-server counts)."""
+    return len(subject) if subject.isascii() else len(subject.encode())
+
+
+def message_size(
+    subject: str, headers: bytes | None, data: bytes, overhead: tuple[int, int] = MEMORY_OVERHEAD
+) -> int:
+    """Bytes a message counts for in `bytes` and against `max_bytes`, with the
+    overheads of one storage type (memory by default)."""
+    hlen = len(headers) if headers else 0
+    return subject_len(subject) + hlen + len(data) + overhead[1 if hlen else 0]
 
 
 class StoredMessage(NamedTuple):
@@ -48,10 +62,6 @@ class StoredMessage(NamedTuple):
     timestamp_ns: int
     headers: bytes | None
     data: bytes
-
-    @property
-    def size(self) -> int:
-        return message_size(self.subject, self.headers, self.data)
 
 
 @dataclass(slots=True)
@@ -96,6 +106,13 @@ class StreamStore(ABC):
     """Message storage for one stream."""
 
     # -- writing -------------------------------------------------------------
+    overhead: tuple[int, int] = MEMORY_OVERHEAD
+    """Per-message overhead (without headers, with headers) of this backend."""
+
+    def msg_size(self, subject: str, headers: bytes | None, data: bytes) -> int:
+        """Bytes this message would count for in this store (`state().bytes`)."""
+        return message_size(subject, headers, data, self.overhead)
+
     @abstractmethod
     def store(self, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int) -> int:
         """Append a message; return its sequence (`last_seq + 1`).

@@ -27,7 +27,7 @@ class Block:
         self.stamp = stamp  # header stamp: tombstones stamped below it are obsolete here
         self.size = size  # bytes in the file (valid records only)
         self.rfd = -1  # read descriptor, opened on demand
-        self.live_bytes = 0  # sum of message_size() of present messages in this block
+        self.live_bytes = 0  # sum of the accounted sizes of present messages in this block
 
 
 def block_path(msgs_dir: Path, number: int) -> Path:

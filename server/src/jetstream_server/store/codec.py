@@ -38,8 +38,10 @@ Record, little-endian, `35 + S + H + D` bytes:
 An ERASED record is a MSG record rewritten in place: same length, kind 4,
 headers and data zeroed, checksum recomputed; a DELETE record for the same
 sequence is always appended before the rewrite. A message's accounted size
-(`base.message_size`) is `rec_len - RECORD_FIXED + RECORD_OVERHEAD`
-(= `rec_len - 19`), so the index never needs to read a record to size it.
+(nats-server's fileStoreMsgSize, `base.FILE_OVERHEAD`) follows from the record
+without reading its payload: `rec_len - 5` without headers (H = 0) and
+`rec_len - 1` with them (`record_msg_size`); conversely a message of accounted
+size N has a record of `N + 5` or `N + 1` bytes.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Final
 
-from jetstream_server.store.base import RECORD_OVERHEAD
+from jetstream_server.store.base import FILE_OVERHEAD
 
 BLOCK_MAGIC: Final = b"NJSBLK\x00\x01"
 BLOCK_HEADER: Final = struct.Struct("<8sQQI4x")
@@ -66,7 +68,9 @@ RECORD_HEAD: Final = struct.Struct("<IBQqHII")
 RECORD_HEAD_SIZE: Final = RECORD_HEAD.size  # 31
 CRC_SIZE: Final = 4
 RECORD_FIXED: Final = RECORD_HEAD_SIZE + CRC_SIZE  # 35
-SIZE_TO_RECLEN: Final = RECORD_FIXED - RECORD_OVERHEAD  # rec_len = size + 19
+# rec_len - accounted size, for a message without headers and one with
+RECLEN_PLAIN: Final = RECORD_FIXED - FILE_OVERHEAD[0]  # 5
+RECLEN_HDR: Final = RECORD_FIXED - FILE_OVERHEAD[1]  # 1
 MAX_RECORD: Final = 0xFFFFFFFF
 MAX_SUBJECT_BYTES: Final = 0xFFFF
 
@@ -78,6 +82,12 @@ _crc32 = zlib.crc32
 
 class CorruptRecord(Exception):
     """A record failed its checksum or framing."""
+
+
+def record_msg_size(rec_len: int, hlen: int) -> int:
+    """The accounted size of the message a MSG record of `rec_len` bytes holds,
+    `hlen` its header block length (nats-server's fileStoreMsgSize)."""
+    return rec_len - (RECLEN_HDR if hlen else RECLEN_PLAIN)
 
 
 def encode_block_header(first_seq: int, stamp: int) -> bytes:

@@ -70,7 +70,7 @@ from pathlib import Path
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.store import codec
-from jetstream_server.store.base import RecoveryReport, StoredMessage, StoreError
+from jetstream_server.store.base import FILE_OVERHEAD, RecoveryReport, StoredMessage, StoreError
 from jetstream_server.store.blocks import Block, block_files, block_path
 from jetstream_server.store.cache import CHUNK_SIZE, SHARED
 from jetstream_server.store.index import DELETED, MessageIndex
@@ -86,7 +86,7 @@ MAX_BLOCK_SIZE = 1 << 31
 MSGS_DIR = "msgs"
 SNAPSHOT_FILE = "index.snap"
 LOCK_FILE = "LOCK"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2: sizes are nats-server's fileStoreMsgSize
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
@@ -96,6 +96,8 @@ _HEAD = codec.RECORD_HEAD_SIZE
 
 class FileStore(IndexedStore):
     """Messages in block files under `directory`; identical semantics to `MemoryStore`."""
+
+    overhead = FILE_OVERHEAD
 
     def __init__(
         self,
@@ -351,7 +353,7 @@ class FileStore(IndexedStore):
             codec.KIND_MSG, seq, timestamp_ns, subject.encode(), headers or b"", data
         )
         blk, offset = self._append(rec, len(rec))
-        blk.live_bytes += len(rec) - codec.SIZE_TO_RECLEN
+        blk.live_bytes += len(rec) - (codec.RECLEN_HDR if headers else codec.RECLEN_PLAIN)
         self._offsets.append(offset)
         if not self._sync_always:
             # maybe_sync() inlined (once per message); the write above left us unsynced
@@ -647,11 +649,22 @@ class FileStore(IndexedStore):
     def _get(self, seq: int, pos: int) -> StoredMessage:
         index = self._index
         offset = self._offsets[pos]
-        rec_len = index.sizes[pos] + codec.SIZE_TO_RECLEN
+        size = index.sizes[pos]
+        # the record is size + 1 bytes (with headers) or size + 5 (without):
+        # read the shorter, and the longer only if the buffer did not hold it
+        longest = size + codec.RECLEN_PLAIN
         blk = self._blocks[-1] if seq >= self._firsts[-1] else self._block_for(seq)
-        raw, rel = self._read_in(blk, offset, rec_len)
-        scan = codec.scan_record(raw, rel, min(len(raw), rel + rec_len))
-        if isinstance(scan, str) or scan[0] != codec.KIND_MSG or scan[1] != seq:
+        raw, rel = self._read_in(blk, offset, size + codec.RECLEN_HDR)
+        scan = codec.scan_record(raw, rel, min(len(raw), rel + longest))
+        if isinstance(scan, str) and len(raw) - rel < longest:
+            raw, rel = self._read_in(blk, offset, longest)
+            scan = codec.scan_record(raw, rel, min(len(raw), rel + longest))
+        if (
+            isinstance(scan, str)
+            or scan[0] != codec.KIND_MSG
+            or scan[1] != seq
+            or scan[6] != (size + codec.RECLEN_HDR if scan[4] else longest)
+        ):
             why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
             raise StoreError(
                 f"record for sequence {seq} in {blk.path.name} at offset {offset} is damaged: {why}"

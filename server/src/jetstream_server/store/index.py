@@ -7,7 +7,7 @@ payload, in compact parallel arrays (no Python object per message), one
 - `seqs`  array('q')  sequence (strictly increasing along the entries)
 - `ts`    array('q')  timestamp in ns
 - `sids`  array('I')  subject id, or `DELETED` once removed
-- `sizes` array('I')  `message_size()` (0 once deleted)
+- `sizes` array('I')  the store's `msg_size()` (0 once deleted)
 - any backend `columns` (memory: payload list; file: record offsets), kept
   aligned with the entries.
 

@@ -31,7 +31,6 @@ from collections.abc import Iterator, Sequence
 
 from jetstream_server.store.base import (
     MAX_SEQ,
-    RECORD_OVERHEAD,
     StoredMessage,
     StoreError,
     StoreState,
@@ -89,8 +88,12 @@ class IndexedStore(StreamStore):
             headers is not None and not isinstance(headers, _BYTES)
         ):
             raise TypeError("headers and data must be bytes-like")
-        # message_size(), inlined: once per published message
-        size = len(subject) + (len(headers) if headers else 0) + len(data) + RECORD_OVERHEAD
+        # msg_size(), inlined: once per published message
+        slen = len(subject) if subject.isascii() else len(subject.encode())
+        if headers:
+            size = slen + len(headers) + len(data) + self.overhead[1]
+        else:
+            size = slen + len(data) + self.overhead[0]
         if size > MAX_MESSAGE_BYTES:
             raise ValueError(f"message of {size} bytes is too large to store")
         index = self._index

@@ -249,7 +249,7 @@ def _replay(
     tombstone or floor clears them: that message was gone anyway)."""
     unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
     kind_msg, fixed, head = codec.KIND_MSG, codec.RECORD_FIXED, codec.RECORD_HEAD_SIZE
-    size_adj = codec.SIZE_TO_RECLEN
+    adj_plain, adj_hdr = codec.RECLEN_PLAIN, codec.RECLEN_HDR
     sid_of, intern = index.sid_of, index.intern
     run_sids, run_ts, run_sizes, run_offs = array("I"), array("q"), array("I"), array("I")
     run_first = 0
@@ -322,7 +322,7 @@ def _replay(
             sid = sid_of.get(subject)
             run_sids.append(intern(subject) if sid is None else sid)
             run_ts.append(ts)
-            run_sizes.append(rec_len - size_adj)
+            run_sizes.append(rec_len - (adj_hdr if hlen else adj_plain))
             run_offs.append(pos)
             next_seq += 1
         else:
