@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import pytest
 from cli_helpers import jetstream, jetstream_json, normalize, one_line_error
