@@ -194,13 +194,17 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
                 child = start_child(cluster.servers, checkpoint, log, in_stream, f"out{tag}.copy")
             else:
                 stream = in_stream if fault == "in" else out_stream
+                # every replica current again before the next kill: one node down at a time
+                for s in (in_stream, out_stream):
+                    wait_for(f"{s} replicas current", lambda s=s: all_current(cluster, s))
                 node = leader(cluster, stream)
                 cluster.kill(node)
                 time.sleep(rng.uniform(0.5, 3.0))  # down long enough for the others to elect
                 cluster.restart(node)
-                wait_for(f"{stream} replicas current", lambda s=stream: all_current(cluster, s))
             done.append(f"{fault}@{threshold}")
         print(f"faults: {' '.join(done)}")
+        if child.poll() is not None and len(done) < len(faults):
+            assert child.returncode == 0, f"the query failed after {done}:\n{log.read_text()[-6000:]}"
         assert len(done) == len(faults), f"the query finished before the last fault: {done}"
         code = child.wait(RECOVERY_S)
         assert code == 0, log.read_text()[-6000:]
