@@ -58,7 +58,6 @@ def _session(master: str, workers: int) -> SparkSession:
     from spark_jetstream import register
 
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run on this machine
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
         SparkSession.builder.master(master)
         .appName(f"spark-jetstream-scaling-{workers}")
@@ -68,8 +67,6 @@ def _session(master: str, workers: int) -> SparkSession:
         .config("spark.executor.memory", "1g")
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(workers))
-        # a loaded machine starts Python workers slowly (default: 15 s to connect back)
-        .config("spark.python.authenticate.socketTimeout", "60s")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
