@@ -2,12 +2,10 @@
 
     python -m jobs.benchmark            # full run (a few minutes; the README keeps its output)
     python -m jobs.benchmark --quick    # a small version (tests run it so the job cannot rot)
-    python -m jobs.benchmark --only scaling   # Spark standalone 1 / 2 workers, nats-server 1 / 3 nodes
 
 Wiring only; workloads live in `jobs.bench` (nats-py: `natspy`; Spark:
 `connector`, `ceiling`; file store: `filestore`; the store backends in
-process, only with `--only store`: `store_micro`; clusters, only with `--only
-scaling`: `scaling`). Every server runs in its own
+process, only with `--only store`: `store_micro`). Every server runs in its own
 process (`ServerProcess`), never in this one, so client and server do not
 share a GIL. Prints two tables (comparisons with ratios and the issue's
 targets; single figures) and, with `--markdown PATH`, writes them as a
@@ -193,33 +191,23 @@ def run_filestore(  # type: ignore[no-untyped-def]
         ]
 
 
-def spark_session_active() -> bool:
-    from pyspark.sql import SparkSession
-
-    return SparkSession.getActiveSession() is not None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jobs.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a small version (well under a minute on a quiet machine)")
-    p.add_argument("--only", choices=("natspy", "connector", "filestore", "store", "scaling"), action="append",
+    p.add_argument("--only", choices=("natspy", "connector", "filestore", "store"), action="append",
                    help="run only these families (repeatable; 'store', the store backends in process, "
-                   "and 'scaling', Spark standalone and nats-server clusters, run only when named)")
+                   "runs only when named)")
     p.add_argument("--markdown", help="also write the result as a Markdown section to this file")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sizes = QUICK if args.quick else FULL
     families = set(args.only or ("natspy", "connector", "filestore"))
-    scaling = "scaling" in families
-    families.discard("scaling")
-    if scaling and (families or spark_session_active()):
-        p.error("--only scaling runs alone, with no Spark session in this process (it starts its own)")
     if "store" in families:
         from jobs.bench import store_micro
 
         store_micro.main(["--msgs", str(sizes.store_rows // 5)])
         families.discard("store")
-        if not families and not scaling:
+        if not families:
             return 0
     started = time.monotonic()
 
@@ -241,11 +229,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_natspy(root, sizes, comparisons, say)
             if "connector" in families:
                 spark = run_connector(root, sizes, comparisons, say)
-            if scaling:
-                from jobs.bench import scaling as scaling_bench
-
-                rows = sizes.connector_rows // 5
-                comparisons += scaling_bench.run(root, rows, sizes.size, say)
             if "filestore" in families:
                 if spark is None and sizes.store_rows > 50_000:
                     from jobs.bench import connector
