@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -149,6 +150,10 @@ def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession for the whole test session, with `jetstream` registered."""
     from spark_jetstream.local import local_spark_session
 
+    # Spark's Python workers run `python -m pyspark.daemon` in this working directory (the
+    # repository root), which would put the source tree first on their path: without it,
+    # they import the installed connector, as the tests of this process do
+    os.environ["PYTHONSAFEPATH"] = "1"
     session = local_spark_session("spark-jetstream-tests", cores=2)
     try:
         import spark_jetstream

@@ -28,6 +28,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from jobs.orders import streams, transforms
 from jobs.orders.expected import WindowFigures
+from spark_jetstream.read.lag import offset_seqs
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,7 @@ def checkpoint_state(checkpoint: Path) -> CheckpointState | None:
             continue
         meta: dict[str, Any] = json.loads(lines[1])
         offset: dict[str, Any] = json.loads(lines[2])
-        return CheckpointState(batch, int(offset["seq"]), int(meta.get("batchWatermarkMs", 0)))
+        return CheckpointState(batch, sum(offset_seqs(offset).values()), int(meta.get("batchWatermarkMs", 0)))
     return None
 
 

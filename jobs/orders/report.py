@@ -3,8 +3,9 @@
 `ProgressListener` is a Spark `StreamingQueryListener`: for every micro-batch
 of a named query it adds up the rows read and the observed metrics (valid /
 dead-letter counts, see `jobs.orders.pipeline`), remembers the source's end
-and latest offsets (the lag behind the stream is their difference), and writes
-one progress line to `out`. Everything it holds is guarded by a lock (Spark
+and latest offsets, and writes one progress line to `out` with the lag behind
+each stream (`spark_jetstream.read.lag.progress_lag`: latest minus end
+offset, in stream sequences). Everything it holds is guarded by a lock (Spark
 calls it from its own thread).
 
 `totals_from(query.recentProgress)` gives the same totals synchronously once
@@ -16,13 +17,14 @@ the checks; the job exits non-zero when any check fails.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+from spark_jetstream.read.lag import offset_seqs, progress_lag
 
 
 @dataclass(slots=True)
@@ -33,6 +35,7 @@ class QueryTotals:
     end_seq: int | None = None
     latest_seq: int | None = None
     rate: float = 0.0
+    lag: dict[str, int] = field(default_factory=dict)
 
     def add(self, p: Any) -> None:
         """Add one `StreamingQueryProgress`."""
@@ -45,26 +48,23 @@ class QueryTotals:
             src = p.sources[0]
             self.end_seq = _seq(src.endOffset) or self.end_seq
             self.latest_seq = _seq(src.latestOffset) or self.latest_seq
+            self.lag = progress_lag(p) or self.lag
         self.rate = float(p.processedRowsPerSecond or 0.0)
 
     def line(self, name: str, batch_id: int, rows: int) -> str:
-        lag = max((self.latest_seq or 0) - (self.end_seq or 0), 0)
+        lag = ", ".join(f"{stream} {behind:,}" for stream, behind in sorted(self.lag.items())) or "0"
         observed = "  ".join(f"{k} {v:,}" for k, v in sorted(self.observed.items()))
         return (
             f"[{name}] batch {batch_id}: {rows:,} msgs at {self.rate:,.0f} msg/s, "
-            f"stream seq {self.end_seq or 0:,}, lag {lag:,}"
+            f"stream seq {self.end_seq or 0:,}, lag {lag}"
             + (f" | total {observed}" if observed else "")
         )
 
 
 def _seq(offset: Any) -> int | None:
-    if not offset:
-        return None
-    try:
-        value = json.loads(offset) if isinstance(offset, str) else offset
-        return int(value["seq"])
-    except (ValueError, KeyError, TypeError):
-        return None
+    """The sequence of a one-stream jetstream offset (the sum for several streams)."""
+    seqs = offset_seqs(offset)
+    return sum(seqs.values()) if seqs else None
 
 
 class ProgressListener(StreamingQueryListener):
@@ -78,7 +78,9 @@ class ProgressListener(StreamingQueryListener):
     def totals(self, name: str) -> QueryTotals:
         with self._lock:
             t = self._totals.get(name, QueryTotals())
-            return QueryTotals(t.batches, t.input_rows, dict(t.observed), t.end_seq, t.latest_seq, t.rate)
+            return QueryTotals(
+                t.batches, t.input_rows, dict(t.observed), t.end_seq, t.latest_seq, t.rate, dict(t.lag)
+            )
 
     def onQueryStarted(self, event: Any) -> None:
         pass

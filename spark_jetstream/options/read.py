@@ -10,6 +10,10 @@ picklable and holds no connection.
 Offsets are stream sequences. `startingOffsets=N` means "the first message
 read is the first at or after sequence N"; `endingOffsets=N` (batch) means
 "the last message read is at or before sequence N" (both inclusive).
+`stream` may name several streams (comma-separated): one source, one offset
+per stream. Spark's Kafka names `maxOffsetsPerTrigger` / `minOffsetsPerTrigger`
+mean the same as maxMessagesPerTrigger / minMessagesPerTrigger.
+
 Timestamps are milliseconds since the epoch or an ISO-8601 time (UTC if no
 zone is given).
 """
@@ -18,13 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from spark_jetstream.options.connection import ConnectionOptions
 from spark_jetstream.options.grammar import NS_PER_S, OptionError
-from spark_jetstream.options.table import Scope, parse_options
+from spark_jetstream.options.table import Scope, lower_keys, parse_options
 
-__all__ = ["ReadOptions"]
+__all__ = ["REMOVED", "ReadOptions"]
+
+# Options that once claimed to be Spark's names (they are not): named in the error.
+REMOVED: Final = {
+    "maxRecordsPerBatch": "maxMessagesPerTrigger (or Spark's Kafka name maxOffsetsPerTrigger)",
+    "maxBytesPerBatch": "maxBytesPerTrigger",
+}
 
 
 @dataclass(frozen=True)
@@ -32,11 +42,12 @@ class ReadOptions:
     """Validated read options (driver and executors)."""
 
     connection: ConnectionOptions
-    stream: str
+    streams: tuple[str, ...]
     subjects: tuple[str, ...] = ()
     durable: str | None = None
     starting_offsets: str | int = "earliest"
     starting_timestamp_ms: int | None = None
+    timestamp_strategy: str = "error"
     ending_offsets: str | int = "latest"
     ending_timestamp_ms: int | None = None
     max_messages_per_trigger: int | None = None
@@ -48,11 +59,19 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = True
 
+    @property
+    def stream(self) -> str:
+        """The first stream (the only one of most queries)."""
+        return self.streams[0]
+
     @classmethod
     def from_options(cls, options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
+        for key, instead in REMOVED.items():
+            if key.lower() in lower_keys(options):
+                raise OptionError(f"option {key} was removed (it is not Spark's name for this): use {instead}")
         v = parse_options(options, Scope.STREAM_READ if streaming else Scope.BATCH_READ)
         given = v.given
-        if v["stream"] is None:
+        if not v["stream"]:
             raise OptionError("option stream is required (the JetStream stream to read)")
         if "startingOffsets" in given and "startingTimestamp" in given:
             raise OptionError("options startingOffsets and startingTimestamp exclude each other: give one")
@@ -71,9 +90,11 @@ class ReadOptions:
         max_msgs = max_bytes = min_msgs = None
         delay_s = 900.0
         if streaming:
-            max_msgs = _min_of(v["maxMessagesPerTrigger"], v["maxRecordsPerBatch"])
-            max_bytes = _min_of(v["maxBytesPerTrigger"], v["maxBytesPerBatch"])
-            min_msgs = v["minMessagesPerTrigger"]
+            max_msgs = _min_of(v["maxMessagesPerTrigger"], v["maxOffsetsPerTrigger"])
+            max_bytes = v["maxBytesPerTrigger"]
+            if "minMessagesPerTrigger" in given and "minOffsetsPerTrigger" in given:
+                raise OptionError("options minMessagesPerTrigger and minOffsetsPerTrigger exclude each other: give one")
+            min_msgs = _min_of(v["minMessagesPerTrigger"], v["minOffsetsPerTrigger"])
             if min_msgs is not None and max_msgs is not None and min_msgs > max_msgs:
                 raise OptionError(
                     f"option minMessagesPerTrigger ({min_msgs}) is larger than maxMessagesPerTrigger ({max_msgs})"
@@ -84,11 +105,12 @@ class ReadOptions:
 
         return cls(
             connection=ConnectionOptions.from_parsed(v),
-            stream=v["stream"],
+            streams=v["stream"],
             subjects=v["subjects"],
             durable=v["durable"] if streaming else None,
             starting_offsets=starting,
             starting_timestamp_ms=v["startingTimestamp"],
+            timestamp_strategy=v["startingOffsetsByTimestampStrategy"],
             ending_offsets="latest" if ending is None else ending,
             ending_timestamp_ms=ending_ts,
             max_messages_per_trigger=max_msgs,

@@ -131,6 +131,19 @@ class Name(Kind):
 
 
 @dataclass(frozen=True)
+class StreamNames(Kind):
+    """Comma-separated stream names; no duplicates."""
+
+    absent: Any = ()
+
+    def parse(self, option: str, raw: str) -> tuple[str, ...]:
+        names = tuple(parse_name(option, n, "stream name") for n in raw.split(",") if n.strip())
+        if len(set(names)) != len(names):
+            raise OptionError(f"option {option}: duplicate stream in {raw!r}")
+        return names
+
+
+@dataclass(frozen=True)
 class FilterSubjects(Kind):
     """Comma-separated subjects with wildcards; no duplicates."""
 
@@ -243,6 +256,43 @@ class Choice(Kind):
         return parse_choice(option, raw, self.choices)
 
 
+@dataclass(frozen=True)
+class ColumnNames(Kind):
+    """Comma-separated DataFrame column names; no duplicates (case-insensitive)."""
+
+    absent: Any = ()
+
+    def parse(self, option: str, raw: str) -> tuple[str, ...]:
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        if not names:
+            raise OptionError(f"option {option}: no column name in {raw!r}")
+        if len({n.lower() for n in names}) != len(names):
+            raise OptionError(f"option {option}: a column is named twice in {raw!r}")
+        return names
+
+
+@dataclass(frozen=True)
+class HeaderNames(Kind):
+    """Comma-separated `Nats-*` header names, lower-cased (header names are case-insensitive)."""
+
+    absent: Any = frozenset()
+
+    def parse(self, option: str, raw: str) -> frozenset[str]:
+        names = [n.strip() for n in raw.split(",") if n.strip()]
+        for name in names:
+            if not name.lower().startswith("nats-") or any(c in name for c in " \t:"):
+                raise OptionError(
+                    f"option {option}: {name!r} is not a Nats-* header name (other headers are "
+                    "always published)"
+                )
+            if name.lower() == "nats-msg-id":
+                raise OptionError(
+                    f"option {option}: Nats-Msg-Id is set by the sink; choose ids with the msg_id "
+                    "column (msgIdMode=column)"
+                )
+        return frozenset(n.lower() for n in names)
+
+
 # -- the table ----------------------------------------------------------------------
 
 
@@ -285,35 +335,44 @@ DEFAULT_SERVERS: Final = "nats://127.0.0.1:4222"
 MAX_IN_FLIGHT_LIMIT: Final = 65536
 DEDUP_CHECK_MODES: Final = ("warn", "fail")
 DEFAULT_INBOX_PREFIX: Final = "_INBOX"
+DEFAULT_DEDUP_WINDOW_CHECK: Final = "10m"
+MSG_ID_MODES: Final = ("auto", "column", "content", "source")
 
 OPTIONS: Final[tuple[Option, ...]] = (
     Option("servers", Servers(), DEFAULT_SERVERS, ALL,
            "Comma-separated server URLs (nats:// or tls://; user:pass@ allowed)."),
     # -- reads
-    Option("stream", Name("stream name"), None, R, "The JetStream stream to read.", shown="(required)"),
+    Option("stream", StreamNames(), None, R,
+           "The JetStream stream to read, or several (comma-separated: one source, one offset per stream).",
+           shown="(required)"),
     Option("subjects", FilterSubjects(), None, R,
            "Comma-separated subject filter; wildcards `*` and `>` allowed.", shown="(all)"),
     Option("durable", Name("consumer name"), None, S,
-           "Durable consumer that mirrors progress: its ack floor follows the committed offset "
-           "(created if missing); a new query without checkpoint starts from its ack floor."),
+           "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
+           "offset (created and marked if missing; one made by another application or with another "
+           "filter is refused); a new query without checkpoint starts from its ack floor."),
     Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
     Option("startingTimestamp", Timestamp(), None, R,
            "Start at the first message stored at or after this time (ms since epoch or ISO-8601); "
            "excludes startingOffsets."),
+    Option("startingOffsetsByTimestampStrategy", Choice(("error", "latest")), "error", R,
+           "When no message is stored at or after startingTimestamp: `error` fails naming the time, "
+           "`latest` starts at the end of the stream (as Spark's Kafka source)."),
     Option("endingOffsets", Position(("latest",)), "latest", B,
            "`latest` or a stream sequence (the last message read is at or before it)."),
     Option("endingTimestamp", Timestamp(), None, B,
            "Read only messages stored before this time; excludes endingOffsets."),
     Option("maxMessagesPerTrigger", Count(1), None, S,
-           "At most this many stream sequences per micro-batch."),
+           "At most this many messages per micro-batch (matching messages when subjects is set; "
+           "split across streams by backlog)."),
     Option("maxBytesPerTrigger", Size(1), None, S,
            "About this many bytes per micro-batch (a size; estimated from the stream's average "
-           "stored message size)."),
-    Option("maxRecordsPerBatch", Count(1), None, S,
-           "Spark's name for maxMessagesPerTrigger (the smaller wins)."),
-    Option("maxBytesPerBatch", Size(1), None, S,
-           "Spark's name for maxBytesPerTrigger (the smaller wins)."),
+           "stored message size, then counted like maxMessagesPerTrigger)."),
+    Option("maxOffsetsPerTrigger", Count(1), None, S,
+           "Spark's Kafka name for maxMessagesPerTrigger (same meaning; the smaller wins)."),
+    Option("minOffsetsPerTrigger", Count(1), None, S,
+           "Spark's Kafka name for minMessagesPerTrigger (same meaning; excludes it)."),
     Option("minMessagesPerTrigger", Count(1), None, S,
            "Wait until this many matching messages are available (or maxTriggerDelay passed) "
            "before a micro-batch."),
@@ -372,24 +431,45 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Subject every row is published to. Overrides the `subject` column; one of the two "
            "is required."),
     Option("stream", Name("stream name"), None, W,
-           "Expected target stream. Checked on the driver before anything is published (the "
-           "stream must exist and capture the `subject` option); every message carries "
-           "`Nats-Expected-Stream`, so a row whose subject belongs to another stream fails the task."),
+           "Expected target stream: every message carries `Nats-Expected-Stream`, so a row whose "
+           "subject belongs to another stream (or to none) fails its task, naming the subject."),
     Option("maxInFlight", Count(1, MAX_IN_FLIGHT_LIMIT), "2048", W,
            f"Publishes awaiting their pub ack, per task (1-{MAX_IN_FLIGHT_LIMIT}). Every ack is "
            "awaited before the task ends."),
     Option("ackTimeout", Duration(SECOND_NS // 10, seconds_first=True), "30", W,
            "Time to wait for a pub ack (including reconnecting to the server) before the task "
            "fails (a duration; a plain number is seconds)."),
-    Option("dedupWindowCheck", Duration(), "2m", W,
-           "Shortest acceptable `duplicate_window` of the target stream (a duration: 90s, 10m, 1h, "
-           "or seconds; 0 turns the check off). Replays older than the window are not deduplicated."),
+    Option("dedupWindowCheck", Duration(), DEFAULT_DEDUP_WINDOW_CHECK, W,
+           "Shortest acceptable `duplicate_window` of each stream the sink wrote to (a duration: "
+           "90s, 10m, 1h, or seconds; 0 turns the check off): a replay later than the window is "
+           "stored twice. Checked once per stream, on the driver, when the first write to it "
+           "commits. The default is above nats-server's default window (2m), which a query "
+           "restart easily outlasts."),
     Option("dedupWindowCheckMode", Choice(DEDUP_CHECK_MODES), "warn", W,
-           "What a too short `duplicate_window` does: `warn` (log a warning and write) or `fail` "
-           "(refuse to write)."),
+           "What a too short `duplicate_window` does: `warn` (log a warning) or `fail` (fail the "
+           "write or the micro-batch at its commit; what its tasks published stays)."),
     Option("msgIdPrefix", Text(single_line=True), None, W,
-           "Prepended to derived `Nats-Msg-Id`s (not to a `msg_id` column), to keep two pipelines "
-           "that read the same source and write the same stream apart."),
+           "Prepended to derived `Nats-Msg-Id`s (not to a `msg_id` column)."),
+    # added for the write side of issue 16 (message id modes, header filtering)
+    Option("msgIdMode", Choice(MSG_ID_MODES), "auto", W,
+           "How each row's `Nats-Msg-Id` is made: `column` (the `msg_id` column), `content` (a "
+           "hash of the written subject, headers and data, or of msgIdColumns, plus the row's "
+           "occurrence count), `source` (`<msgIdScope>:<stream>:<seq>:<k>` from the source "
+           "coordinate columns `stream`, `seq`; needs msgIdScope), `auto` (`column` when there is "
+           "a `msg_id` column, else `content`). See \"How exactly-once works\"."),
+    Option("msgIdScope", Text(single_line=True), None, W,
+           "The sink's identity in derived ids. `source` mode: required, names the pipeline (two "
+           "pipelines writing one stream from one source need different scopes). `content` mode: "
+           "distinguishes writes (e.g. `orders-<batchId>` for a `df.write` in `foreachBatch`; "
+           "inside a streaming query the query id and batch id are added anyway)."),
+    Option("msgIdColumns", ColumnNames(), None, W,
+           "Comma-separated columns whose values identify a row: `content` ids hash these instead "
+           "of the written content, and without the partition id (rows with equal values in one "
+           "write share an id).", shown="(written content)"),
+    Option("keepNatsHeaders", HeaderNames(), None, W,
+           "Comma-separated `Nats-*` headers of the `headers` column to publish; every other "
+           "`Nats-*` header (server directives a source row carries: `Nats-Rollup`, `Nats-TTL`, "
+           "`Nats-Expected-*`...) is dropped. `Nats-Msg-Id` is always the sink's own."),
 )
 
 # Options Spark itself puts into a sink's option map: accepted on writes, ignored.

@@ -8,6 +8,10 @@ the option before anything is published: an unknown option (a typo must not
 be ignored silently), a bad number, a bad duration, a subject with wildcards.
 Spark itself passes `checkpointLocation` (streaming), `path` (`save(path)`)
 and `queryName`, which are accepted and ignored.
+
+Cross-option rules: `msgIdMode=source` needs `msgIdScope` (source ids are
+not scoped by a query, so the pipeline must name itself); `msgIdColumns`
+only makes sense with content ids (`auto` or `content`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_jetstream.options.connection import ConnectionOptions
-from spark_jetstream.options.grammar import NS_PER_S
-from spark_jetstream.options.table import SPARK_WRITE_OPTIONS, Scope, parse_options
+from spark_jetstream.options.grammar import NS_PER_S, OptionError, parse_duration_ns
+from spark_jetstream.options.table import (
+    DEFAULT_DEDUP_WINDOW_CHECK,
+    SPARK_WRITE_OPTIONS,
+    Scope,
+    parse_options,
+)
 
 __all__ = ["WriteOptions"]
 
@@ -30,13 +39,25 @@ class WriteOptions:
     stream: str | None = None
     max_in_flight: int = 2048
     ack_timeout_s: float = 30.0
-    dedup_window_check_ns: int = 120_000_000_000
+    dedup_window_check_ns: int = parse_duration_ns("dedupWindowCheck", DEFAULT_DEDUP_WINDOW_CHECK)
     dedup_window_check_mode: str = "warn"
     msg_id_prefix: str = ""
+    msg_id_mode: str = "auto"
+    msg_id_scope: str | None = None
+    msg_id_columns: tuple[str, ...] = ()
+    keep_nats_headers: frozenset[str] = frozenset()
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> WriteOptions:
         v = parse_options(options, Scope.WRITE, ignored=SPARK_WRITE_OPTIONS)
+        mode = v["msgIdMode"]
+        if mode == "source" and v["msgIdScope"] is None:
+            raise OptionError(
+                "option msgIdMode=source needs msgIdScope: source ids (<msgIdScope>:<stream>:<seq>:<k>) "
+                "are the same for every query reading that source, so the pipeline must name itself"
+            )
+        if v["msgIdColumns"] and mode not in ("auto", "content"):
+            raise OptionError(f"option msgIdColumns applies to content ids, not msgIdMode={mode}")
         return cls(
             connection=ConnectionOptions.from_parsed(v),
             subject=v["subject"],
@@ -46,4 +67,8 @@ class WriteOptions:
             dedup_window_check_ns=v["dedupWindowCheck"],
             dedup_window_check_mode=v["dedupWindowCheckMode"],
             msg_id_prefix=v["msgIdPrefix"] or "",
+            msg_id_mode=mode,
+            msg_id_scope=v["msgIdScope"],
+            msg_id_columns=v["msgIdColumns"],
+            keep_nats_headers=v["keepNatsHeaders"],
         )

@@ -1,12 +1,13 @@
 """Batch reads: `spark.read.format("jetstream")`.
 
-The driver resolves the range once, in `partitions()`: start from
+The driver resolves the range of each stream (option `stream` may name
+several) once, in `partitions()`: start from
 `startingOffsets` / `startingTimestamp`, end from `endingOffsets` /
 `endingTimestamp` (default: the stream's last sequence at planning time),
 then splits it (`partitions.plan_partitions`). Executors read their ranges
 with `partitions.read_partition`. A range that starts below the stream's first
 sequence is data loss: an error with `failOnDataLoss=true`, a warning and a
-skip otherwise.
+skip otherwise; executors check again before reading (partitions.check_range).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_jetstream.client import connect
+from spark_jetstream.client import LeanConnection, connect
 from spark_jetstream.options import ReadOptions
 from spark_jetstream.read.offsets import (
     DataLossError,
@@ -38,35 +39,41 @@ class JetStreamBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
+        parts: list[InputPartition] = []
         with connect(opts.connection) as conn:
-            try:
-                state = stream_state(conn, opts.stream)
-            except StreamMissingError as exc:
-                raise DataLossError(f"{exc}: nothing to read (option stream)") from None
-            start = resolve_start(conn, opts, state)
-            end = resolve_end(conn, opts, state)
+            for stream in opts.streams:
+                parts += self._plan(conn, stream, len(parts))
+        if not parts:
+            # Spark wants at least one partition; an empty range reads nothing
+            parts = [SeqRangePartition(0, opts.stream, 0, 0, opts.subjects)]
+        return parts
+
+    def _plan(self, conn: LeanConnection, stream: str, first_index: int) -> list[SeqRangePartition]:
+        opts = self.options
+        try:
+            state = stream_state(conn, stream)
+        except StreamMissingError as exc:
+            raise DataLossError(f"{exc}: nothing to read (option stream)") from None
+        start = resolve_start(conn, opts, state)
+        end = resolve_end(conn, opts, state)
         if end > start and start + 1 < state.first_seq:
             lost_hi = min(end, state.first_seq - 1)
-            message = data_loss_message(opts.stream, start + 1, lost_hi, "purged, expired or removed by retention")
+            message = data_loss_message(stream, start + 1, lost_hi, "purged, expired or removed by retention")
             if opts.fail_on_data_loss:
                 raise DataLossError(message)
             log.warning("skipping: %s", message)
             start = lost_hi
-        parts: list[InputPartition] = list(
-            plan_partitions(
-                opts.stream,
-                start,
-                max(start, end),
-                subjects=opts.subjects,
-                min_partitions=opts.min_partitions,
-                max_per_partition=opts.max_messages_per_partition,
-                avg_msg_bytes=state.avg_msg_bytes,
-            )
+        return plan_partitions(
+            stream,
+            start,
+            max(start, end),
+            subjects=opts.subjects,
+            min_partitions=opts.min_partitions,
+            max_per_partition=opts.max_messages_per_partition,
+            avg_msg_bytes=state.avg_msg_bytes,
+            first_index=first_index,
+            fail_on_data_loss=opts.fail_on_data_loss,
         )
-        if not parts:
-            # Spark wants at least one partition; an empty range reads nothing
-            parts = [SeqRangePartition(0, opts.stream, start, start, opts.subjects)]
-        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SeqRangePartition)

@@ -1,8 +1,9 @@
 """Offsets of the `jetstream` source and how the driver computes them.
 
-An offset is `{"stream": S, "seq": N}`: every message of stream S up to and
-including stream sequence N (after the subject filter) is processed. It is
-what Spark stores in the checkpoint. A micro-batch covers (start.seq, end.seq].
+An offset maps each stream to a sequence N: every message of that stream up
+to and including N (after the subject filter) is processed. It is what Spark
+stores in the checkpoint. A micro-batch covers (start[S], end[S]] of each
+stream S.
 
 This module holds the offset value type, the stream state the driver reads
 from the server (`STREAM.INFO`), time -> sequence resolution, where a read
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,32 +30,70 @@ class OffsetError(ValueError):
     """A checkpointed offset that does not fit this source."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Offset:
-    stream: str
-    seq: int
+    """Per stream, the last stream sequence processed; `owner` marks the query (durable).
+
+    JSON: `{"streams": {"A": 12, "B": 40}}`, plus `"owner": "<hex>"` when the
+    query mirrors its progress into durable consumers. The offset of
+    checkpoints written before several streams were supported,
+    `{"stream": "A", "seq": 12}`, is read as `{"streams": {"A": 12}}`.
+
+    A stream that is not in an offset has no resolved start yet: the batch
+    that ends at the first offset naming it reads nothing of it (see
+    stream_reader.py), so that Spark's offset log records the start.
+    """
+
+    seqs: tuple[tuple[str, int], ...] = ()
+    owner: str | None = None
+
+    @classmethod
+    def of(cls, seqs: Mapping[str, int], owner: str | None = None) -> Offset:
+        return cls(tuple(sorted(seqs.items())), owner)
+
+    def as_map(self) -> dict[str, int]:
+        return dict(self.seqs)
+
+    def get(self, stream: str) -> int | None:
+        return self.as_map().get(stream)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stream": self.stream, "seq": self.seq}
+        value: dict[str, Any] = {"streams": self.as_map()}
+        if self.owner:
+            value["owner"] = self.owner
+        return value
 
     def json(self) -> str:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, value: Mapping[str, Any] | str, expected_stream: str | None = None) -> Offset:
+    def from_dict(cls, value: Mapping[str, Any] | str, expected_streams: Sequence[str] | None = None) -> Offset:
         data = json.loads(value) if isinstance(value, str) else value
         try:
-            stream, seq = str(data["stream"]), int(data["seq"])
+            if isinstance(data, Mapping) and "streams" in data:
+                raw = data["streams"]
+                if not isinstance(raw, Mapping):
+                    raise TypeError
+                seqs = {str(k): int(v) for k, v in raw.items()}
+                owner = data.get("owner")
+                owner = None if owner is None else str(owner)
+            else:
+                seqs, owner = {str(data["stream"]): int(data["seq"])}, None
         except (KeyError, TypeError, ValueError):
-            raise OffsetError(f"not a jetstream offset (expected {{'stream': S, 'seq': N}}): {data!r}") from None
-        if seq < 0:
-            raise OffsetError(f"offset sequence must be >= 0: {data!r}")
-        if expected_stream is not None and stream != expected_stream:
             raise OffsetError(
-                f"the checkpoint holds an offset of stream {stream!r} but option stream is {expected_stream!r}; "
+                f"not a jetstream offset (expected {{'streams': {{S: N, ...}}}}): {data!r}"
+            ) from None
+        for stream, seq in seqs.items():
+            if seq < 0:
+                raise OffsetError(f"offset sequence of stream {stream!r} must be >= 0: {data!r}")
+        if expected_streams is not None and seqs and not set(seqs) & set(expected_streams):
+            held = ", ".join(repr(s) for s in sorted(seqs))
+            wanted = ", ".join(repr(s) for s in expected_streams)
+            raise OffsetError(
+                f"the checkpoint holds an offset of stream {held} but option stream is {wanted}; "
                 "use a new checkpoint location to read another stream"
             )
-        return cls(stream, seq)
+        return cls.of(seqs, owner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +127,16 @@ class StreamState:
 
 class StreamMissingError(LookupError):
     """The stream does not exist (never created, or deleted)."""
+
+
+class StartPastEndError(ValueError):
+    """startingTimestamp is past the stream's last message (strategy `error`)."""
+
+
+def _iso(ts_ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 class DataLossError(RuntimeError):
@@ -167,7 +216,14 @@ def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, byte
 def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The offset (last processed sequence) a read starts after, from the starting options."""
     if options.starting_timestamp_ms is not None:
-        return first_seq_at_or_after(conn, state, options.starting_timestamp_ms) - 1
+        seq = first_seq_at_or_after(conn, state, options.starting_timestamp_ms)
+        if seq > state.last_seq and options.timestamp_strategy == "error":
+            raise StartPastEndError(
+                f"no message of stream {state.stream!r} is stored at or after startingTimestamp "
+                f"{_iso(options.starting_timestamp_ms)}; set option startingOffsetsByTimestampStrategy=latest "
+                "to start at the end of the stream instead"
+            )
+        return seq - 1
     starting = options.starting_offsets
     if starting == "earliest":
         return max(0, state.first_seq - 1)
@@ -201,3 +257,25 @@ def cap_end(
     if max_bytes is not None:
         end = min(end, start + max(1, max_bytes // max(1, avg_msg_bytes)))
     return max(start, end)
+
+
+def split_budget(budget: int, backlogs: Mapping[str, int]) -> dict[str, int]:
+    """A per-trigger budget shared by streams in proportion to their backlogs.
+
+    Every stream gets its whole backlog when they fit; otherwise shares are
+    proportional (rounded down, the rest to the largest backlogs), never more
+    than a stream's backlog, summing to the budget, and at least one for the
+    largest backlog so that every trigger makes progress.
+    """
+    total = sum(max(0, b) for b in backlogs.values())
+    if total <= budget:
+        return {s: max(0, b) for s, b in backlogs.items()}
+    shares = {s: max(0, b) * budget // total for s, b in backlogs.items()}
+    rest = budget - sum(shares.values())
+    for s in sorted(backlogs, key=lambda k: (-backlogs[k], k)):
+        if rest <= 0:
+            break
+        if shares[s] < backlogs[s]:
+            shares[s] += 1
+            rest -= 1
+    return shares

@@ -6,7 +6,9 @@ sequences) and none longer than `max_per_partition` sequences; sizes differ
 by at most one. A partition is pure data (picklable, no connection): the
 executor reads exactly its range with its own ephemeral consumer, so a retried
 task reads the same rows. `read_partition` is that executor-side read: one
-lean connection, one bounded ephemeral consumer, Arrow batches out.
+lean connection, one bounded ephemeral consumer, Arrow batches out; before it
+`check_range` checks again that the range is still in the stream (data lost
+after planning honours failOnDataLoss, as Spark's Kafka source does).
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from spark_jetstream.client import connect
+from spark_jetstream.client import LeanConnection, connect
 from spark_jetstream.client.lean_client import FetchSpec, fetch_range
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
+from spark_jetstream.read.offsets import (
+    DataLossError,
+    StreamMissingError,
+    data_loss_message,
+    stream_state,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +44,7 @@ class SeqRangePartition(InputPartition):
     end: int
     subjects: tuple[str, ...] = ()
     avg_msg_bytes: int = 256
+    fail_on_data_loss: bool = True
 
     def __post_init__(self) -> None:
         if self.end < self.start:
@@ -74,13 +83,49 @@ def plan_partitions(
     min_partitions: int = 1,
     max_per_partition: int = 500_000,
     avg_msg_bytes: int = 256,
+    first_index: int = 0,
+    fail_on_data_loss: bool = True,
 ) -> list[SeqRangePartition]:
     return [
-        SeqRangePartition(i, stream, lo, hi, subjects, avg_msg_bytes)
+        SeqRangePartition(first_index + i, stream, lo, hi, subjects, avg_msg_bytes, fail_on_data_loss)
         for i, (lo, hi) in enumerate(
             split_range(start, end, min_partitions=min_partitions, max_per_partition=max_per_partition)
         )
     ]
+
+
+def check_range(conn: LeanConnection, partition: SeqRangePartition) -> int:
+    """The executor's data-loss check, just before reading: the start to read after.
+
+    Planning happened earlier on the driver; since then messages of the range
+    may have been purged or aged out (stream first sequence above the range's
+    start), or the stream deleted or re-created (missing, or its last sequence
+    below the range's end). With failOnDataLoss that fails the task naming the
+    stream and the range; otherwise it logs and reads what is left.
+    """
+    lo, hi = partition.start, partition.end
+    why = ""
+    try:
+        state = stream_state(conn, partition.stream)
+    except StreamMissingError:
+        state, why = None, "stream not found (deleted?)"
+    if state is not None and state.last_seq < hi:
+        why = f"the stream's last sequence is {state.last_seq} (deleted and re-created?)"
+    if why:
+        message = data_loss_message(partition.stream, lo + 1, hi, why)
+        if partition.fail_on_data_loss:
+            raise DataLossError(message)
+        log.warning("skipping: %s", message)
+        return hi
+    assert state is not None
+    if lo + 1 >= state.first_seq:
+        return lo
+    lost_hi = min(hi, state.first_seq - 1)
+    message = data_loss_message(partition.stream, lo + 1, lost_hi, "purged, expired or removed by retention after planning")
+    if partition.fail_on_data_loss:
+        raise DataLossError(message)
+    log.warning("skipping: %s", message)
+    return lost_hi
 
 
 def read_partition(
@@ -90,16 +135,17 @@ def read_partition(
     if partition.size <= 0:
         return
     schema = arrow_schema(include_headers)
-    spec = FetchSpec(
-        stream=partition.stream,
-        start=partition.start,
-        end=partition.end,
-        filters=partition.subjects,
-        with_headers=include_headers,
-        avg_msg_bytes=partition.avg_msg_bytes,
-    )
     rows = 0
     with connect(connection) as conn:  # the process's pooled connection (client/pool.py)
+        start = check_range(conn, partition)
+        spec = FetchSpec(
+            stream=partition.stream,
+            start=start,
+            end=partition.end,
+            filters=partition.subjects,
+            with_headers=include_headers,
+            avg_msg_bytes=partition.avg_msg_bytes,
+        )
         for chunk in fetch_range(conn, spec):
             if len(chunk):
                 rows += len(chunk)

@@ -4,7 +4,8 @@
 - `msg_ids`: deterministic `Nats-Msg-Id`s.
 - `publisher`: pipelined publishing with a bounded window of unacked messages.
 - `sink_task`: one executor task, Arrow batches in, acked messages out.
-- `dedup_check`: the driver's checks of the target stream and its dedup window.
+- `dedup_check`: the driver's cached check of the dedup windows of the streams written to.
+- `commit_report`: what the writers' `commit` does with the tasks' reports.
 - `batch_writer`, `stream_writer`: what Spark calls.
 
 Independent of the read package (an import contract checks it). Empty on

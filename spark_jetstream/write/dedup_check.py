@@ -1,64 +1,47 @@
-"""Driver-side checks of the sink's target, before anything is published.
+"""The driver's check of the dedup window of every stream the sink wrote to.
 
-`check_target` asks the server (JetStream API over a `LeanConnection`):
-- with the `stream` option: the stream exists (`STREAM.INFO`), and, with the
-  `subject` option, the subject is captured by exactly that stream
-  (`STREAM.NAMES` with `{"subject": ...}`);
-- with only the `subject` option: some stream captures the subject;
-- with neither (subjects from the `subject` column): nothing can be checked
-  up front; each publish still fails on its own if no stream captures it.
-Then the dedup window: the target stream's `duplicate_window` must be at
-least `dedupWindowCheck`; shorter logs a warning (`dedupWindowCheckMode=warn`)
-or raises `TargetError` (`fail`), because a replay older than the window
-would be stored twice.
+Exactly-once rests on the target stream dropping a replayed message whose
+`Nats-Msg-Id` it has seen; it only remembers ids for `duplicate_window`. A
+replay later than that (a query restarted after a longer outage, a task retried
+after a long stall) is stored twice. So each stream's window must be at least
+`dedupWindowCheck`.
+
+Which streams: the ones the pub acks named (the tasks report them in their
+commit messages, sink_task.py), so subjects taken from a column are covered
+as well as the `subject` / `stream` options. When: at the commit of a write
+or micro-batch, on the driver; never in a constructor (Spark builds writers
+on the driver for planning and again for each commit: no I/O there).
+
+`check_windows` asks `STREAM.INFO` once per stream and connection options in
+this process and caches the window. A server that cannot be reached or a
+request that fails is logged and asked again at the next commit: a brief
+outage never fails a query here. A too short window logs one warning per
+stream (`dedupWindowCheckMode=warn`) or raises `TargetError` at every commit
+(`fail`): the write or micro-batch fails after its tasks published, what they
+published stays, and a replay of the micro-batch is deduplicated.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+import threading
+from collections.abc import Callable, Iterable
 
-from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection, NatsError
+from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError
 from spark_jetstream.client import connect as connect_pooled
 from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.options.grammar import format_duration_ns
 
 log = logging.getLogger(__name__)
 
+_lock = threading.Lock()
+# (connection options, stream) -> duplicate_window in ns, for the life of the process
+_windows: dict[tuple[ConnectionOptions, str], int] = {}
+_warned: set[tuple[ConnectionOptions, str]] = set()
+
+
 class TargetError(ValueError):
-    """The sink's target is missing or unsuitable; the text names the stream or subject."""
-
-
-@dataclass(frozen=True, slots=True)
-class TargetInfo:
-    stream: str | None
-    duplicate_window_ns: int | None
-    warning: str | None = None
-
-
-def _stream_names(conn: LeanConnection, subject: str) -> list[str]:
-    names: list[str] = []
-    offset = 0
-    while True:
-        reply = conn.js_api("STREAM.NAMES", {"subject": subject, "offset": offset})
-        page = reply.get("streams") or []
-        names.extend(page)
-        offset += len(page)
-        if not page or offset >= int(reply.get("total", 0)):
-            return names
-
-
-def _stream_info(conn: LeanConnection, stream: str) -> dict[str, Any]:
-    try:
-        return conn.js_api(f"STREAM.INFO.{stream}")
-    except JetStreamApiError as exc:
-        if exc.err_code == ErrorCode.STREAM_NOT_FOUND:
-            raise TargetError(
-                f"option stream: stream {stream!r} not found on {conn.server_url}"
-            ) from None
-        raise
+    """The sink's target is unsuitable; the text names the stream."""
 
 
 def dedup_window_problem(stream: str, window_ns: int, options: WriteOptions) -> str | None:
@@ -74,44 +57,75 @@ def dedup_window_problem(stream: str, window_ns: int, options: WriteOptions) -> 
     )
 
 
-def check_target(
+def _fetch_windows(
     options: WriteOptions,
-    connect: Callable[[ConnectionOptions], LeanConnection] = connect_pooled,
-) -> TargetInfo:
+    streams: list[str],
+    connect: Callable[[ConnectionOptions], LeanConnection],
+) -> dict[str, int]:
+    found: dict[str, int] = {}
     try:
         conn = connect(options.connection)
     except (NatsError, OSError) as exc:
-        raise TargetError(
-            f"jetstream sink: cannot connect to {options.connection.display_servers}: {exc}"
-        ) from exc
+        log.warning(
+            "jetstream sink: cannot check the dedup window of %s on %s (%s); checked again at the "
+            "next commit",
+            ", ".join(streams),
+            options.connection.display_servers,
+            exc,
+        )
+        return found
     with conn:
-        stream = options.stream
-        subject = options.subject
-        if stream is not None:
-            info = _stream_info(conn, stream)
-            if subject is not None:
-                owners = _stream_names(conn, subject)
-                if stream not in owners:
-                    by = f"stream {owners[0]!r}" if owners else "no stream"
-                    raise TargetError(
-                        f"option subject: {subject!r} is not captured by stream {stream!r} "
-                        f"(it is captured by {by})"
-                    )
-        elif subject is not None:
-            owners = _stream_names(conn, subject)
-            if not owners:
-                raise TargetError(
-                    f"option subject: no stream captures subject {subject!r} on {conn.server_url}"
+        for stream in streams:
+            try:
+                info = conn.js_api(f"STREAM.INFO.{stream}")
+            except (JetStreamApiError, NatsError, OSError) as exc:
+                log.warning(
+                    "jetstream sink: cannot check the dedup window of stream %r (%s); checked "
+                    "again at the next commit",
+                    stream,
+                    exc,
                 )
-            stream = owners[0]
-            info = _stream_info(conn, stream)
-        else:
-            log.info("jetstream sink: subjects come from the subject column; target not checked")
-            return TargetInfo(stream=None, duplicate_window_ns=None)
-    window_ns = int((info.get("config") or {}).get("duplicate_window", 0))
-    problem = dedup_window_problem(stream, window_ns, options)
-    if problem is not None:
-        if options.dedup_window_check_mode == "fail":
-            raise TargetError(problem + " (dedupWindowCheckMode=fail)")
-        log.warning("jetstream sink: %s", problem)
-    return TargetInfo(stream=stream, duplicate_window_ns=window_ns, warning=problem)
+                continue
+            found[stream] = int((info.get("config") or {}).get("duplicate_window", 0))
+    return found
+
+
+def check_windows(
+    options: WriteOptions,
+    streams: Iterable[str],
+    connect: Callable[[ConnectionOptions], LeanConnection] = connect_pooled,
+) -> list[str]:
+    """Check the dedup window of each of `streams`; return the problems found (warn mode)."""
+    if options.dedup_window_check_ns <= 0:
+        return []
+    wanted = sorted(set(streams))
+    key = options.connection
+    with _lock:
+        todo = [s for s in wanted if (key, s) not in _windows]
+    if todo:
+        found = _fetch_windows(options, todo, connect)
+        with _lock:
+            _windows.update(((key, s), w) for s, w in found.items())
+    problems: list[tuple[str, str]] = []
+    with _lock:
+        for stream in wanted:
+            window = _windows.get((key, stream))
+            problem = None if window is None else dedup_window_problem(stream, window, options)
+            if problem is not None:
+                problems.append((stream, problem))
+    if problems and options.dedup_window_check_mode == "fail":
+        raise TargetError("; ".join(p for _, p in problems) + " (dedupWindowCheckMode=fail)")
+    for stream, problem in problems:
+        with _lock:
+            first = (key, stream) not in _warned
+            _warned.add((key, stream))
+        if first:
+            log.warning("jetstream sink: %s", problem)
+    return [p for _, p in problems]
+
+
+def forget_windows() -> None:
+    """Drop the cached windows (a test that changes a stream's window between writes)."""
+    with _lock:
+        _windows.clear()
+        _warned.clear()

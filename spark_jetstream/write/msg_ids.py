@@ -1,33 +1,48 @@
 """Deterministic `Nats-Msg-Id`s for the rows a sink task publishes.
 
 The stream's dedup window drops a message whose id it has seen, so exactly-
-once needs ids that a retried task or a replayed micro-batch reproduces. In
-order of preference, a row's id is:
-1. its `msg_id` column, as given (must be non-empty, no line breaks);
-2. `<prefix><stream>:<seq>:<k>` when the row carries its source coordinates
-   (`stream`, `seq` from the jetstream source): k is the occurrence index of
-   that source message among the task's rows, so a transformation emitting
-   several rows per input message keeps every one of them;
-3. `<prefix><scope>:<partition>:<row>`: scope is `<query id>:<batch id>` in a
-   streaming query (the checkpointed query id, stable across restarts, and the
-   micro-batch id, both task local properties, see spark_internals.py) or a
-   write id made once on the driver for a batch `df.write`; row is the row's
-   index in the task.
-Rows without source coordinates (null stream or seq) fall back to 3.
+once needs ids that a retried task or a replayed micro-batch reproduces for
+the same rows, whatever order the rows come in. The mode (`msgIdMode`,
+resolved in schema.py) is explicit:
 
-Determinism of 2 and 3 assumes the input of the task is deterministic (the
-jetstream source replays exactly the same range). 2 assumes every row derived
-from one source message lands in the same task, in a stable order: true for
-narrow transformations (select, filter, explode, mapInArrow); a repartition
-that spreads one message's rows over several tasks would give two rows the
-same id (the second dropped as a duplicate) — give such rows a `msg_id`.
+- `column`: the `msg_id` column, as given (non-empty, no line breaks).
+- `content`: `<prefix><scope>:<partition>:<digest>:<k>`. `digest` is a
+  96-bit BLAKE2b hash (16 characters of base64: never a colon) of what the row
+  publishes (subject, the header lines the sink copies, data), `k` the number
+  of identical rows before it in the task. With `msgIdColumns` the digest
+  hashes those columns' values instead and the partition is left out:
+  `<prefix><scope>:<digest>:<k>`.
+- `source`: `<prefix><msgIdScope>:<stream>:<seq>:<k>` from the source
+  coordinates; `k` counts the rows of one source message in the task. A row
+  with a null coordinate gets its content id instead.
+
+The scope (see `id_scope`) is the sink's identity plus, inside a streaming
+query, `<query id>:<batch id>` (the checkpointed query id and the
+micro-batch id, task local properties, see spark_internals.py).
+
+Why this survives a shuffle: a retried task, or a micro-batch replayed after
+a crash, receives the same multiset of rows in the same partition whenever
+the rows' partition is a function of the input (narrow transformations of a
+deterministic source, hash partitioning by `repartition(col)`, joins and
+aggregations; Spark turns adaptive execution off in streaming queries).
+Counting identical rows makes the set of ids independent of the order in
+which they arrive. Bounds (the README states them): non-deterministic content
+(`rand()`, `current_timestamp()`) gives new ids; without msgIdColumns a row
+moved to another partition (a changed number of partitions between the
+attempts) gets a new id; with msgIdColumns, rows with equal values in one
+scope collapse into one message unless they share a task.
 """
 
 from __future__ import annotations
 
+import hashlib
+from binascii import b2a_base64
 from collections.abc import Callable, Sequence
 
 from spark_jetstream.spark_internals import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
+
+DIGEST_BYTES = 12  # 96 bits: 16 base64 characters; collisions are out of reach in any window
+BATCH_WRITE_SCOPE = "w"  # scope of a df.write outside streaming without msgIdScope
 
 
 class MsgIdError(ValueError):
@@ -47,40 +62,81 @@ def check_msg_id(value: str | None, column: str, row: int, partition: int) -> st
     return value
 
 
-def streaming_scope(get_property: Callable[[str], str | None]) -> str:
-    """`<query id>:<batch id>` from the task's local properties (`TaskContext.getLocalProperty`)."""
+def streaming_scope(get_property: Callable[[str], str | None]) -> str | None:
+    """`<query id>:<batch id>` from the task's local properties, or None outside a streaming query.
+
+    A `df.write` inside `foreachBatch` runs on the query's thread and sees them too.
+    """
     query_id = get_property(QUERY_ID_PROPERTY)
     batch_id = get_property(BATCH_ID_PROPERTY)
     if not query_id or batch_id is None:
-        raise RuntimeError(
-            "the jetstream stream sink runs outside a streaming query: the task local properties "
-            f"{QUERY_ID_PROPERTY} / {BATCH_ID_PROPERTY} are missing"
-        )
+        return None
     return f"{query_id}:{batch_id}"
 
 
+def id_scope(mode: str, msg_id_scope: str | None, streaming: str | None) -> str:
+    """The scope part of derived ids: the sink's identity, then the query and batch when streaming."""
+    if mode == "source":
+        assert msg_id_scope is not None  # options/write.py requires it
+        return msg_id_scope
+    parts = [p for p in (msg_id_scope, streaming) if p]
+    return ":".join(parts) if parts else BATCH_WRITE_SCOPE
+
+
+def content_digest(subject: bytes, header_lines: bytes, payload: bytes) -> str:
+    """The digest of what one row publishes. Unambiguous: the subject holds no line feed and
+    every header line ends in CRLF, so the lone LF after them ends the headers."""
+    return content_digests([subject], [header_lines], [payload])[0]
+
+
+def content_digests(
+    subjects: Sequence[bytes], header_lines: Sequence[bytes], payloads: Sequence[bytes]
+) -> list[str]:
+    """`content_digest` of every row (one call per batch: the per-row cost is the hash)."""
+    blake2b = hashlib.blake2b
+    size = DIGEST_BYTES
+    return [
+        b2a_base64(blake2b(s + b"\n" + h + b"\n" + p, digest_size=size).digest(), newline=False).decode()
+        for s, h, p in zip(subjects, header_lines, payloads, strict=True)
+    ]
+
+
+def _canonical(value: object) -> bytes:
+    """A value's bytes, framed with its kind and length so that no two values share them."""
+    if value is None:
+        return b"N"
+    if isinstance(value, bytes):
+        return b"B%d:%b" % (len(value), value)
+    if isinstance(value, str):
+        data = value.encode()
+        return b"S%d:%b" % (len(data), data)
+    data = repr(value).encode()  # numbers, dates, decimals, lists, dicts: repr is deterministic
+    return b"R%d:%b" % (len(data), data)
+
+
+def values_digest(values: Sequence[object]) -> str:
+    """The digest of one row's msgIdColumns values."""
+    raw = hashlib.blake2b(b"".join(_canonical(v) for v in values), digest_size=DIGEST_BYTES).digest()
+    return b2a_base64(raw, newline=False).decode()
+
+
 class MsgIdGenerator:
-    """Ids for one task's rows, batch after batch, in row order."""
+    """Ids for one task's rows, batch after batch. Memory: one counter per distinct row."""
 
-    __slots__ = ("_prefix", "_positional", "_row", "_partition", "_counts")
+    __slots__ = ("_scoped", "_base", "_partition", "_row", "_digest_counts", "_source_counts")
 
-    def __init__(self, prefix: str, scope: str, partition_id: int) -> None:
-        self._prefix = prefix
-        self._positional = f"{prefix}{scope}:{partition_id}:"
+    def __init__(self, prefix: str, scope: str, partition_id: int, *, with_partition: bool = True) -> None:
+        self._scoped = f"{prefix}{scope}:"
+        self._base = f"{self._scoped}{partition_id}:" if with_partition else self._scoped
         self._partition = partition_id
         self._row = 0
+        self._digest_counts: dict[str, int] = {}
         # source stream -> seq -> rows seen so far for that source message
-        self._counts: dict[str | None, dict[int, int]] = {}
+        self._source_counts: dict[str, dict[int, int]] = {}
 
     @property
     def rows(self) -> int:
         return self._row
-
-    def positional(self, n: int) -> list[str]:
-        base = self._positional
-        start = self._row
-        self._row += n
-        return [f"{base}{i}" for i in range(start, start + n)]
 
     def from_column(self, values: Sequence[str | None], column: str) -> list[str]:
         start = self._row
@@ -92,20 +148,38 @@ class MsgIdGenerator:
                 check_msg_id(value, column, start + i, part)
         return out  # type: ignore[return-value]
 
-    def from_source(self, streams: Sequence[str | None], seqs: Sequence[int | None]) -> list[str]:
-        prefix = self._prefix
-        base = self._positional
-        row = self._row
+    def from_digests(self, digests: Sequence[str]) -> list[str]:
+        self._row += len(digests)
+        base = self._base
+        counts = self._digest_counts
+        out: list[str] = []
+        append = out.append
+        for d in digests:
+            k = counts.get(d, 0)
+            counts[d] = k + 1
+            append(f"{base}{d}:{k}")
+        return out
+
+    def from_source(
+        self,
+        streams: Sequence[str | None],
+        seqs: Sequence[int | None],
+        fallback: Callable[[int], str],
+    ) -> list[str]:
+        """Source ids; `fallback(i)` gives the digest of row i when its coordinates are null."""
+        scoped = self._scoped
         self._row += len(seqs)
         out: list[str] = []
         append = out.append
-        counts_by_stream = self._counts
+        counts_by_stream = self._source_counts
         last_stream: str | None = None
         counts: dict[int, int] | None = None
-        for stream, seq in zip(streams, seqs, strict=True):
+        for i, (stream, seq) in enumerate(zip(streams, seqs, strict=True)):
             if stream is None or seq is None:
-                append(f"{base}{row}")
-                row += 1
+                d = fallback(i)
+                k = self._digest_counts.get(d, 0)
+                self._digest_counts[d] = k + 1
+                append(f"{self._base}{d}:{k}")
                 continue
             if counts is None or stream != last_stream:
                 counts = counts_by_stream.get(stream)
@@ -114,6 +188,5 @@ class MsgIdGenerator:
                 last_stream = stream
             k = counts.get(seq, 0)
             counts[seq] = k + 1
-            append(f"{prefix}{stream}:{seq}:{k}")
-            row += 1
+            append(f"{scoped}{stream}:{seq}:{k}")
         return out

@@ -21,6 +21,8 @@ Invariants:
   client/streams.py asks); otherwise it fails at once naming the subject.
 - Nothing is retried past `ack_timeout_s` without progress, nor more than
   `MAX_RECONNECTS` reconnects in one task.
+- `stats.streams` holds every stream a pub ack named (the sink's real
+  targets, whatever the subjects were), for the driver's dedup-window check.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
@@ -48,6 +50,7 @@ RETRY_DELAY_S: Final = 0.1
 ELECTION_RETRY_DELAY_S: Final = 0.25  # a stream leader election takes a few seconds
 MAX_RECONNECTS: Final = 20  # per task: a server that keeps dropping us is not a blip
 _DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
+_STREAM_RE = re.compile(rb'"stream"\s*:\s*"([^"]*)"')
 _MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
 
 
@@ -64,6 +67,7 @@ class PublishStats:
     published: int = 0  # acked as stored
     duplicates: int = 0  # acked as duplicate (already in the stream)
     reconnects: int = 0
+    streams: set[str] = field(default_factory=set)  # named by the pub acks
 
 
 def _frame_subject(frame: bytes) -> str:
@@ -99,6 +103,8 @@ class Publisher:
         self._reconnected_at: float | None = None
         self._captured: set[str] = set()  # subjects a stream captures (503 = an election)
         self.stats = PublishStats()
+        # the opening of the last pub ack seen: acks that start alike name the same stream
+        self._ack_head = b"\x00"
         self._conn: LeanConnection | None = None
         self._sid = b""
         self._max_payload = 1024 * 1024
@@ -278,6 +284,8 @@ class Publisher:
                 # fast path: a positive pub ack for `<prefix><token>`
                 if pending.pop(int(f[1][skip:]), None) is None:
                     continue  # an ack for a frame re-sent after a reconnect, already counted
+                if not payload.startswith(self._ack_head):
+                    self._note_stream(payload)
                 if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
                     duplicates += 1
                 else:
@@ -286,6 +294,13 @@ class Publisher:
             self.stats.duplicates += duplicates
             if len(pending) < before:
                 deadline = time.monotonic() + self._ack_timeout_s
+
+    def _note_stream(self, payload: bytes) -> None:
+        m = _STREAM_RE.search(payload)
+        if m is not None:
+            self.stats.streams.add(m.group(1).decode("utf-8", "replace"))
+            # `{"stream":"X",` and the like: the next ack with this opening names X too
+            self._ack_head = payload[: m.end() + 1] if m.start() <= 1 else b"\x00"
 
     def _resend_due(self, now: float) -> None:
         due = [token for when, token in self._retry if when <= now]
@@ -359,6 +374,7 @@ class Publisher:
                 f"{err.get('description', '?')} (code {code}, err_code {err.get('err_code', 0)})"
             )
         del self._pending[token]
+        self._note_stream(payload)
         if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
             self.stats.duplicates += 1
         else:

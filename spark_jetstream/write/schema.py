@@ -6,9 +6,14 @@ Columns (names are matched case-insensitively, like Spark column names):
 - `headers`: map<string,string> or map<string,array<string>>, optional.
 - `msg_id`: string, optional; the `Nats-Msg-Id` of the row as given.
 - `stream` (string) + `seq` (integer): the source coordinates the `jetstream`
-  source emits; when both are present (and no `msg_id`), message ids are
-  derived from them.
+  source emits; ids are derived from them only with `msgIdMode=source` (an
+  explicit choice: a DataFrame that merely has such columns keeps content ids).
+- the `msgIdColumns` option's columns, any type: their values identify a row.
 Other columns (e.g. the source's `timestamp`) are not published.
+
+The id mode is resolved here, once: `auto` becomes `column` when there is a
+`msg_id` column and `content` otherwise; `column` without a `msg_id` column
+and `source` without `stream`/`seq` are refused.
 
 `validate_write_schema` raises `SchemaError` naming the column and its type
 before anything is published; the resulting `WriteColumns` is a small frozen
@@ -55,6 +60,8 @@ class WriteColumns:
     msg_id: str | None = None
     source_stream: str | None = None
     source_seq: str | None = None
+    id_mode: str = "content"  # column, content or source (never auto)
+    id_columns: tuple[str, ...] = ()  # msgIdColumns as spelled in the DataFrame
 
     @property
     def has_source_coordinates(self) -> bool:
@@ -79,7 +86,12 @@ def _type_name(dtype: DataType) -> str:
     return dtype.simpleString()
 
 
-def validate_write_schema(schema: StructType, subject_option: str | None) -> WriteColumns:
+def validate_write_schema(
+    schema: StructType,
+    subject_option: str | None,
+    msg_id_mode: str = "auto",
+    msg_id_columns: tuple[str, ...] = (),
+) -> WriteColumns:
     by_name: dict[str, tuple[str, DataType]] = {}
     for f in schema.fields:
         key = f.name.lower()
@@ -142,6 +154,28 @@ def validate_write_schema(schema: StructType, subject_option: str | None) -> Wri
         if not isinstance(seq_type, (LongType, IntegerType, ShortType, ByteType)):
             raise wrong(seq_name, seq_type, "an integer type (the source stream sequence of the row)")
 
+    id_columns: list[str] = []
+    for wanted in msg_id_columns:
+        if wanted.lower() not in by_name:
+            columns = ", ".join(f.name for f in schema.fields)
+            raise SchemaError(
+                f"option msgIdColumns names column {wanted!r}, which the DataFrame does not have "
+                f"(it has: {columns})"
+            )
+        id_columns.append(by_name[wanted.lower()][0])
+
+    if msg_id_mode == "auto":
+        msg_id_mode = "column" if msg_id_name is not None else "content"
+    elif msg_id_mode == "column" and msg_id_name is None:
+        raise SchemaError("msgIdMode=column needs a column 'msg_id' (string)")
+    elif msg_id_mode == "source" and stream_name is None:
+        raise SchemaError(
+            "msgIdMode=source needs the source coordinate columns 'stream' (string) and 'seq' "
+            "(integer) that the jetstream source emits"
+        )
+    if msg_id_mode != "column" and msg_id_name is not None:
+        log.warning("jetstream sink: msgIdMode=%s: the msg_id column is not used", msg_id_mode)
+
     resolved = WriteColumns(
         data=data_name,
         data_is_string=isinstance(data_type, StringType),
@@ -151,8 +185,10 @@ def validate_write_schema(schema: StructType, subject_option: str | None) -> Wri
         msg_id=msg_id_name,
         source_stream=stream_name,
         source_seq=seq_name,
+        id_mode=msg_id_mode,
+        id_columns=tuple(id_columns),
     )
-    used = {c.lower() for c in resolved.used()} | {"subject"}
+    used = {c.lower() for c in resolved.used()} | {"subject"} | {c.lower() for c in id_columns}
     ignored = [
         name
         for key, (name, _) in by_name.items()

@@ -10,11 +10,17 @@ server error raises, which fails the task.
 
 Header rules: the sink sets `Nats-Msg-Id` itself (a `Nats-Msg-Id` in the
 `headers` column is replaced; use the `msg_id` column to choose ids) and
-`Nats-Expected-Stream` when the `stream` option is set. `Nats-Expected-*`
-headers in the `headers` column are dropped: they are instructions to the
-server at publish time, and rows read from a stream carry the ones their
-original publisher sent, which would fail (or wrongly constrain) the copy.
-Every other header is published as given, in map order, one line per value.
+`Nats-Expected-Stream` when the `stream` option is set. Every other `Nats-*`
+header in the `headers` column is dropped unless `keepNatsHeaders` names it:
+they are directives to the server (`Nats-Rollup` purges the subject,
+`Nats-TTL` fails on a stream without per-message TTLs, `Nats-Expected-*`
+constrain the publish) or the server's own annotations, and rows read from a
+stream carry the ones their original publisher or server set. Every other
+header is published as given, in map order, one line per value.
+
+The commit message reports, besides counts, the streams the pub acks named
+(the driver checks their dedup windows, dedup_check.py) and the task's
+attempt number (duplicates in a first attempt hint at colliding ids).
 """
 
 from __future__ import annotations
@@ -22,20 +28,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_jetstream.client import LeanConnection, lease
 from spark_jetstream.options import ConnectionOptions, WriteOptions
-from spark_jetstream.write.msg_ids import MsgIdGenerator
+from spark_jetstream.write.msg_ids import (
+    MsgIdGenerator,
+    content_digest,
+    content_digests,
+    values_digest,
+)
 from spark_jetstream.write.publisher import Publisher, PublishStats
 from spark_jetstream.write.schema import WriteColumns
 
 log = logging.getLogger(__name__)
 
 VERSION_LINE = b"NATS/1.0\r\n"
-_SKIPPED_HEADERS = frozenset({"nats-msg-id"})
 _BAD_NAME_CHARS = frozenset(" \t\r\n:")
 
 
@@ -50,11 +61,19 @@ class JetStreamCommitMessage(WriterCommitMessage):
     published: int
     duplicates: int
     reconnects: int
+    streams: tuple[str, ...] = ()  # the streams the pub acks named
+    attempt: int = 0  # the task's attempt number (TaskContext.attemptNumber)
 
 
 def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
-    """Totals of the tasks' commit messages (for the driver's commit/abort log line)."""
-    totals = {"tasks": 0, "rows": 0, "published": 0, "duplicates": 0, "reconnects": 0}
+    """Totals of the tasks' commit messages (for the driver's commit/abort log line).
+
+    `first_attempt_duplicates`: duplicates acked to first task attempts. Expected
+    in a micro-batch replayed after a restart; anywhere else they mean that ids
+    collide (two writers sharing a scope, or msgIdColumns that do not identify rows).
+    """
+    totals = {"tasks": 0, "rows": 0, "published": 0, "duplicates": 0, "first_attempt_duplicates": 0,
+              "reconnects": 0}
     for m in messages:
         if isinstance(m, JetStreamCommitMessage):
             totals["tasks"] += 1
@@ -62,7 +81,14 @@ def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
             totals["published"] += m.published
             totals["duplicates"] += m.duplicates
             totals["reconnects"] += m.reconnects
+            if m.attempt == 0:
+                totals["first_attempt_duplicates"] += m.duplicates
     return totals
+
+
+def acked_streams(messages: list[WriterCommitMessage | None]) -> set[str]:
+    """Every stream named by the pub acks of the tasks."""
+    return {s for m in messages if isinstance(m, JetStreamCommitMessage) for s in m.streams}
 
 
 def _subject_encoder(column: str, partition_id: int) -> Callable[[str | None, int], bytes]:
@@ -95,7 +121,7 @@ def _subject_encoder(column: str, partition_id: int) -> Callable[[str | None, in
 def _header_lines(
     entries: Iterable[tuple[str, object]] | None,
     multi: bool,
-    skip: frozenset[str],
+    keep: frozenset[str],
     column: str,
     row: int,
     partition_id: int,
@@ -105,7 +131,7 @@ def _header_lines(
     lines: list[str] = []
     for name, value in entries:
         lowered = name.lower()
-        if lowered in skip or lowered.startswith("nats-expected-"):
+        if lowered.startswith("nats-") and (lowered not in keep or lowered == "nats-msg-id"):
             continue
         if not name or any(c in _BAD_NAME_CHARS for c in name):
             raise RowValueError(
@@ -127,6 +153,10 @@ def _header_lines(
     return "".join(lines).encode()
 
 
+def _row_digest(subjects: list[bytes], lines: list[bytes], payloads: list[bytes], i: int) -> str:
+    return content_digest(subjects[i], lines[i], payloads[i])
+
+
 def publish_batches(
     options: WriteOptions,
     columns: WriteColumns,
@@ -134,11 +164,15 @@ def publish_batches(
     scope: str,
     partition_id: int,
     connect: Callable[[ConnectionOptions], LeanConnection] = lease,
+    attempt: int = 0,
 ) -> JetStreamCommitMessage:
-    """Publish every row of `batches`; return once all are acked."""
-    ids = MsgIdGenerator(options.msg_id_prefix, scope, partition_id)
+    """Publish every row of `batches` with ids scoped by `scope` (msg_ids.id_scope); return once
+    all are acked."""
+    mode = columns.id_mode
+    by_values = bool(columns.id_columns)
+    ids = MsgIdGenerator(options.msg_id_prefix, scope, partition_id, with_partition=not by_values)
     expected = b""
-    skip = _SKIPPED_HEADERS
+    keep = options.keep_nats_headers
     if options.stream is not None:
         expected = f"Nats-Expected-Stream: {options.stream}\r\n".encode()
     option_subject = options.subject.encode() if options.subject is not None else None
@@ -171,34 +205,40 @@ def publish_batches(
                 assert columns.subject is not None
                 raw = batch.column(columns.subject).to_pylist()
                 subjects = [encode_subject(s, first_row + i) for i, s in enumerate(raw)]
-            # message ids
-            if columns.msg_id is not None:
-                msg_ids = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
-            elif columns.has_source_coordinates:
-                assert columns.source_stream is not None and columns.source_seq is not None
-                msg_ids = ids.from_source(
-                    batch.column(columns.source_stream).to_pylist(),
-                    batch.column(columns.source_seq).to_pylist(),
-                )
-            else:
-                msg_ids = ids.positional(n)
-            # header blocks
+            # the header lines copied from the headers column (part of the content digest)
             if columns.headers is None:
-                tail = b"\r\n" + expected + b"\r\n"
-                hdrs = [b"NATS/1.0\r\nNats-Msg-Id: " + m.encode() + tail for m in msg_ids]
+                lines = [b""] * n
             else:
                 maps = batch.column(columns.headers).to_pylist()
                 hcol = columns.headers
                 multi = columns.headers_multi
-                hdrs = [
-                    b"NATS/1.0\r\nNats-Msg-Id: "
-                    + m.encode()
-                    + b"\r\n"
-                    + expected
-                    + _header_lines(entries, multi, skip, hcol, first_row + i, partition_id)
-                    + b"\r\n"
-                    for i, (m, entries) in enumerate(zip(msg_ids, maps, strict=True))
+                lines = [
+                    _header_lines(entries, multi, keep, hcol, first_row + i, partition_id)
+                    for i, entries in enumerate(maps)
                 ]
+            digest = partial(_row_digest, subjects, lines, payloads)
+            # message ids
+            if mode == "column":
+                assert columns.msg_id is not None
+                msg_ids = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
+            elif mode == "source":
+                assert columns.source_stream is not None and columns.source_seq is not None
+                msg_ids = ids.from_source(
+                    batch.column(columns.source_stream).to_pylist(),
+                    batch.column(columns.source_seq).to_pylist(),
+                    digest,
+                )
+            elif by_values:
+                value_lists = [batch.column(c).to_pylist() for c in columns.id_columns]
+                msg_ids = ids.from_digests([values_digest(v) for v in zip(*value_lists, strict=True)])
+            else:
+                msg_ids = ids.from_digests(content_digests(subjects, lines, payloads))
+            # header blocks
+            tail = b"\r\n" + expected
+            hdrs = [
+                b"NATS/1.0\r\nNats-Msg-Id: " + m.encode() + tail + hl + b"\r\n"
+                for m, hl in zip(msg_ids, lines, strict=True)
+            ]
             publisher.publish_many(subjects, hdrs, payloads)
             rows += n
         stats = publisher.flush() if publisher is not None else PublishStats()
@@ -206,8 +246,9 @@ def publish_batches(
         if publisher is not None:
             publisher.close()
     log.info(
-        "jetstream sink partition %d: %d rows, %d stored, %d duplicates, %d reconnects",
+        "jetstream sink partition %d (attempt %d): %d rows, %d stored, %d duplicates, %d reconnects",
         partition_id,
+        attempt,
         rows,
         stats.published,
         stats.duplicates,
@@ -219,4 +260,6 @@ def publish_batches(
         published=stats.published,
         duplicates=stats.duplicates,
         reconnects=stats.reconnects,
+        streams=tuple(sorted(stats.streams)),
+        attempt=attempt,
     )

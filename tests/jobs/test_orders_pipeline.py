@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import nats
@@ -42,6 +43,8 @@ def test_pipeline_runs_checks_itself_and_a_second_run_adds_nothing(spark, tmp_pa
         assert read > 600 and valid + dead == read and dead > 0
         assert int(figure(first, "windows written").replace(",", "")) > 0
         assert "[routed] batch 1:" in first  # progress lines, more than one micro-batch
+        # batch 0 records where the query starts; batch 1 reads 500 and shows the rest as lag
+        assert re.search(r"\[routed\] batch 1: 500 msgs .*lag ORDERS [1-9][0-9,]*", first), first
         assert figure(first, "duplicates rejected by the server") == "0"
 
         # Same sample again: every input message is a duplicate, the checkpoint has nothing new.

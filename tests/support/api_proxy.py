@@ -10,7 +10,10 @@ responders" (status 503), exactly what a client sees while JetStream is not
 there (a starting server, a cluster without a leader). `unavailable=N` answers
 the first N requests with the API's own 503 error (`JetStream system
 temporarily unavailable`, err_code 10008, as nats-server sends during a
-leader election); `swallow=N` drops the first N (a request that times out).
+leader election); `swallow=N` drops the first N (a request that times out);
+`drop` names APIs (e.g. "CONSUMER.RESET") that never get an answer, like a
+server too old to know them; `relay` names APIs (e.g. "STREAM.INFO") whose
+replies pass through the proxy and are kept in `replies` (subject, JSON).
 Not collected by pytest (no `test_` prefix).
 """
 
@@ -26,7 +29,19 @@ UNAVAILABLE = {"code": 503, "err_code": 10008, "description": "JetStream system 
 
 
 class ApiProxy:
-    def __init__(self, url: str, prefix: str, *, unavailable: int = 0, swallow: int = 0) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        *,
+        unavailable: int = 0,
+        swallow: int = 0,
+        drop: tuple[str, ...] = (),
+        relay: tuple[str, ...] = (),
+    ) -> None:
+        self.drop = drop
+        self.relay = relay
+        self.replies: list[tuple[str, dict]] = []
         self.url = url
         self.prefix = prefix
         self.unavailable = unavailable
@@ -72,12 +87,20 @@ class ApiProxy:
                         continue
                     subject, reply, payload = frame[1].decode(), frame[3].decode(), frame[5]
                     self.requests.append(subject)
+                    if any(subject.startswith(f"{self.prefix}.{api}.") for api in self.drop):
+                        continue
                     if self.swallow > 0:
                         self.swallow -= 1
                         continue
                     if self.unavailable > 0:
                         self.unavailable -= 1
                         conn.publish(reply, json.dumps({"error": UNAVAILABLE}).encode())
+                        continue
+                    api = "$JS.API." + subject[len(self.prefix) + 1 :]
+                    if any(subject.startswith(f"{self.prefix}.{name}.") for name in self.relay):
+                        _, answer = conn.request(api, payload, timeout=10)
+                        self.replies.append((subject, json.loads(answer)))
+                        conn.publish(reply, answer)
                         continue
                     # forwarded with the client's reply subject: the server answers the client
                     # directly (also the stream of messages a pull request gets)

@@ -1,18 +1,28 @@
 """Child program of the exactly-once crash test (not collected by pytest).
 
 Runs one streaming query in its own SparkSession: the jetstream source
-(stream IN) -> a deterministic transform (upper-case payload, tagged) -> the
-jetstream sink (subject `out.copy`), with a checkpoint, under
-`Trigger.AvailableNow` and small micro-batches. The parent kills this whole
-process group with SIGKILL at random points and starts it again on the same
+(stream IN) -> a deterministic transform -> the jetstream sink (subject
+`out.copy`), with a checkpoint, under `Trigger.AvailableNow`. The parent kills
+this whole process group with SIGKILL and starts it again on the same
 checkpoint; exit code 0 means every available message was processed.
 
-usage: python tests/crash_pipeline.py <server url> <checkpoint dir> <in stream> <out subject> [key=value ...]
+Variants:
+- `narrow`: upper-case payload, tagged, keeping the source coordinates;
+  small micro-batches; ids `msgIdMode=source` scoped by `msgIdScope=crash`.
+- `shuffle`: no source coordinates in the output; a hash repartition on the
+  payload, then each partition's rows in a random order (as an async
+  enrichment emits rows as its calls complete: a replay after a restart sees
+  another order), written by a `df.write` inside `foreachBatch`; 100k-message
+  micro-batches; content ids (the default) scoped by the query and batch ids
+  that the `foreachBatch` tasks see.
+
+usage: python crash_pipeline.py <variant> <server url> <checkpoint dir> <in stream> <out subject> [key=value ...]
 
 Optional `key=value` settings (the cluster tests): `durable=<name>` mirrors the
-commits into that durable consumer; `max=<n>` sets maxMessagesPerTrigger (250); `conf.<spark key>=<value>` sets a Spark conf
-; `submit=1` when run by spark-submit: the session is
-spark-submit's (master, --py-files, Python), not a local one.
+commits into that durable consumer; `max=<n>` sets maxMessagesPerTrigger;
+`conf.<spark key>=<value>` sets a Spark conf; `submit=1` when run by
+spark-submit: the session is spark-submit's (master, --py-files, Python), not a
+local one.
 """
 
 from __future__ import annotations
@@ -21,15 +31,19 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    url, checkpoint, in_stream, out_subject, *extra = argv
+    variant, url, checkpoint, in_stream, out_subject, *extra = argv
     settings = dict(arg.split("=", 1) for arg in extra)
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     import spark_jetstream
     from spark_jetstream.local import local_spark_session
 
     # C1-only JIT and serial GC: this short-lived JVM starts several times per test
-    fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    fast_start = {
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.sql.shuffle.partitions": "4",
+    }
     fast_start.update({k[len("conf.") :]: v for k, v in settings.items() if k.startswith("conf.")})
     if settings.get("submit") == "1":
         from pyspark.sql import SparkSession
@@ -39,30 +53,53 @@ def main(argv: list[str]) -> int:
         spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
     spark.sparkContext.setLogLevel("ERROR")
     spark_jetstream.register(spark)
+    per_trigger = settings.get("max", "250" if variant == "narrow" else "100000")
     reader = (
         spark.readStream.format("jetstream")
         .option("servers", url)
         .option("stream", in_stream)
-        .option("maxMessagesPerTrigger", settings.get("max", "250"))
+        .option("maxMessagesPerTrigger", per_trigger)
     )
     if "durable" in settings:
         reader = reader.option("durable", settings["durable"])
     source = reader.load()
-    out = source.select(
-        "stream",
-        "seq",
-        F.concat(F.lit("done:"), F.upper(F.col("data").cast("string"))).alias("data"),
-    )
-    query = (
-        out.writeStream.format("jetstream")
-        .option("servers", url)
-        .option("subject", out_subject)
-        .option("dedupWindowCheck", "5m")
-        .option("dedupWindowCheckMode", "fail")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
+    sink_options = {
+        "servers": url,
+        "subject": out_subject,
+        "dedupWindowCheck": "5m",
+        "dedupWindowCheckMode": "fail",
+        "checkpointLocation": checkpoint,
+    }
+    if variant == "narrow":
+        out = source.select(
+            "stream",
+            "seq",
+            F.concat(F.lit("done:"), F.upper(F.col("data").cast("string"))).alias("data"),
+        )
+        sink_options |= {"msgIdMode": "source", "msgIdScope": "crash"}
+        writer = out.writeStream.format("jetstream").options(**sink_options)
+    elif variant == "shuffle":
+        text = source.select(F.col("data").cast("string").alias("text"))
+        del sink_options["checkpointLocation"]
+
+        def write_batch(batch: DataFrame, batch_id: int) -> None:
+            # rand() takes a new seed each time it is planned: every attempt emits each
+            # partition's rows in another order (streaming refuses sorts, and PySpark's
+            # mapInArrow needs pandas: hence foreachBatch, whose df.write must be stable too)
+            (
+                batch.repartition(4, "text")
+                .sortWithinPartitions(F.rand())
+                .select(F.concat(F.lit("done:"), F.upper("text")).alias("data"))
+                .write.format("jetstream")
+                .mode("append")
+                .options(**sink_options)
+                .save()
+            )
+
+        writer = text.writeStream.foreachBatch(write_batch).option("checkpointLocation", checkpoint)
+    else:
+        raise SystemExit(f"unknown variant {variant!r}")
+    query = writer.trigger(availableNow=True).start()
     query.awaitTermination()
     spark.stop()
     return 0

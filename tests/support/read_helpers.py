@@ -70,3 +70,48 @@ def fill_fast(url: str, stream: str, subject: str, n: int, payload: bytes = b"x"
                         assert b'"error"' not in f[5], f[5]
                         acked += 1
             sent += k
+
+
+class BurstPublisher:
+    """A thread publishing core messages in bursts of ten, a random pause (mean `pause_s`)
+    between bursts (the default: about 10,000 messages a second), until stopped.
+
+    `start()`, then `stop()` (joins and raises what the thread raised). Bounded:
+    at most 2M messages.
+    """
+
+    def __init__(self, url: str, subject: str, seed: int, pause_s: float = 0.001) -> None:
+        self.pause_s = pause_s
+        import random
+        import threading
+
+        self.url, self.subject = url, subject
+        self.rng = random.Random(seed)
+        self.stop_now = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> BurstPublisher:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_now.set()
+        self.thread.join(30)
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        from spark_jetstream.client import LeanConnection
+        from spark_jetstream.options import ConnectionOptions
+
+        try:
+            with LeanConnection.connect(ConnectionOptions(servers=(self.url,))) as conn:
+                burst = LeanConnection.pub_frame(self.subject, b"x" * 32) * 10
+                for _ in range(200_000):
+                    if self.stop_now.wait(self.rng.uniform(0.5, 1.5) * self.pause_s):
+                        break
+                    conn.send(burst)
+                conn.flush(10)
+        except BaseException as exc:  # raised again by stop()
+            self.error = exc

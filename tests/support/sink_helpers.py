@@ -85,3 +85,40 @@ def publish_acked(url: str, messages: list[tuple[str, bytes]]) -> None:
         )
         stats = pub.flush()
     assert stats.published == len(messages), stats
+
+
+def read_all(url: str, name: str, timeout_s: float = 120.0) -> list[StoredMsg]:
+    """Every message of the stream through one push consumer (ack none): for large streams.
+
+    Stops when the stream's message count (at the call) is reached; fails after `timeout_s`.
+    """
+    import secrets
+    import time
+
+    out: list[StoredMsg] = []
+    with connect(url) as conn:
+        want = int(conn.js_api(f"STREAM.INFO.{name}")["state"]["messages"])
+        if want == 0:
+            return out
+        inbox = f"_INBOX.readall.{secrets.token_hex(8)}"
+        sid = conn.subscribe(inbox)
+        conn.js_api(
+            f"CONSUMER.CREATE.{name}",
+            {"stream_name": name, "config": {"deliver_subject": inbox, "ack_policy": "none",
+                                             "deliver_policy": "all", "inactive_threshold": 60 * 10**9}},
+        )
+        deadline = time.monotonic() + timeout_s
+        while len(out) < want:
+            assert time.monotonic() < deadline, f"read {len(out)} of {want} messages of {name}"
+            for op, subject, fsid, reply, hdr, payload in conn.read_frames():
+                if op != b"MSG" or fsid != sid or not reply.startswith(b"$JS.ACK."):
+                    continue  # heartbeats and flow control carry no ack subject
+                headers: dict[str, list[str]] = {}
+                if hdr:
+                    _, _, items = parse_header_block(hdr)
+                    for key, value in items:
+                        headers.setdefault(key, []).append(value)
+                tokens = reply.split(b".")  # $JS.ACK.<stream>.<consumer>.<n>.<sseq>.<cseq>.<ts>.<pending>
+                seq = int(tokens[5]) if len(tokens) == 9 else int(tokens[7])  # or with domain, hash
+                out.append(StoredMsg(subject=subject.decode(), seq=seq, data=payload, headers=headers))
+    return out

@@ -1,14 +1,17 @@
 """The `jetstream-server` / `python -m jetstream_server` command line, with nats-server's flags.
 
 Flags: ``-a/--addr``, ``-p/--port`` (-1 = random), ``-m/--http_port``,
-``-js/--jetstream`` (accepted; JetStream is always on), ``-sd/--store_dir``,
+``-js/--jetstream`` (JetStream is off without it or a ``jetstream`` entry in
+the config file, as on nats-server), ``-sd/--store_dir``,
 ``-c/--config``, ``--user``, ``--pass``, ``--auth``, ``--tls``, ``--tlscert``,
 ``--tlskey``, ``--tlscacert``, ``--tlsverify``, ``-D``, ``-V``, ``-DV``,
-``-n/--name``. Precedence: defaults < config file < flags.
+``-n/--name``, ``-sl/--signal`` (see `jetstream_server.signals`), ``-P/--pid``.
+Precedence: defaults < config file < flags.
 
 Logs go to stderr, one flushed line each, in nats-server's shape
 (``[pid] 2006/01/02 15:04:05.000000 [INF] Server is ready``). SIGTERM and
-SIGINT stop the server cleanly and exit 0; a bad flag or config exits 1 with
+SIGINT stop the server cleanly and exit 0; SIGUSR2 enters lame duck mode
+(`jetstream_server.app.lame_duck`), during which SIGTERM is ignored; a bad flag or config exits 1 with
 a message naming the problem.
 """
 
@@ -25,15 +28,18 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from jetstream_server.config import (
     AuthSettings,
     ConfigError,
+    JetStreamSettings,
     ServerConfig,
     TlsSettings,
     load_config_file,
 )
 from jetstream_server.core.session import TRACE
+from jetstream_server.signals import GO_SIGNAL_NAMES, SignalError, process_signal
 
 logging.addLevelName(TRACE, "TRC")
 _LEVEL_TAGS = {TRACE: "TRC", logging.DEBUG: "DBG", logging.INFO: "INF", logging.WARNING: "WRN",
@@ -78,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--addr", "--net", dest="host", help="bind to host address")
     p.add_argument("-p", "--port", type=int, dest="port", help="client port (-1 = random)")
     p.add_argument("-m", "--http_port", type=int, dest="http_port", help="monitoring port")
-    p.add_argument("-js", "--jetstream", action="store_true", help="accepted; JetStream is always on")
+    p.add_argument("-js", "--jetstream", action="store_true", help="enable JetStream")
     p.add_argument("-sd", "--store_dir", dest="store_dir", help="JetStream storage directory")
     p.add_argument("-c", "--config", dest="config", help="configuration file")
     p.add_argument("-n", "--name", "--server_name", dest="name", help="server name")
@@ -93,13 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-D", "--debug", action="store_true", help="enable debug output")
     p.add_argument("-V", "--trace", action="store_true", help="trace the raw protocol")
     p.add_argument("-DV", dest="debug_trace", action="store_true", help="debug and trace")
+    p.add_argument(
+        "-sl", "--signal", dest="signal", metavar="SIGNAL[=PID]",
+        help="send a signal to a running server (ldm, stop, quit, term, reopen, reload); "
+        "PID is a pid or a pid file",
+    )
+    p.add_argument("-P", "--pid", dest="pid_file", help="file to store the PID in")
     return p
 
 
 def config_from_args(argv: Sequence[str]) -> ServerConfig:
     """Defaults, then the config file, then flags; raises `ConfigError`."""
     args = build_parser().parse_args(list(argv))
-    cfg = ServerConfig()
+    # as nats-server: JetStream only with -js or a `jetstream` entry in the file
+    cfg = ServerConfig(jetstream=JetStreamSettings(enabled=False))
     if args.config:
         cfg = load_config_file(args.config, cfg)
     changes: dict[str, object] = {}
@@ -115,8 +128,12 @@ def config_from_args(argv: Sequence[str]) -> ServerConfig:
         changes["debug"] = True
     if args.trace or args.debug_trace:
         changes["trace"] = True
+    js = cfg.jetstream
+    if args.jetstream:
+        js = replace(js, enabled=True)
     if args.store_dir is not None:
-        changes["jetstream"] = replace(cfg.jetstream, store_dir=args.store_dir)
+        js = replace(js, store_dir=args.store_dir)
+    changes["jetstream"] = js
     if args.user is not None or args.password is not None or args.token is not None:
         if (args.user is None) != (args.password is None) and args.token is None:
             raise ConfigError("--user and --pass go together")
@@ -140,35 +157,65 @@ def config_from_args(argv: Sequence[str]) -> ServerConfig:
 
 
 async def serve(config: ServerConfig) -> None:
-    """Run until SIGTERM/SIGINT, then stop cleanly."""
+    """Run until SIGINT, SIGTERM (ignored in lame duck mode, as nats-server
+    does) or the end of lame duck mode (SIGUSR2), then stop cleanly."""
     from jetstream_server.app.server import NatsServer
 
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     srv = NatsServer(config)
+    log = logging.getLogger(__name__)
+    lame_duck: list[asyncio.Task[None]] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.info('Trapped "%s" signal', GO_SIGNAL_NAMES.get(sig, sig.name))
+        if sig is signal.SIGUSR2:
+            if not lame_duck:
+                lame_duck.append(loop.create_task(srv.enter_lame_duck()))
+        elif sig is signal.SIGINT or not srv.lame_duck:
+            loop.create_task(srv.stop())
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2):
+        loop.add_signal_handler(sig, on_signal, sig)
     await srv.start()
     # everything built so far (modules, config, recovered JetStream state) lives
     # as long as the process: keep it out of the collector's generations, so
     # collections triggered by message traffic stay short
     gc.freeze()
     try:
-        await stop.wait()
-        logging.getLogger(__name__).info("Trapped signal, shutting down")
+        await srv.finished.wait()
     finally:
         await srv.stop()
+        for task in lame_duck:
+            task.cancel()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        config = config_from_args(sys.argv[1:] if argv is None else argv)
+        parsed = build_parser().parse_args(args)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return 0 if exc.code in (0, None) else 1
+    if parsed.signal:
+        try:
+            process_signal(parsed.signal)
+        except SignalError as exc:
+            sys.stderr.write(f"jetstream-server: {exc}\n")
+            return 1
+        return 0
+    try:
+        config = config_from_args(args)
     except ConfigError as exc:
         sys.stderr.write(f"jetstream-server: configuration error: {exc}\n")
         return 1
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return 0 if exc.code in (0, None) else 1
     configure_logging(config.debug, config.trace)
+    if parsed.pid_file:
+        try:
+            Path(parsed.pid_file).write_text(str(os.getpid()), encoding="ascii")
+        except OSError as exc:
+            logging.getLogger(__name__).error("Could not write pidfile: %s", exc)
+            return 1
     try:
         asyncio.run(serve(config))
     except ConfigError as exc:

@@ -24,7 +24,22 @@ server honours:
       ]
     }
     no_auth_user: alice
-    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true }
+    accounts {                                  # isolated subject spaces and JetStream
+      ORDERS: { users: [ { user: o, password: p } ],
+                jetstream: { max_mem: 1GB, max_file: 10GB, max_streams: 10, max_consumers: 100 } }
+      OPS: { users: [ { user: ops, password: q } ], jetstream: enabled }
+      SYS: { users: [ { user: sys, password: s } ] }
+    }
+    system_account: SYS    # default: $SYS, an account nobody logs in to
+    # or operator (JWT) mode, instead of authorization/accounts:
+    operator: /path/to/operator.jwt             # or the JWT itself
+    resolver: MEMORY                            # the only resolver kept
+    resolver_preload: { ACCOUNTPUBLICKEY...: eyJ0eXAiOiJKV1Qi... }
+    tls { cert_file: ..., key_file: ..., ca_file: ..., verify: true,
+          handshake_first: true }     # or "auto" / a fallback delay like "300ms"
+    websocket { port: 8080, no_tls: true, compression: true }  # needs the wsproto package
+    lame_duck_duration: "2m"      # SIGUSR2: clients closed over this (30s minimum)
+    lame_duck_grace_period: "10s" # ... starting this long after lame duck mode begins
     jetstream { store_dir: ..., max_memory_store: 1GB, max_file_store: 10GB,
                 sync_interval: "2m", sync_always: false, domain: hub,
                 limits { max_ack_pending: 10000, max_request_batch: 1000,
@@ -46,6 +61,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.auth import (
     Authenticator,
     NkeyUser,
@@ -57,6 +73,8 @@ from jetstream_server.core.auth import (
     require_bcrypt,
     require_nkeys,
 )
+from jetstream_server.core.jwt import Claims, JwtError, decode
+from jetstream_server.core.jwt_auth import JwtAccount, JwtAuth
 from jetstream_server.core.permissions import (
     Permissions,
     ResponsePermission,
@@ -69,7 +87,7 @@ from jetstream_server.core.session import (
     DEFAULT_MAX_PINGS_OUT,
     SessionSettings,
 )
-from jetstream_server.core.subjects import is_valid_subject
+from jetstream_server.core.subjects import is_subset_filter, is_valid_subject
 
 DEFAULT_PORT: Final = 4222
 DEFAULT_HOST: Final = "0.0.0.0"
@@ -77,6 +95,9 @@ DEFAULT_PING_INTERVAL_S: Final = 120.0
 DEFAULT_WRITE_DEADLINE_S: Final = 10.0
 DEFAULT_AUTH_TIMEOUT_S: Final = 2.0
 DEFAULT_MAX_CONNECTIONS: Final = 64 * 1024
+DEFAULT_LAME_DUCK_DURATION_S: Final = 120.0
+DEFAULT_LAME_DUCK_GRACE_PERIOD_S: Final = 10.0
+MIN_LAME_DUCK_DURATION_S: Final = 30.0
 _MAX_INT32: Final = 2**31 - 1
 
 
@@ -86,6 +107,16 @@ class ConfigError(ValueError):
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSettings:
+    """Operator (JWT) mode: the trusted operator keys (the operators' own and
+    signing keys) and the accounts of ``resolver_preload``."""
+
+    trusted_keys: frozenset[str]
+    accounts: tuple[JwtAccount, ...] = ()
+    system_account: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +130,13 @@ class AuthSettings:
     users: tuple[User, ...] = ()
     nkey_users: tuple[NkeyUser, ...] = ()
     no_auth_user: str | None = None
+    operator: OperatorSettings | None = None
 
     @property
     def required(self) -> bool:
         return (
-            self.token is not None
+            self.operator is not None
+            or self.token is not None
             or self.user is not None
             or bool(self.users)
             or bool(self.nkey_users)
@@ -111,9 +144,53 @@ class AuthSettings:
 
     def authenticator(self) -> Authenticator:
         """The core's decision function for these settings."""
+        if self.operator is not None:
+            return JwtAuth(
+                self.operator.trusted_keys, {a.public_key: a for a in self.operator.accounts}
+            )
         if self.users or self.nkey_users:
             return UsersAuth(self.users, self.nkey_users, self.no_auth_user)
         return StaticAuth(self.user, self.password, self.token)
+
+
+GLOBAL_ACCOUNT: Final = "$G"
+DEFAULT_SYSTEM_ACCOUNT: Final = "$SYS"
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """``exports: [ { stream: s } | { service: s, response_type }, accounts: [...] ]``;
+    `accounts` None: any account may import it."""
+
+    kind: str  # "stream" or "service"
+    subject: str
+    accounts: tuple[str, ...] | None = None
+    response_type: str = "singleton"  # services: singleton, stream or chunked
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """``imports: [ { stream: { account, subject }, prefix | to } | { service: ..., to } ]``:
+    `subject` in `account`, seen here as `local`."""
+
+    kind: str
+    account: str
+    subject: str
+    local: str
+
+
+@dataclass(frozen=True, slots=True)
+class AccountSettings:
+    """One account of the ``accounts`` block: its name and its JetStream
+    limits (None: no JetStream). Its users are in `AuthSettings.users` with
+    `account` set to `name`."""
+
+    name: str
+    jetstream: AccountLimits | None = None
+    nkey: str | None = None
+    name_tag: str = ""  # an account JWT's name (operator mode)
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +200,22 @@ class TlsSettings:
     key_file: str | None = None
     ca_file: str | None = None
     verify: bool = False
+    # `handshake_first`: TLS before INFO; with a fallback delay, a client that
+    # sends nothing for that long gets INFO in clear text instead
+    handshake_first: bool = False
+    handshake_first_fallback_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketSettings:
+    """``websocket { ... }``: a listener for WebSocket clients (None: none)."""
+
+    host: str | None = None  # None: the client listener's host
+    port: int = 8080
+    no_tls: bool = False
+    tls: TlsSettings | None = None
+    compression: bool = False
+    handshake_timeout_s: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +231,12 @@ class JetStreamLimits:
 @dataclass(frozen=True, slots=True)
 class JetStreamSettings:
     """`max_memory_store` / `max_file_store`: -1 until the server computes
-    nats-server's defaults at start (75 % of memory, 75 % of the free disk)."""
+    nats-server's defaults at start (75 % of memory, 75 % of the free disk).
+    `enabled`: on for the Python API (`ServerConfig()`, `EmbeddedServer`); the
+    command line turns it on only with ``-js`` or a ``jetstream`` config entry,
+    as nats-server does."""
 
+    enabled: bool = True
     store_dir: str | None = None
     max_memory_store: int = -1
     max_file_store: int = -1
@@ -168,8 +265,15 @@ class ServerConfig:
     auth: AuthSettings = field(default_factory=AuthSettings)
     tls: TlsSettings = field(default_factory=TlsSettings)
     jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
+    accounts: tuple[AccountSettings, ...] = ()
+    system_account: str | None = None  # None: $SYS (unless no_system_account)
+    no_system_account: bool = False
+    websocket: WebSocketSettings | None = None
     debug: bool = False
     trace: bool = False
+    # lame duck mode (SIGUSR2): clients are closed over `duration`, after `grace_period`
+    lame_duck_duration_s: float = DEFAULT_LAME_DUCK_DURATION_S
+    lame_duck_grace_period_s: float = DEFAULT_LAME_DUCK_GRACE_PERIOD_S
 
     def with_changes(self, **changes: Any) -> ServerConfig:
         return replace(self, **changes)
@@ -200,8 +304,33 @@ class ServerConfig:
             raise ConfigError(f"port: {self.port} is not a valid port")
         if self.http_port is not None and not 0 <= self.http_port <= 65535 and self.http_port != -1:
             raise ConfigError(f"http_port: {self.http_port} is not a valid port")
+        if self.lame_duck_grace_period_s >= self.lame_duck_duration_s:
+            raise ConfigError(
+                f"lame duck grace period ({_go_duration(self.lame_duck_grace_period_s)}) should "
+                "be strictly lower than lame duck duration "
+                f"({_go_duration(self.lame_duck_duration_s)})"
+            )
         _check_no_auth_user(self.auth)
+        names = {a.name for a in self.accounts}
+        if self.system_account and self.system_account not in names | {DEFAULT_SYSTEM_ACCOUNT}:
+            raise ConfigError("error resolving system account: account missing")
         return self
+
+    def account_jetstream(self) -> dict[str, AccountLimits]:
+        """The accounts that have JetStream, with their limits: the global
+        account when no account other than the system account is configured
+        (nats-server's globalAccountOnly), else those that enable it."""
+        system = self.system_account_name
+        others = [a for a in self.accounts if a.name != system]
+        if not others:
+            return {GLOBAL_ACCOUNT: AccountLimits()}
+        return {a.name: a.jetstream for a in self.accounts if a.jetstream is not None}
+
+    @property
+    def system_account_name(self) -> str | None:
+        if self.system_account:
+            return self.system_account
+        return None if self.no_system_account else DEFAULT_SYSTEM_ACCOUNT
 
 
 # -- value helpers ---------------------------------------------------------------
@@ -443,11 +572,17 @@ def parse_config_text(text: str, source: str = "<config>") -> _Entries:
     return _parse_map(_Lexer(text, source), closing=False)
 
 
+_OPERATOR_KEYS: Final = (
+    "operator", "operators", "roots", "root", "root_operators", "root_operator",
+)
 _TOP_KEYS = {
     "port", "host", "net", "listen", "http_port", "http", "monitor_port", "max_payload",
     "max_pending", "max_control_line", "ping_interval", "ping_max", "write_deadline",
     "authorization", "tls", "jetstream", "server_name", "debug", "trace", "auth_timeout",
     "max_connections", "max_conn", "max_subscriptions", "max_subs", "no_auth_user",
+    "accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
+    *_OPERATOR_KEYS, "resolver", "account_resolver", "accounts_resolver", "resolver_preload",
+    "lame_duck_duration", "lame_duck_grace_period", "websocket", "ws",
 }
 
 
@@ -471,6 +606,34 @@ def _int32_size(value: Any, key: str) -> int:
     return size
 
 
+def _lame_duck_duration(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < MIN_LAME_DUCK_DURATION_S:
+        raise ConfigError(
+            f"invalid lame_duck_duration of {_go_duration(seconds)}, minimum is 30 seconds"
+        )
+    return seconds
+
+
+def _lame_duck_grace_period(value: Any, key: str) -> float:
+    seconds = parse_duration(value, key)
+    if seconds < 0:
+        raise ConfigError("invalid lame_duck_grace_period, needs to be positive")
+    return seconds
+
+
+def _go_duration(seconds: float) -> str:
+    """A duration as Go prints one (``30s``, ``1m30s``, ``500ms``)."""
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{secs:g}s"
+
+
 def _max_connections(value: Any, key: str) -> int:
     # nats-server: 0 in a config file means -1, and -1 refuses every connection
     count = _as_int(value, key)
@@ -492,6 +655,8 @@ _SCALAR_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "server_name": ("server_name", _as_str),
     "debug": ("debug", _as_bool),
     "trace": ("trace", _as_bool),
+    "lame_duck_duration": ("lame_duck_duration_s", _lame_duck_duration),
+    "lame_duck_grace_period": ("lame_duck_grace_period_s", _lame_duck_grace_period),
 }
 
 
@@ -506,6 +671,10 @@ def config_from_mapping(
         return f"{source}:{lines[key]}: " if key in lines else f"{source}: "
 
     changes: dict[str, Any] = {}
+    account_users: tuple[tuple[User, ...], tuple[NkeyUser, ...]] = ((), ())
+    operator_claims: list[Claims] | None = None
+    resolver: str | None = None
+    preload: tuple[JwtAccount, ...] = ()
     for key, value in entries.items():
         k = key.lower()
         try:
@@ -543,15 +712,503 @@ def config_from_mapping(
                 changes["auth"] = replace(
                     changes.get("auth", cfg.auth), no_auth_user=_as_str(value, key)
                 )
+            elif k == "accounts":
+                changes["accounts"], account_users = _accounts_block(value, key)
+            elif k in _OPERATOR_KEYS:
+                operator_claims = _operators(value, key)
+            elif k in ("resolver", "account_resolver", "accounts_resolver"):
+                resolver = _resolver(value)
+            elif k == "resolver_preload":
+                preload = _resolver_preload(value)
+            elif k in ("system_account", "system"):
+                changes["system_account"] = _as_str(value, key)
+            elif k in ("no_system_account", "no_system", "no_sys_acc"):
+                changes["no_system_account"] = _as_bool(value, key)
             elif k == "tls":
                 changes["tls"] = _tls_block(value, key)
+            elif k in ("websocket", "ws"):
+                changes["websocket"] = _websocket_block(value, key)
             elif k == "jetstream":
                 changes["jetstream"] = _jetstream_block(value, key, cfg.jetstream)
         except ConfigError as exc:
             if exc.line is not None:
                 raise ConfigError(f"{source}:{exc.line}: {exc}", exc.line) from None
             raise ConfigError(f"{where(key)}{exc}", lines.get(key)) from None
+    if account_users != ((), ()):
+        try:
+            changes["auth"] = _with_account_users(changes.get("auth", cfg.auth), *account_users)
+        except ConfigError as exc:
+            raise ConfigError(f"{where('accounts')}{exc}", lines.get("accounts")) from None
+    if operator_claims is not None:
+        try:
+            _operator_mode(changes, cfg, operator_claims, resolver, preload)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    elif resolver is not None or preload:
+        raise ConfigError(f"{source}: resolver and resolver_preload need an operator")
     return replace(cfg, **changes)
+
+
+def _operators(value: object, key: str) -> list[Claims]:
+    """``operator``: operator JWTs, each inline or in a file (as nats-server reads them)."""
+    items = value if isinstance(value, list) else [value]
+    out: list[Claims] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"error parsing operators: unsupported type {type(item).__name__}")
+        text = item
+        if not item.startswith("eyJ"):
+            try:
+                text = Path(item).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"error parsing operator JWT: {exc}") from None
+            text = _jwt_in(text)
+        try:
+            out.append(decode(text.strip(), "operator"))
+        except JwtError as exc:
+            raise ConfigError(f"error parsing operator JWT: {exc}") from None
+    return out
+
+
+def _jwt_in(text: str) -> str:
+    """The JWT of a file that holds it alone or between nsc's BEGIN/END lines."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("eyJ"):
+            return line
+    return text
+
+
+def _resolver(value: object) -> str:
+    if isinstance(value, str) and re.fullmatch(r"(?i)\s*(MEM|MEMORY)\s*", value):
+        return "MEMORY"
+    raise ConfigError(
+        f"resolver: only the MEMORY resolver (with resolver_preload) is supported by "
+        f"this server, got {value!r}"
+    )
+
+
+def _resolver_preload(value: object) -> tuple[JwtAccount, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("preload should be a map of account_public_key:account_jwt")
+    out: list[JwtAccount] = []
+    for key, token in value.items():
+        if not isinstance(token, str):
+            raise ConfigError("preload map value should be a string JWT")
+        try:
+            claims = decode(token, "account")
+        except JwtError:
+            raise ConfigError("invalid account JWT") from None
+        if claims.subject != key:
+            raise ConfigError(f"resolver_preload: the JWT of {key} is for account {claims.subject}")
+        out.append(JwtAccount(claims))
+    return tuple(out)
+
+
+def _operator_mode(
+    changes: dict[str, Any],
+    cfg: ServerConfig,
+    operators: list[Claims],
+    resolver: str | None,
+    preload: tuple[JwtAccount, ...],
+) -> None:
+    """nats-server's validateTrustedOperators, then the accounts of the preload."""
+    if resolver is None:
+        raise ConfigError("operators require an account resolver to be configured")
+    if changes.get("accounts"):
+        raise ConfigError("operators do not allow Accounts to be configured directly")
+    auth: AuthSettings = changes.get("auth", cfg.auth)
+    if auth.users or auth.nkey_users or auth.user or auth.token:
+        raise ConfigError("operators do not allow users to be configured directly")
+    trusted: set[str] = set()
+    op_system: str | None = None
+    for op in operators:
+        trusted.add(op.subject)
+        trusted.update(k for k in op.nats.get("signing_keys") or () if isinstance(k, str))
+        sys_key = op.nats.get("system_account")
+        if isinstance(sys_key, str) and sys_key:
+            op_system = sys_key
+    system = changes.get("system_account", cfg.system_account)
+    if system and op_system and system != op_system:
+        raise ConfigError("system_account in config and operator JWT must be identical")
+    system = system or op_system
+    if not system:
+        # nats-server (JetStream on, as it always is here) does not start either
+        raise ConfigError(
+            "Can't start JetStream: setting up internal jetstream subscriptions failed: "
+            "system account not setup"
+        )
+    changes["system_account"] = system
+    changes["auth"] = replace(
+        auth, operator=OperatorSettings(frozenset(trusted), preload, system)
+    )
+    accounts = [
+        AccountSettings(
+            acc.public_key,
+            _jwt_jetstream(acc.claims),
+            name_tag=acc.claims.name,
+            exports=_jwt_exports(acc.claims),
+            imports=_jwt_imports(acc.claims),
+        )
+        for acc in preload
+    ]
+    changes["accounts"] = _authorized_imports(accounts)
+
+
+def _jwt_exports(claims: Claims) -> tuple[Export, ...]:
+    """An account JWT's exports that need no activation token."""
+    out: list[Export] = []
+    for e in claims.nats.get("exports") or ():
+        if not isinstance(e, dict) or e.get("token_req"):
+            continue
+        kind, subject = e.get("type"), e.get("subject")
+        if kind not in ("stream", "service") or not isinstance(subject, str):
+            continue
+        if not is_valid_subject(subject):
+            continue
+        response = str(e.get("response_type") or "singleton").lower()
+        out.append(Export(kind, subject, None, response if response in ("stream", "chunked") else "singleton"))
+    return tuple(out)
+
+
+def _jwt_imports(claims: Claims) -> tuple[Import, ...]:
+    """An account JWT's imports (``local_subject``; the deprecated ``to`` is a
+    prefix for streams and the local subject for services)."""
+    out: list[Import] = []
+    for i in claims.nats.get("imports") or ():
+        if not isinstance(i, dict):
+            continue
+        kind, subject, account = i.get("type"), i.get("subject"), i.get("account")
+        if kind not in ("stream", "service") or not isinstance(subject, str) or not isinstance(account, str):
+            continue
+        local = i.get("local_subject") or ""
+        to = i.get("to") or ""
+        if not local and to:
+            local = f"{to}.{subject}" if kind == "stream" else to
+        local = local if isinstance(local, str) and local else subject
+        if is_valid_subject(subject) and is_valid_subject(local):
+            out.append(Import(kind, account, subject, local))
+    return tuple(out)
+
+
+def _authorized_imports(accounts: list[AccountSettings]) -> tuple[AccountSettings, ...]:
+    """The accounts with only the imports their exporters allow: nats-server
+    keeps an account whose JWT imports what it may not, and marks that import
+    invalid (it carries nothing)."""
+    out: list[AccountSettings] = []
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        valid = tuple(
+            imp
+            for imp in account.imports
+            if imp.account in by_name
+            and any(
+                exp.kind == imp.kind and is_subset_filter(imp.subject, exp.subject)
+                for exp in by_name[imp.account].exports
+            )
+        )
+        out.append(replace(account, imports=valid))
+    return tuple(out)
+
+
+def _unlimited(value: int) -> int:
+    return value if value > 0 else -1
+
+
+def _jwt_jetstream(claims: Claims) -> AccountLimits | None:
+    """An account JWT's JetStream limits; None when it has no JetStream (both
+    storage limits 0, as nats-server decides)."""
+    limits = claims.nats.get("limits")
+    if not isinstance(limits, dict):
+        return None
+
+    def num(name: str) -> int:
+        value = limits.get(name, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    if num("mem_storage") == 0 and num("disk_storage") == 0:
+        return None
+    return AccountLimits(
+        max_memory=num("mem_storage"),
+        max_storage=num("disk_storage"),
+        # as nats-server takes them (INFO shows them so): streams and consumers
+        # as given (0 limits nothing), the others -1 unless positive
+        max_streams=num("streams"),
+        max_consumers=num("consumer"),
+        max_ack_pending=_unlimited(num("max_ack_pending")),
+        memory_max_stream_bytes=_unlimited(num("mem_max_stream_bytes")),
+        storage_max_stream_bytes=_unlimited(num("disk_max_stream_bytes")),
+        max_bytes_required=bool(limits.get("max_bytes_required", False)),
+    )
+
+
+def _accounts_block(
+    value: object, key: str
+) -> tuple[tuple[AccountSettings, ...], tuple[tuple[User, ...], tuple[NkeyUser, ...]]]:
+    """``accounts { NAME: { users, jetstream, default_permissions, nkey } }`` (or
+    a list of names), with nats-server's checks and messages; the users come
+    back with their account set."""
+    if isinstance(value, list):
+        names: list[str] = []
+        for item in value:
+            name = _as_str(item, key)
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            if name in names:
+                raise ConfigError(f"Duplicate Account Entry: {name}")
+            names.append(name)
+        return tuple(AccountSettings(n) for n in names), ((), ())
+    accounts: list[AccountSettings] = []
+    users: list[User] = []
+    nkey_users: list[NkeyUser] = []
+    lines = {str(k): n for k, n in getattr(value, "lines", {}).items()}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a block {{ ... }} or a list of names, got {value!r}")
+    for name, body in value.items():
+        name = str(name)
+        try:
+            if not isinstance(body, dict):
+                raise ConfigError("Expected map entries for accounts")
+            if name == GLOBAL_ACCOUNT:
+                raise ConfigError(f'"{name}" is a Reserved Account')
+            account, acc_users, acc_nkeys = _account_entry(name, body, f"{key}.{name}")
+        except ConfigError as exc:
+            raise _at(lines.get(name), exc) from None
+        accounts.append(account)
+        users.extend(acc_users)
+        nkey_users.extend(acc_nkeys)
+    _check_imports(accounts)
+    return tuple(accounts), (tuple(users), tuple(nkey_users))
+
+
+def _check_imports(accounts: list[AccountSettings]) -> None:
+    """Every import names a defined account that exports it to the importer
+    (nats-server's messages)."""
+    by_name = {a.name: a for a in accounts}
+    for account in accounts:
+        for exp in account.exports:
+            for other in exp.accounts or ():
+                if other not in by_name:
+                    raise ConfigError(f'"{other}" account not defined for {exp.kind} export')
+        for imp in account.imports:
+            exporter = by_name.get(imp.account)
+            if exporter is None:
+                raise ConfigError(f'"{imp.account}" account not defined for {imp.kind} import')
+            if not any(
+                exp.kind == imp.kind
+                and is_subset_filter(imp.subject, exp.subject)
+                and (exp.accounts is None or account.name in exp.accounts)
+                for exp in exporter.exports
+            ):
+                raise ConfigError(
+                    f'Error adding {imp.kind} import "{imp.subject}": {imp.kind} import not authorized'
+                )
+
+
+def _exports(value: object, key: str) -> tuple[Export, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Exports should be an array, got {type(value).__name__}")
+    out: list[Export] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Export Items should be a map with type entry, got {type(entry).__name__}")
+        kind = subject = None
+        accounts: tuple[str, ...] | None = None
+        response = "singleton"
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f'Detected {k} "{v}" but already saw a {kind}')
+                    if not isinstance(v, str):
+                        raise ConfigError(f"Expected {k} name to be string, got {type(v).__name__}")
+                    if not is_valid_subject(v):
+                        raise ConfigError(f'subject "{v}" is not a valid subject')
+                    kind, subject = k, v
+                elif k == "accounts":
+                    if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+                        raise ConfigError("Expected accounts to be an array of strings")
+                    accounts = tuple(v)
+                elif k in ("response", "response_type"):
+                    low = str(v).lower()
+                    kinds = {"single": "singleton", "singleton": "singleton", "stream": "stream",
+                             "chunk": "chunked", "chunked": "chunked"}
+                    if low not in kinds:
+                        raise ConfigError(f'Unknown response type: "{v}"')
+                    response = kinds[low]
+                elif k in ("threshold", "response_threshold", "response_max_time", "response_time"):
+                    parse_duration(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or subject is None:
+            raise ConfigError("Export Items should be a map with type entry")
+        if kind == "stream" and response != "singleton":
+            raise ConfigError("Detected response directive on non-service")
+        out.append(Export(kind, subject, accounts, response))
+    return tuple(out)
+
+
+def _imports(value: object, key: str) -> tuple[Import, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"Imports should be an array, got {type(value).__name__}")
+    out: list[Import] = []
+    for entry in value:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"Import Items should be a map with type entry, got {type(entry).__name__}")
+        kind = account = subject = prefix = to = None
+        for k, v, line in _block_items(entry, key):
+            try:
+                if k in ("stream", "service"):
+                    if kind is not None:
+                        raise ConfigError(f"Detected {k} but already saw a {kind}")
+                    if not isinstance(v, dict):
+                        raise ConfigError(
+                            f"{k.capitalize()} entry should be an account map, got {type(v).__name__}"
+                        )
+                    src = {str(a).lower(): b for a, b in v.items()}
+                    account, subject = src.get("account"), src.get("subject")
+                    if not isinstance(account, str) or not isinstance(subject, str):
+                        raise ConfigError("Expect an account name and a subject")
+                    if not is_valid_subject(subject):
+                        raise ConfigError(f'subject "{subject}" is not a valid subject')
+                    kind = k
+                elif k == "prefix":
+                    prefix = _as_str(v, k)
+                elif k in ("to", "local_subject"):
+                    to = _as_str(v, k)
+                elif k in ("share", "allow_trace"):
+                    _as_bool(v, k)
+                else:
+                    raise ConfigError(f"unknown key {key}.{k}")
+            except ConfigError as exc:
+                raise _at(line, exc) from None
+        if kind is None or account is None or subject is None:
+            raise ConfigError("Import Items should be a map with type entry")
+        if prefix is not None and to is not None:
+            raise ConfigError("Stream import can not have a 'prefix' and a 'to' property")
+        if prefix is not None and kind == "service":
+            raise ConfigError(f"unknown key {key}.prefix")
+        local = to or (f"{prefix}.{subject}" if prefix else subject)
+        if not is_valid_subject(local):
+            raise ConfigError(f'subject "{local}" is not a valid subject')
+        out.append(Import(kind, account, subject, local))
+    return tuple(out)
+
+
+def _account_entry(
+    name: str, body: dict[str, Any], key: str
+) -> tuple[AccountSettings, tuple[User, ...], tuple[NkeyUser, ...]]:
+    limits: AccountLimits | None = None
+    nkey: str | None = None
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
+    users: tuple[User, ...] = ()
+    nkey_users: tuple[NkeyUser, ...] = ()
+    defaults: Permissions | None = None
+    for k, v, line in _block_items(body, key):
+        try:
+            if k == "users":
+                users, nkey_users = _users(v, f"{key}.{k}")
+            elif k == "jetstream":
+                limits = _account_jetstream(v, f"{key}.{k}")
+            elif k == "default_permissions":
+                defaults = _permissions(v, f"{key}.{k}")
+            elif k == "exports":
+                exports = _exports(v, f"{key}.{k}")
+            elif k == "imports":
+                imports = _imports(v, f"{key}.{k}")
+            elif k == "nkey":
+                nkey = _as_str(v, f"{key}.{k}")
+                if len(nkey) != 56 or not nkey.startswith("A"):
+                    raise ConfigError(f'Not a valid public nkey for an account: "{nkey}"')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in users
+    )
+    nkey_users = tuple(
+        replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
+        for u in nkey_users
+    )
+    _check_packages(None, None, None, users, nkey_users)
+    return AccountSettings(name, limits, nkey, exports=exports, imports=imports), users, nkey_users
+
+
+_ACCOUNT_JS_SIZES: Final = {
+    "max_memory": "max_memory", "max_mem": "max_memory", "mem": "max_memory", "memory": "max_memory",
+    "max_store": "max_storage", "max_file": "max_storage", "max_disk": "max_storage",
+    "store": "max_storage", "disk": "max_storage",
+    "max_streams": "max_streams", "streams": "max_streams",
+    "max_consumers": "max_consumers", "consumers": "max_consumers",
+    "mem_max_stream_bytes": "memory_max_stream_bytes",
+    "memory_max_stream_bytes": "memory_max_stream_bytes",
+    "disk_max_stream_bytes": "storage_max_stream_bytes",
+    "store_max_stream_bytes": "storage_max_stream_bytes",
+    "max_ack_pending": "max_ack_pending",
+}
+
+
+def _account_jetstream(value: object, key: str) -> AccountLimits | None:
+    """An account's ``jetstream``: true/false, "enabled"/"disabled" or a limits block."""
+    if isinstance(value, bool):
+        return AccountLimits() if value else None
+    if isinstance(value, str):
+        low = value.lower()
+        if low in ("enabled", "enable"):
+            return AccountLimits()
+        if low in ("disabled", "disable"):
+            return None
+        raise ConfigError(f"Expected 'enabled' or 'disabled' for string value, got '{value}'")
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"Expected map, bool or string to define JetStream, got {type(value).__name__}"
+        )
+    out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            if k in _ACCOUNT_JS_SIZES:
+                try:
+                    out[_ACCOUNT_JS_SIZES[k]] = parse_size(v, k)
+                except ConfigError:
+                    raise ConfigError(f'Expected a parseable size for "{k}", got {v}') from None
+            elif k in ("max_bytes_required", "max_stream_bytes", "max_bytes"):
+                if not isinstance(v, bool):
+                    raise ConfigError(f'Expected a parseable bool for "{k}", got {v}')
+                out["max_bytes_required"] = v
+            elif k == "cluster_traffic":
+                if v not in ("system", "owner", ""):
+                    raise ConfigError(f'Expected \'system\' or \'owner\' string value for "{k}", got {v}')
+            else:
+                raise ConfigError(f"unknown key {key}.{k}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    return AccountLimits(**out)
+
+
+def _with_account_users(
+    auth: AuthSettings, users: tuple[User, ...], nkey_users: tuple[NkeyUser, ...]
+) -> AuthSettings:
+    """The authorization block's users plus the accounts' (names unique across both)."""
+    if users or nkey_users:
+        if auth.user is not None:
+            raise ConfigError("Can not have a single user/pass and accounts")
+        if auth.token is not None:
+            raise ConfigError("Can not have a token and accounts")
+    seen = {u.name for u in auth.users} | {u.public_key for u in auth.nkey_users}
+    for u in users:
+        if u.name in seen:
+            raise ConfigError(f'Duplicate user "{u.name}" detected')
+        seen.add(u.name)
+    for k in nkey_users:
+        if k.public_key in seen:
+            raise ConfigError(f'Duplicate nkey "{k.public_key}" detected')
+        seen.add(k.public_key)
+    return replace(auth, users=auth.users + users, nkey_users=auth.nkey_users + nkey_users)
 
 
 def _block(value: object, key: str) -> dict[str, Any]:
@@ -818,6 +1475,8 @@ def _tls_block(value: object, key: str) -> TlsSettings:
                 out["verify"] = _as_bool(v, f"{key}.{k}")
             elif k == "timeout":
                 parse_duration(v, f"{key}.{k}")
+            elif k in ("handshake_first", "first", "immediate"):
+                out["handshake_first"], out["handshake_first_fallback_s"] = _handshake_first(v, k)
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
         except ConfigError as exc:
@@ -827,11 +1486,81 @@ def _tls_block(value: object, key: str) -> TlsSettings:
     return TlsSettings(**out)
 
 
-def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
-    if isinstance(value, bool) or (isinstance(value, str) and value.lower() == "enabled"):
-        return base
-    items = _block_items(value, key)
+DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S: Final = 0.05
+
+
+def _websocket_block(value: object, key: str) -> WebSocketSettings:
+    """nats-server's `websocket` block (the keys this server honours), with
+    its rule that a listener without TLS must say `no_tls: true`."""
     out: dict[str, Any] = {}
+    for k, v, line in _block_items(value, key):
+        try:
+            name = f"{key}.{k}"
+            if k == "listen":
+                host, port = _split_hostport(v, name)
+                if host:
+                    out["host"] = host
+                if port is not None:
+                    out["port"] = port
+            elif k == "port":
+                out["port"] = _as_int(v, name)
+            elif k in ("host", "net"):
+                out["host"] = _as_str(v, name)
+            elif k == "no_tls":
+                out["no_tls"] = _as_bool(v, name)
+            elif k == "tls":
+                out["tls"] = _tls_block(v, name)
+            elif k in ("compress", "compression"):
+                out["compression"] = _as_bool(v, name)
+            elif k == "handshake_timeout":
+                out["handshake_timeout_s"] = parse_duration(v, name)
+            else:
+                raise ConfigError(f"unknown key {name}")
+        except ConfigError as exc:
+            raise _at(line, exc) from None
+    settings = WebSocketSettings(**out)
+    if settings.tls is None and not settings.no_tls:
+        raise ConfigError("websocket requires TLS configuration")
+    return settings
+
+
+def _handshake_first(value: object, key: str) -> tuple[bool, float]:
+    """nats-server's `handshake_first`: a bool, "true"/"on", "false"/"off",
+    "auto" (50 ms fallback) or a fallback duration."""
+    if isinstance(value, bool):
+        return value, 0.0
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"field {key!r} should be a boolean or a string, got {type(value).__name__}"
+        )
+    text = value.lower()
+    if text in ("true", "on"):
+        return True, 0.0
+    if text in ("false", "off"):
+        return False, 0.0
+    if text in ("auto", "auto_fallback"):
+        return True, DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_S
+    try:
+        return True, parse_duration(value, key)
+    except ConfigError:
+        raise ConfigError(f"field {key!r}'s value {value!r} is invalid") from None
+
+
+_JS_ON: Final = ("enable", "enabled")
+_JS_OFF: Final = ("disable", "disabled")
+
+
+def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStreamSettings:
+    """``jetstream: true|enabled|disabled`` or a block; as nats-server, the entry
+    turns JetStream on unless it says otherwise (``enabled: false``)."""
+    if isinstance(value, bool):
+        return replace(base, enabled=value)
+    if isinstance(value, str):
+        if value.lower() not in _JS_ON + _JS_OFF:
+            raise ConfigError(f"{key}: expected 'enabled' or 'disabled' for string value, got {value!r}")
+        return replace(base, enabled=value.lower() in _JS_ON)
+    items = _block_items(value, key)
+    out: dict[str, Any] = {"enabled": True}
     for k, v, line in items:
         try:
             name = f"{key}.{k}"
@@ -853,7 +1582,7 @@ def _jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStr
             elif k == "limits":
                 out["limits"] = _jetstream_limits(v, name)
             elif k == "enabled":
-                _as_bool(v, name)
+                out["enabled"] = _as_bool(v, name)
             else:
                 raise ConfigError(f"unknown key {name}")
         except ConfigError as exc:

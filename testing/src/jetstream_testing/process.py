@@ -145,7 +145,8 @@ class ServerProcess:
 
     @property
     def url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"nats://{host}:{self.port}"
 
     @property
     def running(self) -> bool:

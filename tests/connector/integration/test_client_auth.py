@@ -1,9 +1,7 @@
 """Authentication and TLS files (client/auth.py) against real servers.
 
-NKey users and user JWTs (operator mode) against both servers configured at
-test time; the bundled server has no JWT (operator mode) authentication yet, so
-that run is expected to fail until it does (strict xfail: when it starts
-passing, the mark must go). TLS files reach the executors
+NKey users and user JWTs (operator mode: memory resolver, preloaded accounts)
+against both servers configured at test time. TLS files reach the executors
 through Spark's file distribution (`SparkContext.addFile`), named by their base
 name only.
 """
@@ -23,11 +21,6 @@ from server_kinds import SERVER_KINDS
 from jetstream_testing.process import ServerProcess, start_server
 from spark_jetstream.client import LeanConnection, NatsError, ServerError
 from spark_jetstream.options import ConnectionOptions
-
-NO_JWT_AUTH = pytest.mark.xfail(
-    reason="the bundled server does not implement JWT (operator mode) authentication yet", strict=True
-)
-JWT_KINDS = [pytest.param(k, marks=NO_JWT_AUTH) if k == "bundled" else k for k in SERVER_KINDS]
 
 
 def _start(kind: str, conf: Path) -> ServerProcess:
@@ -59,7 +52,7 @@ def test_nkey_user(kind: str, tmp_path: Path) -> None:
         srv.stop()
 
 
-@pytest.mark.parametrize("kind", JWT_KINDS)
+@pytest.mark.parametrize("kind", SERVER_KINDS)
 def test_user_jwt_with_its_seed_and_as_a_creds_file(kind: str, tmp_path: Path) -> None:
     user = operator_config(tmp_path / "server.conf", tmp_path / "js")
     seed_file, creds = tmp_path / "user.nk", tmp_path / "user.creds"

@@ -85,10 +85,11 @@ def all_current(cluster: NatsCluster, stream: str) -> bool:
 def start_child(servers: str, checkpoint: Path, log: Path, in_stream: str, out_subject: str) -> subprocess.Popen[bytes]:
     with log.open("ab") as sink:
         return subprocess.Popen(
-            [sys.executable, str(PIPELINE), servers, str(checkpoint), in_stream, out_subject, "durable=spark", "max=50"],
+            [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject, "durable=spark", "max=50"],
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the JVM and workers die with it
+            cwd=log.parent,  # not the repository: the workers would import the source tree
         )
 
 

@@ -37,6 +37,7 @@ def start_query(spark: Any, url: str, checkpoint: Path) -> StreamingQuery:
     return (
         source.select("stream", "seq", F.concat(F.lit("x-"), F.col("data").cast("string")).alias("data"))
         .writeStream.format("jetstream").option("servers", url).option("subject", "out.r")
+        .option("msgIdMode", "source").option("msgIdScope", "r")
         .option("ackTimeout", "30").option("checkpointLocation", str(checkpoint))
         .trigger(processingTime="100 milliseconds").start()
     )
@@ -72,5 +73,5 @@ def test_a_query_rides_out_a_server_outage(spark: Any, server: ServerProcess, tm
     finally:
         query.stop()
     msgs = read_stream(server.url, "OUT")
-    assert sorted(m.msg_id or "" for m in msgs) == sorted(f"IN:{s}:0" for s in range(1, FIRST + SECOND + 1))
+    assert sorted(m.msg_id or "" for m in msgs) == sorted(f"r:IN:{s}:0" for s in range(1, FIRST + SECOND + 1))
     assert sorted(m.data for m in msgs) == sorted(f"x-r{i}".encode() for i in range(FIRST + SECOND))

@@ -46,6 +46,7 @@ def start_query(spark: SparkSession, url: str, checkpoint: Path) -> StreamingQue
         .writeStream.format("jetstream")
         .option("servers", url)
         .option("subject", "out.r")
+        .option("msgIdMode", "source").option("msgIdScope", "r")
         .option("ackTimeout", "20")
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime="100 milliseconds")
@@ -90,5 +91,5 @@ def test_server_restart_mid_query_loses_and_duplicates_nothing(
     for text in failures:  # a failure must say what went wrong
         assert any(word in text.lower() for word in ("connection", "server", "closed", "refused")), text
     msgs = read_stream(server.url, "OUT")
-    assert sorted(m.msg_id or "" for m in msgs) == sorted(f"IN:{s}:0" for s in range(1, FIRST + SECOND + 1))
+    assert sorted(m.msg_id or "" for m in msgs) == sorted(f"r:IN:{s}:0" for s in range(1, FIRST + SECOND + 1))
     assert sorted(m.data for m in msgs) == sorted(f"x-r{i}".encode() for i in range(FIRST + SECOND))

@@ -8,10 +8,12 @@ from sink_helpers import create_stream, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.options import WriteOptions
+from spark_jetstream.write.msg_ids import content_digest
 from spark_jetstream.write.schema import WriteColumns
 from spark_jetstream.write.sink_task import RowValueError, publish_batches
 
 MULTI = pa.map_(pa.string(), pa.list_(pa.string()))
+CRLF = b"\r\n"
 
 
 def batch(**columns: pa.Array) -> pa.RecordBatch:
@@ -30,20 +32,49 @@ def test_columns_to_messages_across_batches(server: ServerProcess) -> None:
     b2 = batch(data=pa.array(["d"]), subject=pa.array(["t.9"]), headers=pa.array([[("H", [None])]], MULTI))
     msg = publish_batches(opts, cols, iter([b1, b2]), "w", 7)
     assert (msg.partition_id, msg.rows, msg.published, msg.duplicates) == (7, 4, 4, 0)
+    assert msg.streams == ("T",)  # named by the pub acks
     stored = read_stream(server.url, "T")
     assert [(m.subject, m.data, m.msg_id) for m in stored] == [
-        ("t.1", b"a", "w:7:0"),
-        ("t.2", b"", "w:7:1"),
-        ("t.1", b"c", "w:7:2"),
-        ("t.9", b"d", "w:7:3"),
+        ("t.1", b"a", f"w:7:{content_digest(b't.1', b'H: 1' + CRLF + b'H: 2' + CRLF, b'a')}:0"),
+        ("t.2", b"", f"w:7:{content_digest(b't.2', b'', b'')}:0"),
+        ("t.1", b"c", f"w:7:{content_digest(b't.1', b'', b'c')}:0"),
+        ("t.9", b"d", f"w:7:{content_digest(b't.9', b'', b'd')}:0"),
     ]
     assert stored[0].headers["H"] == ["1", "2"]
     assert "Nats-Expected-Last-Sequence" not in stored[2].headers
     assert "H" not in stored[3].headers
-    # the same task again (a retry): same ids, all duplicates
-    again = publish_batches(opts, cols, iter([b1, b2]), "w", 7)
-    assert (again.published, again.duplicates) == (0, 4)
+    # the same task again (a retry) with its rows in another order: same ids, all duplicates
+    reordered = batch(
+        data=pa.array(["d", "c", None, "a"]),
+        subject=pa.array(["t.9", "t.1", "t.2", "t.1"]),
+        headers=pa.array([[("H", [None])], [("Nats-Expected-Last-Sequence", ["5"])], None, [("H", ["1", "2"])]], MULTI),
+    )
+    again = publish_batches(opts, cols, iter([reordered]), "w", 7, attempt=1)
+    assert (again.published, again.duplicates, again.attempt) == (0, 4, 1)
     assert stream_info(server.url, "T")["state"]["messages"] == 4
+
+
+def test_nats_headers_of_source_rows_are_dropped_unless_kept(server: ServerProcess) -> None:
+    # a row read from a stream carries server directives: copied, Nats-Rollup would purge the
+    # target subject (or be refused) and Nats-TTL fails on a stream without per-message TTLs
+    create_stream(server.url, "H", ["h.>"])
+    cols = WriteColumns(data="data", data_is_string=True, subject="subject", headers="headers", headers_multi=True)
+    directives = [("Nats-Rollup", ["sub"]), ("Nats-TTL", ["1s"]), ("nats-expected-stream", ["X"]),
+                  ("Nats-Msg-Id", ["src-1"]), ("Nats-App-Tag", ["t"]), ("X-App", ["a"])]
+    rows = batch(
+        data=pa.array(["1", "2"]), subject=pa.array(["h.a", "h.a"]), headers=pa.array([directives, directives], MULTI)
+    )
+    plain = WriteOptions.from_options({"servers": server.url})
+    msg = publish_batches(plain, cols, iter([rows]), "s1", 0)
+    assert (msg.published, msg.duplicates) == (2, 0)
+    stored = read_stream(server.url, "H")
+    assert [m.data for m in stored] == [b"1", b"2"]  # no rollup wiped the first
+    assert all(set(m.headers) == {"Nats-Msg-Id", "X-App"} for m in stored), stored
+    assert all(m.msg_id != "src-1" for m in stored)
+    keep = WriteOptions.from_options({"servers": server.url, "keepNatsHeaders": "nats-app-tag"})
+    publish_batches(keep, cols, iter([rows]), "s2", 0)
+    kept = read_stream(server.url, "H")[2:]
+    assert all(m.headers.get("Nats-App-Tag") == ["t"] and "Nats-Rollup" not in m.headers for m in kept)
 
 
 @pytest.mark.parametrize(

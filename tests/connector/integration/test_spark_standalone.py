@@ -99,7 +99,7 @@ def test_pipeline_on_two_workers_with_the_connector_shipped_as_py_files(
     argv += ["--py-files", str(connector_zip)]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
-    argv += [str(PIPELINE), nats.url, str(tmp_path / "checkpoint"), "IN", "out.copy", "submit=1", "max=500"]
+    argv += [str(PIPELINE), "narrow", nats.url, str(tmp_path / "checkpoint"), "IN", "out.copy", "submit=1", "max=500"]
     log = tmp_path / "submit.log"
     with log.open("wb") as sink:
         # cwd: not the repository root, whose source tree `python -m` workers would import

@@ -64,8 +64,8 @@ async def test_available_now_then_restart_continues_exactly(
     q = _run_available_now(stream_reader(spark, server.url, "E", subjects="e.0,e.1"), checkpoint, t1)
     assert _seqs(t1) == [s for s in range(1, 13) if (s - 1) % 3 != 2]
     source = q.lastProgress["sources"][0]
-    assert json.loads(source["endOffset"]) == {"stream": "E", "seq": 12}
-    assert json.loads(source["latestOffset"]) == {"stream": "E", "seq": 12}
+    assert json.loads(source["endOffset"]) == {"streams": {"E": 12}}
+    assert json.loads(source["latestOffset"]) == {"streams": {"E": 12}}
     await fill(js, "E", [(f"e.{i % 3}", f"n{i}".encode()) for i in range(12, 18)])
     t2 = Collector()
     _run_available_now(stream_reader(spark, server.url, "E", subjects="e.0,e.1"), checkpoint, t2)
@@ -162,3 +162,37 @@ async def test_min_messages_per_trigger_holds_back_small_batches(spark, server: 
         assert _mem_seqs(spark, t) == list(range(1, 11))
     finally:
         query.stop()
+
+
+def _rewrite_offsets_in_old_format(checkpoint: Path) -> int:
+    """Rewrite the source offsets of the checkpoint's offset log as the connector wrote them
+    before several streams were supported ({"stream": S, "seq": N}); return how many."""
+    count = 0
+    for path in sorted((checkpoint / "offsets").iterdir()):
+        if not path.name.isdigit():
+            continue
+        lines = path.read_text().split("\n")
+        offset = json.loads(lines[2])
+        ((stream, seq),) = offset["streams"].items() or (("", 0),)
+        if not stream:
+            continue
+        lines[2] = json.dumps({"stream": stream, "seq": seq})
+        path.write_text("\n".join(lines))
+        count += 1
+    return count
+
+
+async def test_old_checkpoint_continues_and_gains_a_stream(spark, server: ServerProcess, js, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "OA", [("oa.x", f"a{i}".encode()) for i in range(5)], subjects=["oa.>"])
+    await fill(js, "OB", [("ob.x", f"b{i}".encode()) for i in range(3)], subjects=["ob.>"])
+    checkpoint = tmp_path / "c"
+    first = Collector()
+    _run_available_now(stream_reader(spark, server.url, "OA"), checkpoint, first)
+    assert _seqs(first) == [1, 2, 3, 4, 5]
+    assert _rewrite_offsets_in_old_format(checkpoint) >= 1
+    await fill(js, "OA", [("oa.x", b"a5"), ("oa.x", b"a6")])
+    second = Collector()
+    q = _run_available_now(stream_reader(spark, server.url, "OA, OB"), checkpoint, second)
+    got = sorted((r[2], r[3]) for _, rows in second.batches for r in rows)
+    assert got == [("OA", 6), ("OA", 7), ("OB", 1), ("OB", 2), ("OB", 3)]  # no repeat, nothing lost
+    assert json.loads(q.lastProgress["sources"][0]["endOffset"]) == {"streams": {"OA": 7, "OB": 3}}

@@ -35,7 +35,7 @@ def test_keys_are_case_insensitive_and_values_parsed() -> None:
             "Subjects": "a.*, b.>",
             "startingoffsets": "42",
             "MAXMESSAGESPERTRIGGER": "100",
-            "maxRecordsPerBatch": "50",
+            "maxOffsetsPerTrigger": "50",
             "maxBytesPerTrigger": "4096",
             "minMessagesPerTrigger": "10",
             "maxTriggerDelay": "500ms",
@@ -96,6 +96,12 @@ def test_timestamps(raw: str, expected_ms: int) -> None:
         ({"user": "u"}, True, "options user and password must be given together"),
         ({"tlsCaFile": "/nonexistent/ca.pem"}, True, "option tlsCaFile: file not found"),
         ({"connectTimeout": "x"}, True, "option connectTimeout: expected a number"),
+        ({"stream": "A,b.c"}, True, "option stream: invalid stream name 'b.c'"),
+        ({"stream": "A, A"}, True, "option stream: duplicate stream"),
+        ({"maxRecordsPerBatch": "5"}, True, "option maxRecordsPerBatch was removed .*use maxMessagesPerTrigger"),
+        ({"MAXBYTESPERBATCH": "5"}, True, "option maxBytesPerBatch was removed .*use maxBytesPerTrigger"),
+        ({"minMessagesPerTrigger": "2", "minOffsetsPerTrigger": "3"}, True, "minOffsetsPerTrigger exclude each other"),
+        ({"startingOffsetsByTimestampStrategy": "first"}, True, "expected error or latest"),
     ],
 )
 def test_bad_options_name_the_option(opts: dict[str, str], streaming: bool, message: str) -> None:
@@ -117,6 +123,7 @@ def test_one_table_documents_every_option() -> None:
             "servers": "nats://h:1", "subjects": "a", "durable": "d", "startingOffsets": "1",
             "startingTimestamp": "1", "endingOffsets": "2", "endingTimestamp": "2", "failOnDataLoss": "true",
             "includeHeaders": "true", "token": "t", "connectTimeout": "1",
+            "startingOffsetsByTimestampStrategy": "latest",
         }.get(spec.name, "1")
         ReadOptions.from_options({"stream": "S", spec.name: value}, streaming=spec.applies != Scope.BATCH_READ)
 
@@ -132,8 +139,8 @@ def test_max_trigger_delay_reads_the_duration_grammar(raw: str, seconds: float) 
 
 
 def test_sizes_and_connect_timeout_read_their_grammar() -> None:
-    o = parse(maxBytesPerTrigger="64m", maxBytesPerBatch="1g", connectTimeout="2500ms")
-    assert o.max_bytes_per_trigger == 64 << 20  # the smaller of the two names wins
+    o = parse(maxBytesPerTrigger="64m", connectTimeout="2500ms")
+    assert o.max_bytes_per_trigger == 64 << 20
     assert o.connection.connect_timeout_s == pytest.approx(2.5)
 
 
@@ -156,3 +163,14 @@ def test_empty_values_are_unset() -> None:
     assert parse(durable="", startingOffsets=" ", maxMessagesPerTrigger="", failOnDataLoss="") == parse()
     # an empty startingOffsets does not count as given next to startingTimestamp
     assert parse(startingOffsets="", startingTimestamp="5").starting_timestamp_ms == 5
+
+
+def test_kafka_names_and_several_streams() -> None:
+    """Spark's Kafka names mean the same as ours; `stream` takes a list."""
+    assert parse(maxOffsetsPerTrigger="7").max_messages_per_trigger == 7
+    assert parse(maxOffsetsPerTrigger="7", maxMessagesPerTrigger="5").max_messages_per_trigger == 5
+    assert parse(minOffsetsPerTrigger="4").min_messages_per_trigger == 4
+    assert parse().timestamp_strategy == "error"
+    assert parse(startingOffsetsByTimestampStrategy="LATEST").timestamp_strategy == "latest"
+    several = ReadOptions.from_options({"stream": "A, B,C"}, streaming=True)
+    assert several.streams == ("A", "B", "C") and several.stream == "A"

@@ -15,9 +15,12 @@ def test_defaults() -> None:
     assert opts.subject is None and opts.stream is None
     assert opts.max_in_flight == 2048
     assert opts.ack_timeout_s == 30.0
-    assert opts.dedup_window_check_ns == 120 * 10**9
+    # above nats-server's default duplicate_window (2m): the check fires on a default stream
+    assert opts.dedup_window_check_ns == 600 * 10**9
     assert opts.dedup_window_check_mode == "warn"
     assert opts.msg_id_prefix == ""
+    assert (opts.msg_id_mode, opts.msg_id_scope, opts.msg_id_columns) == ("auto", None, ())
+    assert opts.keep_nats_headers == frozenset()
     assert opts.connection.servers == ("nats://127.0.0.1:4222",)
 
 
@@ -30,14 +33,21 @@ def test_every_option_in_the_table_is_accepted_case_insensitively() -> None:
         "dedupWindowCheck": "10m",
         "dedupWindowCheckMode": "FAIL",
         "msgIdPrefix": "p1-",
+        "msgIdMode": "Source",
+        "msgIdScope": "pipe:1",
+        "keepNatsHeaders": "Nats-Rollup, nats-ttl",
     }
-    assert set(values) == {spec.name for spec in WRITE_OPTIONS}
+    assert set(values) | {"msgIdColumns"} == {spec.name for spec in WRITE_OPTIONS}
     opts = WriteOptions.from_options({k.upper(): v for k, v in values.items()} | {"servers": "nats://h:1"})
     assert (opts.subject, opts.stream, opts.max_in_flight, opts.ack_timeout_s) == ("a.b", "S", 16, 2.5)
     assert opts.dedup_window_check_ns == 600 * 10**9
     assert opts.dedup_window_check_mode == "fail"
     assert opts.msg_id_prefix == "p1-"
+    assert (opts.msg_id_mode, opts.msg_id_scope) == ("source", "pipe:1")
+    assert opts.keep_nats_headers == {"nats-rollup", "nats-ttl"}
     assert opts.connection.servers == ("nats://h:1",)
+    columns = WriteOptions.from_options({"msgIdColumns": "order_id, Line"})
+    assert columns.msg_id_columns == ("order_id", "Line")
 
 
 def test_spark_own_options_are_accepted() -> None:
@@ -67,6 +77,13 @@ def test_unknown_option_is_named() -> None:
         ({"stream": "my.stream"}, "option stream: invalid stream name 'my.stream'"),
         ({"servers": "localhost"}, "option servers"),
         ({"msgIdPrefix": "a\nb"}, "option msgIdPrefix"),
+        ({"msgIdMode": "hash"}, "option msgIdMode: expected auto or column or content or source"),
+        ({"msgIdMode": "source"}, "msgIdMode=source needs msgIdScope"),
+        ({"msgIdScope": "a\rb"}, "option msgIdScope"),
+        ({"msgIdColumns": "a,A"}, "option msgIdColumns: a column is named twice"),
+        ({"msgIdColumns": "a", "msgIdMode": "column"}, "msgIdColumns applies to content ids"),
+        ({"keepNatsHeaders": "X-Trace"}, "option keepNatsHeaders: 'X-Trace' is not a Nats-\\* header"),
+        ({"keepNatsHeaders": "Nats-Msg-Id"}, "Nats-Msg-Id is set by the sink"),
     ],
 )
 def test_bad_values_name_the_option(options: dict[str, str], message: str) -> None:

@@ -27,7 +27,7 @@ HDR_MULTI = MapType(StringType(), ArrayType(StringType()))
 HDR_SINGLE = MapType(StringType(), StringType())
 
 
-def test_full_source_schema_uses_source_coordinates() -> None:
+def test_full_source_schema_keeps_content_ids_unless_source_mode_is_asked() -> None:
     cols = validate_write_schema(
         schema(
             ("subject", StringType()),
@@ -41,6 +41,17 @@ def test_full_source_schema_uses_source_coordinates() -> None:
     )
     assert (cols.data, cols.data_is_string, cols.subject, cols.headers) == ("data", False, "subject", "headers")
     assert cols.headers_multi and cols.has_source_coordinates and cols.msg_id is None
+    assert cols.id_mode == "content"  # columns named stream and seq switch nothing on
+
+
+def test_id_modes_resolve_once() -> None:
+    src = schema(("data", BinaryType()), ("stream", StringType()), ("seq", LongType()), ("ID", StringType()))
+    assert validate_write_schema(src, "s", "source").id_mode == "source"
+    with_id = schema(("data", BinaryType()), ("msg_id", StringType()))
+    assert validate_write_schema(with_id, "s").id_mode == "column"
+    assert validate_write_schema(with_id, "s", "content").id_mode == "content"
+    cols = validate_write_schema(src, "s", "content", ("id",))
+    assert cols.id_columns == ("ID",)
 
 
 def test_string_data_single_headers_msg_id_subject_option_wins() -> None:
@@ -77,3 +88,16 @@ def test_seq_without_stream_is_not_a_coordinate() -> None:
 def test_bad_columns_are_named(fields: tuple[tuple[str, object], ...], subject_option: str | None, message: str) -> None:
     with pytest.raises(SchemaError, match=message):
         validate_write_schema(schema(*fields), subject_option)
+
+
+@pytest.mark.parametrize(
+    ("mode", "id_columns", "message"),
+    [
+        ("column", (), "msgIdMode=column needs a column 'msg_id'"),
+        ("source", (), "msgIdMode=source needs the source coordinate columns 'stream'"),
+        ("content", ("order_id",), "msgIdColumns names column 'order_id', which the DataFrame does not have"),
+    ],
+)
+def test_id_mode_without_its_columns_is_named(mode: str, id_columns: tuple[str, ...], message: str) -> None:
+    with pytest.raises(SchemaError, match=message):
+        validate_write_schema(schema(("data", BinaryType()), ("seq", LongType())), "s", mode, id_columns)

@@ -6,12 +6,17 @@ tests/router_double.py; time moves only with FakeClock.advance.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from router_double import RouterDouble
 
+from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
@@ -414,3 +419,101 @@ def test_removals_counter_moves_on_every_stream_side_removal(env: Env) -> None:
     seen = other.removals
     env.api("STREAM.MSG.DELETE.R", {"seq": 5})
     assert other.removals > seen
+
+
+# -- data that must not be destroyed (issue 12) ----------------------------------------
+def test_purge_seq_beyond_the_store_is_refused(tmp_path: Path) -> None:
+    """A purge `seq` of 2**63 was accepted, overflowed the index, and every later
+    publish failed after writing its record; after a restart the stream was gone."""
+    env = Env(Settings(store_dir=str(tmp_path)))
+    env.create(name="S", subjects=["s.>"])
+    assert env.pub("s.1")["seq"] == 1
+    for body in ({"seq": 1 << 63}, {"seq": (1 << 64) - 1}, {"keep": 1 << 63}):
+        resp = env.api("STREAM.PURGE.S", body)
+        assert resp["error"]["err_code"] == 10110, resp
+        assert "above the largest" in resp["error"]["description"]
+    assert env.api("STREAM.PURGE.S", {"seq": 2})["purged"] == 1
+    assert env.pub("s.1")["seq"] == 2
+    env.engine.close()
+    again = Env(Settings(store_dir=str(tmp_path)))
+    assert again.state()["last_seq"] == 2
+    assert again.pub("s.1")["seq"] == 3
+
+
+def test_publish_past_the_last_sequence_is_an_error_ack(tmp_path: Path) -> None:
+    env = Env(Settings(store_dir=str(tmp_path)))
+    env.create(name="S", subjects=["s.>"], first_seq=(1 << 63) - 1)
+    assert env.pub("s.1")["seq"] == (1 << 63) - 1
+    resp = env.pub("s.1")
+    assert resp["error"]["err_code"] == 10077 and "largest storable" in resp["error"]["description"]
+    env.engine.close()
+    again = Env(Settings(store_dir=str(tmp_path)))
+    assert again.state()["messages"] == 1
+
+
+@pytest.mark.parametrize("damage", ["meta", "store"])
+def test_create_never_deletes_a_stream_that_failed_to_load(tmp_path: Path, damage: str) -> None:
+    env = Env(Settings(store_dir=str(tmp_path)))
+    env.create(name="S", subjects=["s.>"])
+    for _ in range(5):
+        env.pub("s.1", b"precious")
+    env.engine.close()
+    directory = tmp_path / "jetstream" / "$G" / "streams" / "S"
+    if damage == "meta":
+        (directory / "meta.json").write_text('{"config": {"name": "S", "subj')
+        problem = "meta.json unreadable"
+    else:
+        (directory / "msgs").rename(directory / "msgs-blocked")
+        (directory / "msgs").write_text("not a directory")
+        problem = "store did not open"
+    before = sorted(p.name for p in directory.rglob("*"))
+    again = Env(Settings(store_dir=str(tmp_path)))
+    resp = again.api("STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+    assert resp["error"]["err_code"] == 10049, resp
+    text = resp["error"]["description"]
+    assert "stream S not created" in text and problem in text, text
+    assert str(tmp_path) not in text
+    assert sorted(p.name for p in directory.rglob("*")) == before
+    assert again.api("STREAM.NAMES")["streams"] is None
+
+
+@pytest.mark.asyncio
+async def test_group_commit_fsyncs_on_the_disk_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With sync_always the loop hands the fsyncs to the disk thread and keeps
+    serving; the held pub acks go out, in order, once the disk is done."""
+    loop = asyncio.get_running_loop()
+    clock = LoopClock(loop)
+    router = RouterDouble()
+    engine = JetStream(Settings(store_dir=str(tmp_path), sync_always=True), clock)
+    engine.start(router)
+    try:
+        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        assert "error" not in resp, resp
+        threads: list[str] = []
+        real_fsync = os.fsync
+
+        def slow_fsync(fd: int) -> None:
+            threads.append(threading.current_thread().name)
+            time.sleep(0.3)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+        box = router.inbox("_ACKS")
+        for i in range(3):
+            router.publish("s.1", "_ACKS", None, b"m%d" % i)
+        start = time.monotonic()
+        await asyncio.sleep(0.05)  # the loop turns while the disk thread fsyncs
+        assert time.monotonic() - start < 0.25, "the loop waited for an fsync"
+        assert box.messages == []  # nothing confirmed before the fsync finished
+        for _ in range(200):
+            if len(box.messages) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert [json.loads(m.payload)["seq"] for m in box.messages] == [1, 2, 3]
+        assert threads and all(name.startswith("jetstream-disk") for name in threads), threads
+        monkeypatch.undo()
+    finally:
+        engine.close()
+        clock.shutdown()

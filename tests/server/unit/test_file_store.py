@@ -22,7 +22,9 @@ from test_store import OP, PROBES, Model, apply_op, check_against_model
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.store import StoreError, StreamStore
 from jetstream_server.store import index as index_module
+from jetstream_server.store.base import MAX_SEQ
 from jetstream_server.store.cache import SHARED, ChunkCache
+from jetstream_server.store.file import MIN_BLOCK_SIZE as MIN_BLOCK
 from jetstream_server.store.file import MSGS_DIR, SNAPSHOT_FILE, FileStore
 
 T0 = 1_700_000_000_000_000_000
@@ -218,10 +220,21 @@ def test_corrupt_record_in_the_middle_of_the_tail(tmp_path: Path) -> None:
         fh.write(bytes([byte[0] ^ 0x55]))
     again = FileStore(tmp_path)
     st = again.state()
-    assert (st.msgs, st.last_seq) == (59, 59)
-    assert again.recovery.lost_msgs == 41
-    assert "checksum" in again.recovery.notes[0] and "after sequence 59" in again.recovery.notes[0]
-    again.close()
+    # record by record: only the damaged record is lost, every later one is kept
+    assert (st.msgs, st.last_seq, st.num_deleted) == (99, 100, 1)
+    rep = again.recovery
+    assert rep.lost_msgs == 1 and rep.lost_seqs == [60]
+    assert "checksum" in rep.notes[0] and "after sequence 59" in rep.notes[0]
+    assert again.load(60) is None and again.load(61) is not None
+    assert [m.seq for m in again.iter_range(58, 100)] == [58, 59, *range(61, 101)]
+    assert again.store("next", None, b"n", T0) == 101
+    crash(again)
+    # the damaged bytes were cut out of the block: the loss is reported once
+    third = FileStore(tmp_path)
+    assert third.recovery.lost_bytes == 0 and third.recovery.lost_seqs == []
+    assert third.state().msgs == 100 and third.load(101) is not None
+    assert [m.seq for m in third.iter_range(1, 101)] == [*range(1, 60), *range(61, 102)]
+    third.close()
 
 
 def test_half_created_block_is_dropped(tmp_path: Path) -> None:
@@ -705,3 +718,137 @@ def test_failed_block_rewrite_keeps_the_store_correct(
     again = FileStore(tmp_path, block_size=4096)
     assert again.recovery.lost_bytes == 0 and snapshot_of(again) == before
     again.close()
+
+
+# -- damage and faults (issue 12) ---------------------------------------------------
+def test_torn_erase_mid_block_keeps_every_later_record(tmp_path: Path) -> None:
+    """An in-place erase cut short by a crash leaves a record with a bad checksum
+    in the middle of the block: recovery skips that one record and keeps all the
+    later ones (it truncated the block there, losing 40 messages); the erased
+    message was deleted anyway, so no sequence is reported lost."""
+    store = FileStore(tmp_path)
+    populate(store, 100)
+    offset = store._offsets[store._index.pos_of(60)]
+    rec_len = store._index.sizes[store._index.pos_of(60)] + 19
+    assert store.remove(60, erase=False)
+    crash(store)
+    last = blocks(tmp_path)[-1]
+    with open(last, "r+b") as fh:  # half of the ERASED rewrite reached the disk
+        fh.seek(offset + 4)
+        fh.write(bytes([4]) + bytes(rec_len // 2))
+    again = FileStore(tmp_path)
+    st = again.state()
+    assert (st.msgs, st.last_seq) == (99, 100)
+    assert [m.seq for m in again.iter_range(59, 100)] == [59, *range(61, 101)]
+    rep = again.recovery
+    assert rep.lost_msgs == 1 and rep.lost_bytes == rec_len and rep.lost_seqs == []
+    again.close()
+
+
+def test_garbled_framing_resyncs_at_the_next_good_record(tmp_path: Path) -> None:
+    """A damaged length field: the next record is found by its checksum."""
+    store = FileStore(tmp_path)
+    populate(store, 50)
+    offset = store._offsets[store._index.pos_of(20)]
+    crash(store)
+    last = blocks(tmp_path)[-1]
+    with open(last, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(b"\xff\xff\x00\x00")  # rec_len of sequence 20 destroyed
+    again = FileStore(tmp_path)
+    assert again.state().msgs == 49
+    assert again.recovery.lost_seqs == [20]
+    assert [m.seq for m in again.iter_range(1, 50)] == [*range(1, 20), *range(21, 51)]
+    again.close()
+
+
+def test_failed_write_and_failed_cut_keep_offsets_in_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails half way and a cut (ftruncate) that fails too: the
+    next store must not land after the partial bytes (its offset in the index
+    would point at them); it refuses until the cut succeeds, then every record
+    reads back, before and after a restart."""
+    store = FileStore(tmp_path)
+    populate(store, 10)
+    real_write, real_truncate = os.write, os.ftruncate
+
+    def half_write(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data)[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def no_truncate(fd: int, length: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "write", half_write)
+    monkeypatch.setattr(os, "ftruncate", no_truncate)
+    with pytest.raises(StoreError, match="No space left"):
+        store.store("sub.x", None, b"lost", T0)
+    monkeypatch.setattr(os, "write", real_write)
+    with pytest.raises(StoreError, match="cannot be cut off"):
+        store.store("sub.x", None, b"refused", T0)
+    monkeypatch.setattr(os, "ftruncate", real_truncate)
+    assert store.store("sub.x", None, b"kept", T0) == 11
+    assert store.load(11).data == b"kept"  # type: ignore[union-attr]
+    assert [m.data for m in store.iter_range(1, 11)][-2:] == [b"payload-9", b"kept"]
+    crash(store)
+    again = FileStore(tmp_path)
+    assert again.recovery.lost_bytes == 0
+    assert again.state().msgs == 11 and again.load(11).data == b"kept"  # type: ignore[union-attr]
+    again.close()
+
+
+def test_failed_rewrite_leaves_no_tmp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = FileStore(tmp_path, block_size=MIN_BLOCK)
+    for i in range(400):
+        store.store("a", None, b"x" * 40, T0 + i)
+    assert len(blocks(tmp_path)) > 2
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.fstat(fd).st_size and any(p.suffix == ".tmp" for p in (tmp_path / MSGS_DIR).iterdir()):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    for seq in range(1, 60, 2):  # thin out the first block: a rewrite is due
+        store.remove(seq)
+    monkeypatch.undo()
+    assert not list((tmp_path / MSGS_DIR).glob("*.tmp"))
+    assert [m.seq for m in store.iter_range(1, 10)] == [2, 4, 6, 8, 10]
+    store.close()
+
+
+def test_sequences_stop_at_max_seq_before_anything_is_written(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    with pytest.raises(ValueError, match="largest storable sequence"):
+        store.compact(MAX_SEQ + 1)
+    with pytest.raises(ValueError, match="largest storable sequence"):
+        store.purge(up_to_seq=1 << 63)
+    store.skip_to(MAX_SEQ)
+    assert store.store("a", None, b"last", T0) == MAX_SEQ
+    size = blocks(tmp_path)[-1].stat().st_size
+    with pytest.raises(StoreError, match="largest storable sequence"):
+        store.store("a", None, b"one too many", T0)
+    assert blocks(tmp_path)[-1].stat().st_size == size
+    crash(store)
+    again = FileStore(tmp_path)
+    assert again.state().last_seq == MAX_SEQ and again.recovery.lost_bytes == 0
+    again.close()
+
+
+def test_new_store_directories_are_fsynced_into_their_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    root = tmp_path / "streams" / "S"
+    FileStore(root).close()
+    for directory in (tmp_path, tmp_path / "streams", root):
+        assert directory.stat().st_ino in synced, directory

@@ -87,6 +87,7 @@ IMPLEMENTED: dict[str, tuple[Any, ...]] = {
     "CONSUMER.PAUSE.*.*": (consumers.consumer_pause,),
     "CONSUMER.MSG.NEXT.*.*": (consumers.consumer_msg_next,),
     "CONSUMER.RESET.*.*": (consumers.consumer_reset,),
+    "CONSUMER.UNPIN.*.*": (consumers.consumer_unpin,),
 }
 
 

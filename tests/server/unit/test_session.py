@@ -621,3 +621,27 @@ def test_greeting_carries_a_nonce_for_nkey_users() -> None:
     assert len(info["nonce"]) == 15 and info["nonce"] == session.nonce
     plain, _ = open_session(Broker())
     assert "nonce" not in json.loads(plain.greeting({})[5:])
+
+
+def test_sessions_use_their_accounts_broker_and_subscriptions_move_with_a_new_connect() -> None:
+    brokers = {"$G": Broker(), "A": Broker(), "B": Broker()}
+    auth = UsersAuth((User("a", "pa", account="A"), User("b", "pb", account="B")))
+
+    def connect(cid: int) -> tuple[Session, Wire]:
+        wire = Wire()
+        session = Session(cid, brokers["$G"], wire, SessionSettings(), auth, None, brokers)
+        wire.session = session
+        return session, wire
+
+    sub, sub_wire = connect(1)
+    pub_b, _ = connect(2)
+    sub.receive_data(b'CONNECT {"verbose":false,"user":"a","pass":"pa"}\r\nSUB x 7\r\nUNSUB 7 1\r\nSUB y 8\r\n')
+    pub_b.receive_data(b'CONNECT {"verbose":false,"user":"b","pass":"pb"}\r\nPUB x 2\r\nb1\r\n')
+    assert sub_wire.take() == b""  # B's message stays in B
+    assert brokers["A"].num_subscriptions == 2 and brokers["B"].num_subscriptions == 0
+    # a second CONNECT as a user of B: the subscriptions (and UNSUB's max) move to B
+    sub.receive_data(b'CONNECT {"verbose":false,"user":"b","pass":"pb"}\r\n')
+    assert brokers["A"].num_subscriptions == 0 and brokers["B"].num_subscriptions == 2
+    pub_b.receive_data(b"PUB x 2\r\nb2\r\nPUB x 2\r\nb3\r\n")
+    assert sub_wire.take() == b"MSG x 7 2\r\nb2\r\n"  # the max of 1 still holds
+    assert brokers["B"].num_subscriptions == 1

@@ -5,7 +5,9 @@ subscriptions, ``+OK``/``-ERR``, deliveries, when to close and what to say)
 lives in the sans-IO `jetstream_server.core.session.Session`; this class only
 reads, writes, runs the timers (ping interval, auth timeout, write deadline)
 and upgrades to TLS (nats-server style: INFO in clear, then the client starts
-the handshake; done with `loop.start_tls` right after INFO).
+the handshake; done with `loop.start_tls` right after INFO; with
+`handshake_first` the handshake comes first and INFO is sent inside TLS, and
+with its fallback delay a client silent for that long gets INFO in clear).
 
 Invariants:
 - outbound bytes wait in the session and are written with one
@@ -35,9 +37,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 from jetstream_server.app.write_batch import WriteBatcher
@@ -72,6 +76,9 @@ class ConnectionHost(Protocol):
     def auth(self) -> Authenticator: ...
 
     @property
+    def account_brokers(self) -> Mapping[str, Broker]: ...
+
+    @property
     def session_settings(self) -> SessionSettings: ...
 
     @property
@@ -95,8 +102,10 @@ class ConnectionHost(Protocol):
 
 
 class ClientConnection(asyncio.Protocol):
-    def __init__(self, host: ConnectionHost, cid: int) -> None:
+    def __init__(self, host: ConnectionHost, cid: int, *, websocket: bool = False) -> None:
         self.host = host
+        # a WebSocket client: TLS, if any, was the listener's (never upgraded here)
+        self.websocket = websocket
         self.config = host.config
         self.cid = cid
         self.loop = host.loop
@@ -105,7 +114,9 @@ class ClientConnection(asyncio.Protocol):
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
         self.session = Session(
-            cid, host.broker, self, host.session_settings, host.auth, host.clock
+            cid, host.broker, self, host.session_settings, host.auth, host.clock,
+            # hosts without accounts (test doubles) keep every session on `broker`
+            getattr(host, "account_brokers", None),
         )
         self.closed = False
         self.tls_pending = False
@@ -115,7 +126,9 @@ class ClientConnection(asyncio.Protocol):
         self.last_activity = self.start
         self._ping_timer: asyncio.TimerHandle | None = None
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._expiry_timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
+        self._fallback_timer: asyncio.TimerHandle | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._early: list[bytes] = []
         self._max_pending = self.config.max_pending
@@ -130,8 +143,10 @@ class ClientConnection(asyncio.Protocol):
         session = self.session
         session.ip, session.port = self.ip, self.port
         accepted = self.host.connection_opened(self)
-        tls = self.host.tls_context
-        self.transport.write(session.greeting(self.host.info_for(self)))
+        tls = None if self.websocket else self.host.tls_context
+        tls_first = tls is not None and self.config.tls.handshake_first
+        if not tls_first or not accepted:
+            self.transport.write(session.greeting(self.host.info_for(self)))
         if not accepted:
             log.error("cid=%d maximum connections exceeded, refusing %s:%d", self.cid, self.ip, self.port)
             session.max_connections_exceeded()
@@ -144,10 +159,34 @@ class ClientConnection(asyncio.Protocol):
         )
         if tls is not None:
             self.tls_pending = True
-            self._tls_task = self.loop.create_task(self._upgrade_tls(self.transport, tls))
+            fallback = self.config.tls.handshake_first_fallback_s
+            if tls_first and fallback > 0:
+                # nothing read until we know whether the client starts with TLS
+                self.transport.pause_reading()
+                self._fallback_timer = self.loop.call_later(fallback, self._tls_first_or_info, tls)
+            else:
+                self._start_tls(tls, info_after=tls_first)
         self._schedule_ping()
 
-    async def _upgrade_tls(self, transport: asyncio.Transport, ctx: ssl.SSLContext) -> None:
+    def _start_tls(self, ctx: ssl.SSLContext, *, info_after: bool) -> None:
+        assert self.transport is not None
+        self._tls_task = self.loop.create_task(self._upgrade_tls(self.transport, ctx, info_after))
+
+    def _tls_first_or_info(self, ctx: ssl.SSLContext) -> None:
+        """`handshake_first` with a fallback delay, once the delay passed: a
+        client that sent something starts TLS first; one that sent nothing
+        waits for INFO, which goes out in clear text (nats-server's fallback)."""
+        self._fallback_timer = None
+        if self.closed or self.transport is None:
+            return
+        client_spoke = _has_pending_input(self.transport)
+        if not client_spoke:
+            self.transport.write(self.session.greeting(self.host.info_for(self)))
+        self._start_tls(ctx, info_after=client_spoke)
+
+    async def _upgrade_tls(
+        self, transport: asyncio.Transport, ctx: ssl.SSLContext, info_after: bool
+    ) -> None:
         try:
             new_transport = await self.loop.start_tls(
                 transport,
@@ -166,6 +205,9 @@ class ClientConnection(asyncio.Protocol):
             return
         self.transport = new_transport
         self.tls_pending = False
+        if info_after:
+            # TLS first: INFO is the first thing said inside the TLS session
+            new_transport.write(self.session.greeting(self.host.info_for(self)))
         early, self._early = self._early, []
         for data in early:
             self.data_received(data)
@@ -191,6 +233,12 @@ class ClientConnection(asyncio.Protocol):
         if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
+            identity = self.session.identity
+            if identity is not None and identity.expires and not self.closed:
+                # a user JWT with `exp`: the connection ends when it does
+                self._expiry_timer = self.loop.call_later(
+                    max(0.0, identity.expires - time.time()), self.session.auth_expired
+                )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()
@@ -332,10 +380,15 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             return
         self.closed = True
-        for timer in (self._ping_timer, self._auth_timer, self._deadline_timer):
+        timers = (
+            self._ping_timer, self._auth_timer, self._deadline_timer, self._fallback_timer,
+            self._expiry_timer,
+        )
+        for timer in timers:
             if timer is not None:
                 timer.cancel()
         self._ping_timer = self._auth_timer = self._deadline_timer = None
+        self._fallback_timer = self._expiry_timer = None
         self.host.connection_closed(self)
 
     @property
@@ -343,3 +396,18 @@ class ClientConnection(asyncio.Protocol):
         transport = self.transport
         buffered = transport.get_write_buffer_size() if transport is not None else 0
         return self.session.pending_output + buffered
+
+
+def _has_pending_input(transport: asyncio.Transport) -> bool:
+    """Whether the peer sent bytes not read yet (peeked on a duplicate of the
+    socket's descriptor, so nothing is consumed)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+            return bool(peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True  # broken: let the TLS handshake find out and close

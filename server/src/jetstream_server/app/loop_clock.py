@@ -2,6 +2,12 @@
 
 The core and JetStream take any `Clock` (`jetstream_server.core.clock`); this is
 the one the running server gives them. Timers must be set from the loop's thread.
+
+It also carries the server's disk thread: `run_off_loop(job, done)` runs `job`
+on one worker thread (disk jobs run one at a time, in submission order) and
+then `done(result or exception)` back on the loop, so fsyncs never stall the
+loop. JetStream uses it when the clock has it and runs jobs inline otherwise
+(FakeClock in unit tests).
 """
 
 from __future__ import annotations
@@ -9,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from jetstream_server.core.clock import TimerHandle
 
@@ -21,6 +29,7 @@ class LoopClock:
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._loop = loop
+        self._disk: ThreadPoolExecutor | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -33,3 +42,24 @@ class LoopClock:
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
         return self.loop.call_later(max(0.0, delay_s), callback)
+
+    def run_off_loop(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run `job` on the disk thread, then `done(its result or the exception
+        it raised)` on the loop. Call from the loop's thread."""
+        if self._disk is None:
+            self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jetstream-disk")
+        loop = self.loop
+
+        def finished(future: Future[Any]) -> None:
+            exc = future.exception()
+            result = exc if exc is not None else future.result()
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(done, result)
+
+        self._disk.submit(job).add_done_callback(finished)
+
+    def shutdown(self) -> None:
+        """Wait for disk jobs already submitted and stop the disk thread."""
+        if self._disk is not None:
+            self._disk.shutdown(wait=True)
+            self._disk = None

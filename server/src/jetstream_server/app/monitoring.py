@@ -1,8 +1,10 @@
-"""Monitoring HTTP: `/healthz`, `/varz`, `/connz`, `/jsz` as nats-server serves them.
+"""Monitoring HTTP: `/healthz`, `/varz`, `/connz`, `/jsz`, `/accountz` as nats-server serves them.
 
 A tiny HTTP/1.1 server on asyncio streams: GET only, one request per
-connection (``Connection: close``), JSON bodies. The data comes from a
-`MonitorSource` (the `NatsServer`: `varz()`, `connz()`, `jsz()`); this module
+connection (``Connection: close``), JSON bodies (a plain-text 400 where
+nats-server answers one, as for an unknown ``/accountz?acc=``). The data
+comes from a `MonitorSource` (the `NatsServer`: `varz()`, `connz()`,
+`jsz()`, `accountz()`); this module
 only serves it and never imports the server.
 """
 
@@ -13,6 +15,8 @@ import json
 import logging
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+from jetstream_server.app.listen import bind_socket
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +30,11 @@ class MonitorSource(Protocol):
 
     def connz(self, auth: bool = False) -> dict[str, Any]: ...
 
-    def jsz(self) -> dict[str, Any]: ...
+    def jsz(self, accounts: bool = False) -> dict[str, Any]: ...
+
+    def accountz(self, account: str = "") -> dict[str, Any] | None:
+        """The account names, or one account's detail; None: no such account."""
+        ...
 
 
 class MonitorServer:
@@ -35,9 +43,9 @@ class MonitorServer:
         self._http: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
-        self._http = await asyncio.start_server(
-            self._handle, host=host, port=0 if port == -1 else port, reuse_address=True
-        )
+        sock = bind_socket(host, 0 if port == -1 else port)
+        sock.listen(128)
+        self._http = await asyncio.start_server(self._handle, sock=sock)
         return int(self._http.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -49,7 +57,7 @@ class MonitorServer:
                 log.debug("monitor listener slow to close")
             self._http = None
 
-    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any]]:
+    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any] | str]:
         path = path.rstrip("/") or "/"
         params = parse_qs(query)
         if path == "/healthz":
@@ -60,9 +68,16 @@ class MonitorServer:
             auth = params.get("auth", ["false"])[-1].lower() in ("1", "true", "t")
             return 200, self.server.connz(auth=auth)
         if path == "/jsz":
-            return 200, self.server.jsz()
+            accounts = params.get("accounts", ["false"])[-1].lower() in ("1", "true", "t")
+            return 200, self.server.jsz(accounts=accounts)
+        if path == "/accountz":
+            name = params.get("acc", [""])[-1]
+            detail = self.server.accountz(name)
+            if detail is None:
+                return 400, f"Account {name} does not exist"
+            return 200, detail
         if path == "/":
-            return 200, {"endpoints": ["/varz", "/connz", "/healthz", "/jsz"]}
+            return 200, {"endpoints": ["/varz", "/connz", "/healthz", "/jsz", "/accountz"]}
         return 404, {"error": f"not found: {path}"}
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -74,6 +89,8 @@ class MonitorServer:
             return
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         parts = request_line.split()
+        body_type = "application/json"
+        body: dict[str, Any] | str
         if len(parts) != 3 or len(head) > _MAX_REQUEST:
             status, body = 400, {"error": "bad request"}
         elif parts[0] not in ("GET", "HEAD"):
@@ -81,12 +98,15 @@ class MonitorServer:
         else:
             url = urlsplit(parts[1])
             status, body = self.route(url.path, url.query)
-        payload = json.dumps(body, indent=2).encode()
+        if isinstance(body, str):
+            payload, body_type = body.encode(), "text/plain; charset=utf-8"
+        else:
+            payload = json.dumps(body, indent=2).encode()
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
         writer.write(
             (
                 f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
-                "Content-Type: application/json\r\n"
+                f"Content-Type: {body_type}\r\n"
                 f"Content-Length: {len(payload)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode()

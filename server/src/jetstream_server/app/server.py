@@ -30,21 +30,24 @@ import time
 from dataclasses import replace
 from typing import Any, Final
 
+from jetstream_server.app.accounts import Account, build_accounts
 from jetstream_server.app.connection import ClientConnection
+from jetstream_server.app.lame_duck import enter_lame_duck
+from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.monitoring import MonitorServer
-from jetstream_server.app.services import build_services, with_store_defaults
+from jetstream_server.app.services import with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
-from jetstream_server.config import ServerConfig
+from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import Service
+from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.versioning import SERVER_VERSION
 
 log = logging.getLogger(__name__)
 
-SERVER_VERSION: Final = "2.12.0"
 GO_VERSION: Final = "go1.24.0"
 PROTO: Final = 1
 _ID_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
@@ -75,6 +78,10 @@ class NatsServer:
         self.server_name = config.server_name or self.server_id
         self.services: list[Service] = [] if services is None else services
         self._build_services = services is None
+        # every account's broker and services; the global account's are
+        # `broker` and `services` (app/accounts.py)
+        self.accounts: dict[str, Account] = {}
+        self.account_brokers: dict[str, Broker] = {}
         self.connections: dict[int, ClientConnection] = {}
         self._cids = itertools.count(1)
         self.total_connections = 0
@@ -87,10 +94,15 @@ class NatsServer:
         self.http_port: int | None = None
         self.tls_context: ssl.SSLContext | None = None
         self._listener: asyncio.Server | None = None
+        self._ws_listener: asyncio.Server | None = None
+        self.websocket_port = 0
         self._monitor: MonitorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.ready = asyncio.Event()
         self.stopped = False
+        self.finished = asyncio.Event()  # set once stop() is done
+        self.lame_duck = False
+        self._services_closed = False
 
     @property
     def http_host(self) -> str:
@@ -115,24 +127,29 @@ class NatsServer:
         log.info("  ID:       %s", self.server_id)
         if cfg.tls.enabled:
             self.tls_context = make_server_context(cfg.tls)
-        if self._build_services:
-            self.services = build_services(cfg, self.clock)
+        self.accounts = build_accounts(
+            cfg,
+            self.clock,
+            self.broker,
+            None if self._build_services else self.services,
+            server_name=self.server_name,
+        )
+        self.account_brokers = {name: acc.broker for name, acc in self.accounts.items()}
+        self.services = self.accounts[GLOBAL_ACCOUNT].services
         started: list[Service] = []
         try:
-            for service in self.services:
-                service.start(self.broker)
-                started.append(service)
+            for account in self.accounts.values():
+                for service in account.services:
+                    service.start(account.broker)
+                    started.append(service)
+                account.updated = time.time()
             if cfg.http_port is not None:
                 self._monitor = MonitorServer(self)
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
-                log.info("Starting http monitor on %s:%d", self.http_host, self.http_port)
-            self._listener = await self.loop.create_server(
-                self._new_connection,
-                host=cfg.host,
-                port=0 if cfg.port == -1 else cfg.port,
-                reuse_address=True,
-                backlog=1024,
-            )
+                log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
+            sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
+            sock.listen(1024)
+            self._listener = await self.loop.create_server(self._new_connection, sock=sock)
         except BaseException:
             for service in reversed(started):
                 service.close()
@@ -141,7 +158,9 @@ class NatsServer:
             raise
         sock = self._listener.sockets[0]
         self.port = int(sock.getsockname()[1])
-        log.info("Listening for client connections on %s:%d", cfg.host, self.port)
+        log.info("Listening for client connections on %s", join_host_port(cfg.host, self.port))
+        if cfg.websocket is not None:
+            await self._listen_websocket(cfg.websocket)
         if self.auth.required:
             log.info("Client authentication required")
         if self.tls_context is not None:
@@ -152,13 +171,51 @@ class NatsServer:
     def _new_connection(self) -> ClientConnection:
         return ClientConnection(self, next(self._cids))
 
+    async def _listen_websocket(self, ws: WebSocketSettings) -> None:
+        try:
+            from jetstream_server.app.websocket import WebSocketConnection
+        except ImportError:
+            raise ConfigError(
+                "websocket: needs the wsproto package (pip install 'jetstream-server[websocket]')"
+            ) from None
+        ctx = make_server_context(ws.tls) if ws.tls is not None else None
+        host = ws.host or self.config.host
+
+        def protocol() -> WebSocketConnection:
+            return WebSocketConnection(
+                lambda: ClientConnection(self, next(self._cids), websocket=True),
+                loop=self.loop,
+                compression=ws.compression,
+                handshake_timeout_s=ws.handshake_timeout_s,
+                max_inflated=self.config.max_pending,
+            )
+
+        sock = bind_socket(host, 0 if ws.port == -1 else ws.port)
+        sock.listen(1024)
+        self._ws_listener = await self.loop.create_server(protocol, sock=sock, ssl=ctx)
+        self.websocket_port = int(sock.getsockname()[1])
+        scheme = "wss" if ctx is not None else "ws"
+        log.info(
+            "Listening for websocket clients on %s://%s",
+            scheme,
+            join_host_port(host, self.websocket_port),
+        )
+        if ctx is None:
+            log.warning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!")
+
     async def stop(self) -> None:
         if self.stopped:
             return
         self.stopped = True
         log.info("Initiating Shutdown...")
-        if self._listener is not None:
-            self._listener.close()
+        self.stop_listening()
+        for account in self.accounts.values():
+            for service in account.services:
+                if isinstance(service, ShutdownNotice):
+                    try:
+                        service.shutting_down()
+                    except Exception:
+                        log.exception("service %r failed to signal the shutdown", service)
         for conn in list(self.connections.values()):
             conn.close()
         if self._listener is not None:
@@ -166,14 +223,35 @@ class NatsServer:
                 await asyncio.wait_for(self._listener.wait_closed(), 5.0)
             except asyncio.TimeoutError:
                 log.warning("listener did not close within 5s")
-        for service in reversed(self.services):
+        self.close_services()
+        if isinstance(self.clock, LoopClock):
+            self.clock.shutdown()  # disk jobs in flight finish before the process ends
+        if self._monitor is not None:
+            await self._monitor.stop()
+        log.info("Server Exiting..")
+        self.finished.set()
+
+    def stop_listening(self) -> None:
+        """Accept no new client (the connected ones stay)."""
+        for listener in (self._listener, self._ws_listener):
+            if listener is not None:
+                listener.close()
+
+    def close_services(self) -> None:
+        """Close the services (JetStream flushes its store), once."""
+        if self._services_closed:
+            return
+        self._services_closed = True
+        every = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
+        for service in reversed(every):
             try:
                 service.close()
             except Exception:
                 log.exception("service %r failed to close", service)
-        if self._monitor is not None:
-            await self._monitor.stop()
-        log.info("Server Exiting..")
+
+    async def enter_lame_duck(self) -> None:
+        """Lame duck mode (SIGUSR2), run to its end: see `app.lame_duck`."""
+        await enter_lame_duck(self)
 
     # -- connections ---------------------------------------------------------------
     def connection_opened(self, conn: ClientConnection) -> bool:
@@ -237,8 +315,9 @@ class NatsServer:
             "port": self.port,
             "headers": True,
             "max_payload": cfg.max_payload,
-            "jetstream": True,
         }
+        if cfg.jetstream.enabled:
+            info["jetstream"] = True
         if self.auth.required and self.auth.anonymous is None:
             # with a no_auth_user nats-server does not ask for credentials
             info["auth_required"] = True
@@ -248,6 +327,10 @@ class NatsServer:
                 info["tls_verify"] = True
         if cfg.jetstream.domain:
             info["domain"] = cfg.jetstream.domain
+        if conn is not None and conn.websocket:
+            # TLS, if any, was the WebSocket listener's
+            info.pop("tls_required", None)
+            info.pop("tls_verify", None)
         if conn is not None:
             info["client_id"] = conn.cid
             info["client_ip"] = conn.ip
@@ -278,7 +361,8 @@ class NatsServer:
             "in_bytes": totals[1],
             "out_bytes": totals[3],
             "slow_consumers": self.slow_consumers,
-            "subscriptions": self.broker.num_subscriptions,
+            "subscriptions": sum(b.num_subscriptions for b in self.account_brokers.values())
+            or self.broker.num_subscriptions,
             "http_host": self.http_host,
             "http_port": self.http_port or 0,
             "max_connections": cfg.max_connections,
@@ -290,7 +374,7 @@ class NatsServer:
             "write_deadline": int(cfg.write_deadline_s * 1e9),
             "auth_timeout": cfg.auth_timeout_s,
             "tls_timeout": 2,
-            "jetstream": {
+            "jetstream": {} if not cfg.jetstream.enabled else {
                 "config": {
                     "max_memory": cfg.jetstream.max_memory_store,
                     "max_storage": cfg.jetstream.max_file_store,
@@ -302,6 +386,7 @@ class NatsServer:
                 **({"stats": js} if "disabled" not in js else {}),
             },
             "system": platform.system().lower(),
+            **({"system_account": system} if (system := self._system_account()) else {}),
         }
         return varz
 
@@ -316,7 +401,7 @@ class NatsServer:
                 {
                     "cid": conn.cid,
                     "kind": "Client",
-                    "type": "nats",
+                    "type": "websocket" if conn.websocket else "nats",
                     "ip": conn.ip,
                     "port": conn.port,
                     "start": _rfc3339(conn.start),
@@ -346,16 +431,99 @@ class NatsServer:
             "connections": conns,
         }
 
-    def jsz(self) -> dict[str, Any]:
-        for service in self.services:
+    def jsz(self, accounts: bool = False) -> dict[str, Any]:
+        """JetStream totals over every account that has it (nats-server's
+        /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
+        parts: list[dict[str, Any]] = []
+        services = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
+        for service in services:
             jsz = getattr(service, "jsz", None)
             if callable(jsz):
                 result = jsz()
-                return dict(result) if isinstance(result, dict) else {"data": result}
-        return {"disabled": True}
+                parts.append(dict(result) if isinstance(result, dict) else {"data": result})
+        if not parts:
+            # nats-server's /jsz without JetStream
+            return {
+                "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+                "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
+                "server_id": self.server_id, "now": _rfc3339(time.time()), "disabled": True,
+                "config": {"max_memory": 0, "max_storage": 0},
+                "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
+            }
+        if len(parts) == 1 and not accounts:
+            return parts[0]
+        total = dict(parts[0])
+        for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
+            total[key] = sum(int(p.get(key, 0)) for p in parts)
+        total["api"] = {
+            k: sum(int(p.get("api", {}).get(k, 0)) for p in parts) for k in ("total", "errors")
+        }
+        total["accounts"] = len(parts)
+        if accounts:
+            total["account_details"] = [
+                _account_detail(acc.name, acc.jetstream)
+                for acc in self.accounts.values()
+                if acc.jetstream is not None
+            ]
+        return total
+
+    def _system_account(self) -> str | None:
+        return next((a.name for a in self.accounts.values() if a.is_system), None)
+
+    def accountz(self, account: str = "") -> dict[str, Any] | None:
+        """nats-server's /accountz: the account names, or one account's detail
+        (None when there is no such account)."""
+        system = self._system_account()
+        out: dict[str, Any] = {"server_id": self.server_id, "now": _rfc3339(time.time())}
+        if system is not None:
+            out["system_account"] = system
+        if not account:
+            out["accounts"] = list(self.accounts)
+            return out
+        acc = self.accounts.get(account)
+        if acc is None:
+            return None
+        clients = sum(
+            1
+            for conn in self.connections.values()
+            if conn.session.identity is not None and conn.session.identity.account == account
+        )
+        out["account_detail"] = {
+            "account_name": acc.name,
+            "update_time": _rfc3339(acc.updated or self.start_time),
+            **({"is_system": True} if acc.is_system else {}),
+            "expired": False,
+            "complete": True,
+            "jetstream_enabled": acc.jetstream is not None,
+            "leafnode_connections": 0,
+            "client_connections": clients,
+            "subscriptions": acc.broker.num_subscriptions,
+            "name_tag": acc.name_tag or acc.name,
+        }
+        return out
+
+
+def _account_detail(name: str, engine: Any) -> dict[str, Any]:
+    """One account of ``/jsz?accounts=true``. nats-server reports the account's
+    limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
+    64-bit integer it prints); so does this."""
+    limits = engine.account_limits
+    return {
+        "name": name,
+        "id": name,
+        "memory": engine.usage("memory"),
+        "storage": engine.usage("file"),
+        "reserved_memory": limits.max_memory % 2**64,
+        "reserved_storage": limits.max_storage % 2**64,
+        "accounts": 0,
+        "ha_assets": 0,
+        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+    }
 
 
 def _auth_fields(identity: Identity | None) -> dict[str, str]:
+    """nats-server's /connz?auth=1 fields: the user, the account unless it
+    is the global one, and the account's name tag."""
     out: dict[str, str] = {}
     if identity is None:
         return out
@@ -363,6 +531,7 @@ def _auth_fields(identity: Identity | None) -> dict[str, str]:
         out["authorized_user"] = identity.user
     if identity.account != GLOBAL_ACCOUNT:
         out["account"] = identity.account
+    out["name_tag"] = identity.name_tag or identity.account
     return out
 
 

@@ -1,9 +1,5 @@
 """Which services run inside the server, and the JetStream defaults that need the machine.
 
-`build_services` is the one place the server learns about its services
-(JetStream). Each service gets `start(router)` on the loop thread before the
-listener accepts clients and `close()` on shutdown, after the listener stops.
-
 `with_store_defaults` fills in `max_memory_store` / `max_file_store` left
 unset (-1) as nats-server does at start: 75 % of the machine's memory (256
 MB when it cannot be read) and 75 % of the space available where the streams
@@ -61,8 +57,3 @@ def with_store_defaults(settings: JetStreamSettings) -> JetStreamSettings:
     if max_file < 0:
         max_file = disk_available(settings.store_dir or os.path.join(tempfile.gettempdir(), "nats"))
     return replace(settings, max_memory_store=max_memory, max_file_store=max_file)
-
-
-def build_services(config: ServerConfig, clock: Clock) -> list[Service]:
-    """The services for a server with `config`; time comes from `clock`."""
-    return [JetStream(config.jetstream, clock)]

@@ -74,6 +74,10 @@ class Identity:
     user: str | None = None
     account: str = GLOBAL_ACCOUNT
     permissions: Permissions | None = None
+    expires: int = 0  # Unix seconds when the credentials run out (a user JWT's exp); 0: never
+    max_subs: int = -1  # a user JWT's `subs` (-1: no limit of the user's own)
+    max_payload: int = -1  # a user JWT's `payload` (-1: no limit of the user's own)
+    name_tag: str = ""  # the account's name where it differs from `account` (operator mode)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 # (subject, reply, headers, payload)
 MessageHandler = Callable[[str, "str | None", "bytes | None", bytes], None]
@@ -49,3 +49,12 @@ class Service(Protocol):
     def start(self, router: Router) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ShutdownNotice(Protocol):
+    """A service that tells its clients the server is going away: the server
+    calls `shutting_down()` before it closes the client connections (what it
+    publishes then is written before they close), `close()` after."""
+
+    def shutting_down(self) -> None: ...

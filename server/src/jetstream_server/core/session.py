@@ -43,7 +43,15 @@ subject (bounded); with ``allow_responses`` the reply subjects of delivered
 messages become publishable, counted and timed; a wildcard subscription
 that overlaps a subscribe deny filter gets no message the filter denies.
 `SessionSettings.max_subscriptions` caps subscriptions (``-ERR 'maximum
-subscriptions exceeded'``, the connection stays open).
+subscriptions exceeded'``, the connection stays open); an identity's own
+`max_subs` / `max_payload` (a user JWT's ``subs`` / ``payload``) lower the
+server's limits for that session.
+
+Accounts: each account has its own broker (its own subject space); the
+session publishes and subscribes on the broker of its identity's account,
+looked up in `accounts` (the global account's broker is the one given).
+When a CONNECT moves the session to another account, its subscriptions
+move with it, so a session is never subscribed in two accounts.
 
 Invariants:
 - ops are applied in order; the ops that parsed before a protocol error are
@@ -96,6 +104,12 @@ DEFAULT_MAX_PINGS_OUT: Final = 2
 ERR_NO_RESPONDERS_WITHOUT_HEADERS: Final = "no responders requires headers support"
 ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
 ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
+ERR_AUTH_EXPIRED: Final = "User Authentication Expired"
+
+
+def _as_protocol(value: object) -> int:
+    """CONNECT's ``protocol`` field (0 when absent or not a number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def go_quote(text: str) -> str:
@@ -114,6 +128,13 @@ def sub_violation(subject: str, queue: str | None) -> str:
             f"using queue {go_quote(queue)}"
         )
     return f"Permissions Violation for Subscription to {go_quote(subject)}"
+
+
+def _lower(server: int, user: int) -> int:
+    """The smaller of two limits where <= 0 means none."""
+    if user <= 0:
+        return server
+    return user if server <= 0 else min(server, user)
 
 
 class State(enum.Enum):
@@ -136,6 +157,7 @@ class Event(enum.Enum):
     TRANSPORT_LOST = "transport lost"  # the peer went away; nothing can be written
     TRANSPORT_FAILED = "transport failed"  # a write or the TLS handshake failed
     MAX_CONNECTIONS = "maximum connections exceeded"  # refused right after INFO
+    AUTH_EXPIRED = "authentication expired"  # the user JWT ran out
 
 
 _OPEN: Final = (State.EXPECT_CONNECT, State.CONNECTED)
@@ -149,6 +171,7 @@ _CLOSING: Final = (
     Event.TRANSPORT_LOST,
     Event.TRANSPORT_FAILED,
     Event.MAX_CONNECTIONS,
+    Event.AUTH_EXPIRED,
 )
 
 TRANSITIONS: Final[Mapping[tuple[State, Event], State]] = {
@@ -217,6 +240,7 @@ class Session:
         settings: SessionSettings = SessionSettings(),
         auth: Authenticator = NO_AUTH,
         clock: Clock | None = None,
+        accounts: Mapping[str, Broker] | None = None,
     ) -> None:
         self.cid = cid
         self.ip = ""
@@ -228,6 +252,7 @@ class Session:
         self._fast = False
         self._broker = broker
         self._route = broker.route
+        self._accounts = accounts
         self._io = io
         self._output_ready = io.output_ready
         self._auth = auth
@@ -243,6 +268,8 @@ class Session:
         self._max_pending = settings.max_pending
         self._max_pings_out = settings.max_pings_out
         self._max_subs = settings.max_subscriptions
+        self._server_max_subs = settings.max_subscriptions
+        self._server_max_payload = settings.max_payload
         self._trace = settings.trace
         # permissions of the identity (None: unrestricted); see _set_identity
         self._rules: PermissionRules | None = None
@@ -264,6 +291,7 @@ class Session:
         self.name = ""
         self.lang = ""
         self.version = ""
+        self.async_info = False  # CONNECT's protocol >= 1: takes asynchronous INFO
         # stats
         self.in_msgs = 0
         self.in_bytes = 0
@@ -339,6 +367,12 @@ class Session:
             else:
                 handle(op)
 
+    def send_info(self, info: Mapping[str, Any]) -> None:
+        """An asynchronous ``INFO`` (lame duck mode, ...), sent as nats-server
+        sends it: only to a connected client that declared ``protocol >= 1``."""
+        if self.state is State.CONNECTED and self.async_info:
+            self.send(P.encode_info(dict(info)))
+
     def ping_due(self) -> None:
         """The ping interval passed: ping, or close a connection that stopped answering."""
         if self.closed:
@@ -369,6 +403,11 @@ class Session:
     def max_connections_exceeded(self) -> None:
         """The server is at `max_connections`: refuse this client after its INFO."""
         self._close(Event.MAX_CONNECTIONS, ERR_MAX_CONNECTIONS)
+
+    def auth_expired(self) -> None:
+        """The identity's credentials ran out (`Identity.expires`): close, as
+        nats-server does, with ``-ERR 'User Authentication Expired'``."""
+        self._close(Event.AUTH_EXPIRED, ERR_AUTH_EXPIRED)
 
     def close(self) -> None:
         """The server closes the connection: what is queued is written first."""
@@ -488,6 +527,7 @@ class Session:
         self.name = str(opts.get("name") or "")
         self.lang = str(opts.get("lang") or "")
         self.version = str(opts.get("version") or "")
+        self.async_info = _as_protocol(opts.get("protocol")) >= 1
         if self.no_responders and not self.headers:
             # nats-server refuses no_responders without headers
             self._close(Event.CONNECT_REFUSED, ERR_NO_RESPONDERS_WITHOUT_HEADERS)
@@ -574,8 +614,16 @@ class Session:
 
     # -- permissions -----------------------------------------------------------------------
     def _set_identity(self, identity: Identity) -> None:
-        """Take `identity` and its permissions (compiled once per distinct set)."""
+        """Take `identity`, its account's broker and its permissions (compiled
+        once per distinct set)."""
         self.identity = identity
+        # a user's own limits (user JWTs) apply below the server's
+        self._max_subs = _lower(self._server_max_subs, identity.max_subs)
+        self.parser.max_payload = _lower(self._server_max_payload, identity.max_payload)
+        if self._accounts is not None:
+            broker = self._accounts.get(identity.account)
+            if broker is not None and broker is not self._broker:
+                self._move_to(broker)
         perms = identity.permissions
         rules = PermissionRules.of(perms) if perms is not None else None
         self._rules = rules
@@ -584,6 +632,16 @@ class Session:
         self._deny_cache = None
         self._responses = rules.responses if rules is not None else None
         self._replies = {} if self._responses is not None else None
+
+    def _move_to(self, broker: Broker) -> None:
+        old = self._broker
+        self._broker = broker
+        self._route = broker.route
+        for sid, sub in list(self.subs.items()):
+            old.remove(sub)
+            moved = broker.add_client_sub(self, sub.subject, sub.queue, sid)
+            moved.max_msgs, moved.delivered = sub.max_msgs, sub.delivered
+            self.subs[sid] = moved
 
     def _publish_decision(self, subject: str, cache: dict[str, bool]) -> bool:
         """Allow and deny lists (cached), then tracked replies (never cached)."""

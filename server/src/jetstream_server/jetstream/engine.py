@@ -4,9 +4,13 @@
 subscribes internally to `$JS.API.>` (and `$JS.<domain>.API.>` with a domain,
 both answered by api/dispatch.py through the route table), to `$JS.ACK.>`
 (consumer/acks.py) and to every stream's subjects, reopens the streams found
-under `<store_dir>/jetstream/$G/streams/` with their durable consumers, and
+under `<store_dir>/jetstream/<account>/streams/` with their durable consumers, and
 from then on answers requests and stores published messages. No sockets, no
 asyncio; time from the clock.
+
+Mirrors and sources (sourcing/) copy between streams in bounded turns; their
+messages go through `ingest`, the same store-ack-republish-notify path as a
+client's publish.
 
 The engine is the top of the JetStream package: it implements what API
 handlers may use (`ApiHost`, api/host.py) and gives consumers the router as a
@@ -17,7 +21,17 @@ Durability: with `sync_always` the pub acks of one loop turn are held, the
 touched stores are synced once (group commit) in a callback scheduled with
 `clock.call_later(0, ...)`, then acks go out and listeners hear of the
 messages, in publish order. Without it acks go right after the OS write and a
-periodic `sync()` runs every `sync_interval_s`.
+periodic `sync()` runs every `sync_interval_s`. The fsyncs themselves run off
+the loop when the clock offers `run_off_loop` (app/loop_clock.py: the disk
+thread): the stores hand them over with `begin_sync()`, the loop keeps
+serving, and the held acks go out when the disk thread is done. One group is
+in flight at a time; publishes arriving meanwhile form the next group, so
+acks still go out in publish order.
+
+One engine serves one account (`account`, ``$G`` by default) with that
+account's `AccountLimits` (account_limits.py): the server runs one engine per
+account with JetStream enabled, each on that account's broker, so streams of
+one account are invisible to another.
 
 Invariant: nothing raised while handling a message escapes into the broker;
 API failures become error responses, publish failures error pub acks.
@@ -32,18 +46,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.router import MessageHandler, Router
-from jetstream_server.jetstream import persistence
+from jetstream_server.jetstream import counters, persistence
+from jetstream_server.jetstream.account_limits import (
+    UNLIMITED,
+    check_new_stream,
+    check_stream_config,
+)
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
+from jetstream_server.jetstream.atomic_batch import (
+    AtomicBatches,
+    BatchAck,
+    batch_id_of,
+    check_commit,
+)
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.stream import PubAck, Stream
+from jetstream_server.jetstream.sourcing.coordinator import Sourcing
+from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.jetstream.subject_match import subjects_overlap
-from jetstream_server.store.base import StreamStore
+from jetstream_server.jetstream.versioning import API_LEVEL
+from jetstream_server.store.base import StoreError, StreamStore
 
 logger = logging.getLogger(__name__)
 
@@ -67,15 +95,32 @@ def open_stream_store(
         storage,
         None if directory is None else str(directory),
         sync_always=sync_always,
-        sync_interval_s=sync_interval_s,
+        # the engine's timer syncs every interval on the disk thread; the store's
+        # own check (inline, on a store call) is only a backstop behind it
+        sync_interval_s=sync_interval_s * 2,
     )
 
 
 class JetStream:
     """The JetStream engine (see module docstring)."""
 
-    def __init__(self, settings: Any, clock: Clock) -> None:
+    def __init__(
+        self,
+        settings: Any,
+        clock: Clock,
+        account: str = persistence.ACCOUNT,
+        account_limits: AccountLimits = UNLIMITED,
+        *,
+        server_name: str = "",
+    ) -> None:
         self.clock = clock
+        self.server_name = server_name  # the leader named in stream info's `cluster`
+        self.account = account
+        self.account_limits = account_limits
+        # the engines of every account on this server, this one included (set
+        # by the server when there are several): the server's store limits
+        # are checked against their sum
+        self.peers: list[JetStream] = []
         self.store_dir: str | None = _setting(settings, "store_dir", None) or None
         self.domain: str | None = _setting(settings, "domain", None) or None
         self.sync_always: bool = bool(_setting(settings, "sync_always", False))
@@ -88,13 +133,18 @@ class JetStream:
         self.router: Router = _NoRouter()
         self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
         self.streams: dict[str, Stream] = {}
+        self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
+        self.batches = AtomicBatches(clock)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
+        # stream directories found at start that did not load: name -> why
+        self.unloaded: dict[str, str] = {}
         self._api_subs: list[int] = []
         self._pending: list[tuple[Stream, str | None, PubAck]] = []
         self._dirty: set[str] = set()
         self._flush_timer: TimerHandle | None = None
+        self._syncing = False  # a group commit's fsyncs are on the disk thread
         self._sync_timer: TimerHandle | None = None
         self._started = False
         self._ack_prefix: dict[str, bytes] = {}
@@ -119,12 +169,23 @@ class JetStream:
         if not self.sync_always:
             self._arm_sync_timer()
 
+    def shutting_down(self) -> None:
+        """Before the connections close: pending pub acks go out and waiting
+        pull requests get `409 Server Shutdown` (core/router.py ShutdownNotice)."""
+        self._flush()
+        for stream in self.streams.values():
+            for consumer in list(stream.consumers.values()):
+                notice = getattr(consumer, "shutting_down", None)
+                if notice is not None:
+                    notice()
+
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
+        self.sourcing.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        self._flush()
+        self._flush(inline=True)
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
@@ -143,12 +204,14 @@ class JetStream:
     def _open_existing(self) -> None:
         if self.store_dir is None:
             return
-        for directory in persistence.list_stream_dirs(self.store_dir):
+        for directory in persistence.list_stream_dirs(self.store_dir, self.account):
             try:
                 meta = persistence.read_meta(directory)
                 config = StreamConfig.from_json(meta.config)
             except (OSError, ValueError, ApiError) as exc:
                 logger.error("skipping stream directory %s: %s", directory, exc)
+                why = _why(exc, directory)
+                self.unloaded[directory.name] = f"{persistence.META_FILE} unreadable: {why}"
                 continue
             try:
                 store = open_stream_store(
@@ -157,8 +220,9 @@ class JetStream:
                     sync_always=self.sync_always,
                     sync_interval_s=self.sync_interval_s,
                 )
-            except Exception:  # one damaged stream must not keep the server down
+            except Exception as exc:  # one damaged stream must not keep the server down
                 logger.exception("could not open the store of stream %s", config.name)
+                self.unloaded[directory.name] = f"store did not open: {_why(exc, directory)}"
                 continue
             report = store.recovery
             if report.lost_msgs or report.lost_bytes or report.notes:
@@ -178,6 +242,9 @@ class JetStream:
                 restore_consumers(self, stream)
             except Exception:  # a consumer restore bug must not lose the stream
                 logger.exception("restoring the consumers of stream %s failed", config.name)
+        # once every stream is back, mirrors and sources resume where they were
+        for stream in list(self.streams.values()):
+            self.sourcing.attach(stream)
 
     # -- what handlers use ---------------------------------------------------------
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
@@ -199,7 +266,7 @@ class JetStream:
         as in nats-server) and when the server runs without a store directory."""
         if self.store_dir is None or storage == "memory":
             return None
-        return persistence.stream_dir(self.store_dir, name)
+        return persistence.stream_dir(self.store_dir, name, self.account)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
         for other in self.streams.values():
@@ -212,46 +279,82 @@ class JetStream:
 
     def check_account_reservation(self, config: StreamConfig, ignore: str | None = None) -> None:
         """A stream whose max_bytes does not fit the account's remaining store is refused."""
-        limit = self.max_memory if config.storage == "memory" else self.max_storage
-        if limit <= 0 or config.max_bytes <= 0:
-            return
-        reserved = sum(
+        reserved_here = sum(
             max(s.config.max_bytes, 0)
             for s in self.streams.values()
             if s.config.storage == config.storage and s.name != ignore
         )
+        acc = self.account_limits
+        if ignore is None:
+            check_new_stream(
+                acc, len(self.streams), config.max_consumers, config.storage, config.max_bytes,
+                reserved_here,
+            )
+        else:
+            check_stream_config(acc, config.max_consumers, config.storage, config.max_bytes, reserved_here)
+        limit = self.max_memory if config.storage == "memory" else self.max_storage
+        if limit <= 0 or config.max_bytes <= 0:
+            return
+        # the server's store limits hold for every account together
+        reserved = reserved_here + self.server_reserved(config.storage) - self.reserved(config.storage)
         if reserved + config.max_bytes > limit:
             raise ApiError(
                 Err.MEMORY_RESOURCES_EXCEEDED if config.storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
             )
 
     def _store_limit_check(self) -> Callable[[Stream, int], None] | None:
-        """The per-publish store-limit check, or None when the server has no limits."""
-        return self._account_check if self.max_memory > 0 or self.max_storage > 0 else None
+        """The per-publish store-limit check, or None when neither the server
+        nor the account has limits."""
+        acc = self.account_limits
+        limited = self.max_memory > 0 or self.max_storage > 0 or acc.max_memory >= 0 or acc.max_storage >= 0
+        return self._account_check if limited else None
 
     def _account_check(self, stream: Stream, size: int) -> None:
         storage = stream.config.storage
+        if self.account_limits.exceeded_by(storage, self.usage(storage), size):
+            # nats-server's answer when the account's own limit would be passed
+            raise ApiError(Err.ACCOUNT_RESOURCES_EXCEEDED)
         limit = self.max_memory if storage == "memory" else self.max_storage
         if limit <= 0:
             return
-        if self.usage(storage) + size > limit:
+        if self.server_usage(storage) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
             raise ApiError(Err.INSUFFICIENT_RESOURCES)
+
+    def server_usage(self, storage: str) -> int:
+        """Bytes stored by every account of the server (`peers`: their engines)."""
+        return sum(e.usage(storage) for e in self.peers) if self.peers else self.usage(storage)
+
+    def server_reserved(self, storage: str) -> int:
+        return sum(e.reserved(storage) for e in self.peers) if self.peers else self.reserved(storage)
 
     def usage(self, storage: str) -> int:
         return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
 
+    def prepare_config(self, config: StreamConfig) -> StreamConfig:
+        """The checks that need the other streams (mirror and source sizes,
+        cycles) and what a mirror inherits from its origin (`mirror_direct`)."""
+        config = Sourcing.inherit(config, self.streams)
+        Sourcing.check(config, self.streams)
+        return config
+
     def create_stream(self, config: StreamConfig) -> Stream:
-        self.check_overlap(config)
+        # nats-server checks the account's limits before the subjects
         self.check_account_reservation(config)
+        self.check_overlap(config)
         directory = self.stream_dir(config.name, config.storage)
         created = self.clock.now_ns()
         if directory is not None:
-            if directory.exists():
-                persistence.remove_stream_dir(directory)
-            persistence.write_meta(
-                directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
-            )
+            self._refuse_unloaded(config.name, directory)
+            try:
+                persistence.create_stream_dir(
+                    directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
+                )
+            except OSError as exc:
+                logger.error("stream %s: creating its directory failed: %s", config.name, exc)
+                raise ApiError(
+                    Err.STREAM_CREATE, err=f"stream {config.name}: {_why(exc)}"
+                ) from exc
         try:
             store = open_stream_store(
                 config.storage,
@@ -270,8 +373,27 @@ class JetStream:
         )
         self.streams[config.name] = stream
         self._subscribe_stream(stream)
+        self.sourcing.attach(stream)
+        self.sourcing.stream_created(stream)
         logger.info("created stream %s", config.name)
         return stream
+
+    def _refuse_unloaded(self, name: str, directory: Path) -> None:
+        """Never create a stream over data that exists but did not load: a damaged
+        meta.json or store is the operator's to repair or move, not ours to delete."""
+        if not directory.exists() and not directory.is_symlink():
+            return
+        why = self.unloaded.get(name, "it is not a stream this server loaded")
+        logger.error(
+            "stream %s: not created over its existing directory %s (%s)", name, directory, why
+        )
+        raise ApiError(
+            Err.STREAM_CREATE,
+            err=(
+                f"stream {name} not created: its data directory exists but did not load "
+                f"({why}); repair or move it aside and restart the server"
+            ),
+        )
 
     def update_stream(self, stream: Stream, config: StreamConfig) -> None:
         stream.config.check_update(config)
@@ -283,14 +405,19 @@ class JetStream:
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
             )
         subjects_changed = config.subjects != stream.config.subjects
+        if not config.flag("allow_atomic"):
+            self.batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
             self._subscribe_stream(stream)
+        self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
 
     def delete_stream(self, stream: Stream) -> None:
+        self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
+        self.batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
         stream.delete()
         if stream.directory is not None:
@@ -319,10 +446,27 @@ class JetStream:
     ) -> None:
         if stream.closed:
             return
+        if stream.config.mirror is not None:
+            return  # a mirror takes messages only from its origin (it has no subjects either)
+        if headers is not None and b"Nats-Batch-Id" in headers and batch_id_of(headers):
+            self._publish_batch(stream, subject, reply, headers, payload)
+            return
+        self.ingest(stream, subject, reply, headers, payload)
+
+    def ingest(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes | None,
+        payload: bytes, sourced: Sourced | None = None,
+    ) -> PubAck:
+        """Store one message (published, or brought in by a mirror or source),
+        then ack, republish and tell listeners (after the group commit with
+        `sync_always`)."""
         try:
-            ack = stream.accept(subject, headers, payload)
+            ack = stream.accept(subject, headers, payload, sourced)
         except ApiError as exc:
             ack = PubAck(0, error=exc)
+        except (StoreError, OSError) as exc:  # disk full, sequence space: expected, one line
+            logger.error("stream %s: storing a message on %s failed: %s", stream.name, subject, exc)
+            ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=_why(exc)))
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
             ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
@@ -332,38 +476,144 @@ class JetStream:
                 self._dirty.add(stream.name)
             if self._flush_timer is None:
                 self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
-            return
+            return ack
         self._send_ack(stream, reply, ack)
         if ack.msg is not None:
             stream.deliver(ack.msg)
+        return ack
+
+    def _ingest_sourced(
+        self, stream: Stream, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced
+    ) -> PubAck:
+        return self.ingest(stream, subject, None, headers, payload, sourced)
+
+    def _publish_batch(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes, payload: bytes
+    ) -> None:
+        """A message of an atomic batch (atomic_batch.py): staged, or the whole
+        batch stored and acknowledged once, or refused."""
+        try:
+            commit = self.batches.publish(stream, subject, headers, payload)
+            if commit is None:
+                if reply and not stream.config.no_ack:
+                    self.router.publish(reply, None, None, b"")  # staged
+                return
+            now = self.clock.now_ns()
+            check_commit(stream, commit, lambda msg_id: stream.is_duplicate(msg_id, now))
+        except ApiError as exc:
+            self._send_ack(stream, reply, PubAck(0, error=exc))
+            return
+        acks: list[PubAck] = []
+        for msg_subject, msg_headers, msg_payload in commit.messages:
+            try:
+                ack = stream.accept(msg_subject, msg_headers, msg_payload)
+            except ApiError as exc:
+                ack = PubAck(0, error=exc)
+            except Exception as exc:
+                logger.exception("stream %s: storing a batch message failed", stream.name)
+                ack = PubAck(0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
+            if ack.error is not None or ack.msg is None:
+                # checked before, so only a store failure gets here: take back what was stored
+                for stored in acks:
+                    stream.store.remove(stored.seq)
+                self._send_ack(stream, reply, ack if ack.error is not None else PubAck(
+                    0, error=ApiError(Err.ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE)))
+                return
+            acks.append(ack)
+        last = BatchAck(acks[-1], commit.batch_id, len(acks))
+        if self.sync_always:
+            self._pending.extend((stream, None, ack) for ack in acks[:-1])
+            self._pending.append((stream, reply, last))
+            self._dirty.add(stream.name)
+            if self._flush_timer is None:
+                self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
+            return
+        self._send_ack(stream, reply, last)
+        for ack in acks:
+            if ack.msg is not None:
+                stream.deliver(ack.msg)
 
     def _flush_from_timer(self) -> None:
         self._flush_timer = None
         self._flush()
 
-    def _flush(self) -> None:
-        """Group commit: one sync per touched store, then acks and listeners in order."""
+    def _flush(self, *, inline: bool = False) -> None:
+        """Group commit: one sync per touched store, then acks and listeners in order.
+        The fsyncs run on the disk thread when there is one (module docstring)."""
+        if self._syncing and not inline:
+            return  # the group in flight flushes the next one when it is done
         pending, self._pending = self._pending, []
         dirty, self._dirty = self._dirty, set()
+        jobs: list[tuple[Stream, Callable[[], None]]] = []
+        failed: dict[str, BaseException] = {}
         for name in dirty:
             stream = self.streams.get(name)
             if stream is None:
                 continue
             try:
-                stream.store.sync()
+                job = stream.store.begin_sync()
             except Exception as exc:  # the messages are not durable: tell their publishers
-                logger.exception("stream %s: sync failed", name)
-                failed = ApiError(Err.STREAM_STORE_FAILED, err=str(exc))
-                pending = [
-                    (s, r, PubAck(seq=0, error=failed) if s is stream else a) for s, r, a in pending
-                ]
+                failed[name] = exc
+                continue
+            if job is not None:
+                jobs.append((stream, job))
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if not jobs or inline or run_off_loop is None:
+            failed.update(_run_sync_jobs(jobs))
+            self._acks_after_sync(pending, failed)
+            return
+        self._syncing = True
+
+        def synced(result: Any) -> None:
+            self._syncing = False
+            if isinstance(result, BaseException):  # the runner itself failed
+                result = {stream.name: result for stream, _ in jobs}
+            failed.update(result)
+            self._acks_after_sync(pending, failed)
+            if self._pending and self._flush_timer is None:
+                self._flush_timer = self.clock.call_later(0, self._flush_from_timer)
+
+        run_off_loop(functools.partial(_run_sync_jobs, jobs), synced)
+
+    def _acks_after_sync(
+        self, pending: list[tuple[Stream, str | None, PubAck]], failed: dict[str, BaseException]
+    ) -> None:
+        for name, exc in failed.items():
+            logger.error("stream %s: sync failed: %s", name, exc)
+            stream = self.streams.get(name)
+            if stream is not None and not stream.closed:
+                stream.store.sync_failed()
+            error = ApiError(Err.STREAM_STORE_FAILED, err=_why(exc))
+            pending = [
+                (s, r, PubAck(seq=0, error=error) if s.name == name else a) for s, r, a in pending
+            ]
         for stream, reply, ack in pending:
             self._send_ack(stream, reply, ack)
             if ack.msg is not None and not stream.closed:
                 stream.deliver(ack.msg)
 
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
+        if ack.republish is not None:  # as nats-server: the republish goes out before the ack
+            self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
         if not reply or stream.config.no_ack:
+            return
+        if isinstance(ack, BatchAck) and ack.error is None:
+            batch_ack: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                batch_ack["domain"] = self.domain
+            batch_ack.update({"batch": ack.batch_id, "count": ack.count})
+            self.router.publish(
+                reply, None, None, json.dumps(batch_ack, separators=(",", ":")).encode()
+            )
+            return
+        if stream.counter and ack.error is None and not ack.duplicate and ack.msg is not None:
+            counted: dict[str, Any] = {"stream": stream.name, "seq": ack.seq}
+            if self.domain:
+                counted["domain"] = self.domain
+            counted["val"] = counters.value_of(ack.msg.data)
+            self.router.publish(
+                reply, None, None, json.dumps(counted, separators=(",", ":")).encode()
+            )
             return
         if ack.error is None and not ack.duplicate:
             # the hot path: one formatted bytes string, no json.dumps per message
@@ -389,13 +639,32 @@ class JetStream:
 
     def _periodic_sync(self) -> None:
         self._sync_timer = None
+        jobs: list[tuple[Stream, Callable[[], None]]] = []
         for stream in list(self.streams.values()):
             try:
-                stream.store.sync()
+                job = stream.store.begin_sync()
             except Exception:  # keep syncing the others and try again next interval
                 logger.exception("stream %s: periodic sync failed", stream.name)
+                continue
+            if job is not None:
+                jobs.append((stream, job))
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if jobs and run_off_loop is not None:
+            run_off_loop(functools.partial(_run_sync_jobs, jobs), self._periodic_synced)
+        elif jobs:
+            self._periodic_synced(_run_sync_jobs(jobs))
         if self._started:
             self._arm_sync_timer()
+
+    def _periodic_synced(self, result: Any) -> None:
+        if isinstance(result, BaseException):
+            logger.error("periodic sync failed: %s", result)
+            return
+        for name, exc in result.items():
+            logger.error("stream %s: periodic sync failed: %s", name, exc)
+            stream = self.streams.get(name)
+            if stream is not None and not stream.closed:
+                stream.store.sync_failed()
 
     # -- account information -------------------------------------------------------------
     def reserved(self, storage: str) -> int:
@@ -405,8 +674,8 @@ class JetStream:
         )
 
     def account_info(self) -> dict[str, Any]:
-        """Usage of the one account; like nats-server, the server-wide
-        max_memory_store/max_file_store are not account `limits` (those stay -1)."""
+        """Usage of this account and its limits; like nats-server, the server-wide
+        max_memory_store/max_file_store are not account `limits`."""
         return {
             "memory": self.usage("memory"),
             "storage": self.usage("file"),
@@ -414,16 +683,7 @@ class JetStream:
             "reserved_storage": self.reserved("file"),
             "streams": len(self.streams),
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
-            "limits": {
-                "max_memory": -1,
-                "max_storage": -1,
-                "max_streams": -1,
-                "max_consumers": -1,
-                "max_ack_pending": -1,
-                "memory_max_stream_bytes": -1,
-                "storage_max_stream_bytes": -1,
-                "max_bytes_required": False,
-            },
+            "limits": self.account_limits.to_json(),
         }
 
     def jsz(self) -> dict[str, Any]:
@@ -444,8 +704,29 @@ class JetStream:
             "consumers": sum(len(s.consumers) for s in self.streams.values()),
             "messages": sum(st.msgs for st in states),
             "bytes": sum(st.bytes for st in states),
-            "api": {"total": self.api_total, "errors": self.api_errors},
+            "api": {"level": API_LEVEL, "total": self.api_total, "errors": self.api_errors},
         }
+
+
+def _run_sync_jobs(jobs: list[tuple[Stream, Callable[[], None]]]) -> dict[str, BaseException]:
+    """Run `begin_sync()` jobs (any thread); the failures by stream name."""
+    failed: dict[str, BaseException] = {}
+    for stream, job in jobs:
+        try:
+            job()
+        except Exception as exc:  # reported per stream on the loop thread
+            failed[stream.name] = exc
+    return failed
+
+
+def _why(exc: BaseException, directory: Path | None = None) -> str:
+    """An error for a client: the OS's words, without absolute paths."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    text = str(exc)
+    if directory is not None:
+        text = text.replace(str(directory), directory.name)
+    return text
 
 
 class RouterHost:

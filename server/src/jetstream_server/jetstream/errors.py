@@ -262,6 +262,7 @@ class Err(Enum):
     CLUSTER_RESCUE = ErrorSpec(400, 10224, 'JetStream system rescue not applied: {err}')  # JSClusterRescueErr
     CONSUMER_STREAM_IDENTITY_MISMATCH = ErrorSpec(400, 10225, "consumer's stream identity does not match: {msg}")  # JSConsumerStreamIdentityMismatchF
     STREAM_RECONFIGURE_IN_PROGRESS = ErrorSpec(400, 10226, 'stream reconfiguration already in progress')  # JSStreamReconfigureInProgressErr
+    MESSAGE_SOURCE_HDR_NOT_ALLOWED = ErrorSpec(400, 10227, 'message stream source header is not allowed')  # JSMessageSourceHdrNotAllowedErr
 
 
     @property

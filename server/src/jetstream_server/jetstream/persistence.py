@@ -1,14 +1,19 @@
 """Stream metadata on disk, laid out like nats-server.
 
-    <store_dir>/jetstream/$G/streams/<name>/meta.json   config + created time
+    <store_dir>/jetstream/<account>/streams/<name>/meta.json   config + created time
+    (<account> is $G, nats-server's global account, unless accounts are configured)
     <store_dir>/jetstream/$G/streams/<name>/msgs/       message blocks (the file store's;
     <store_dir>/jetstream/$G/streams/<name>/LOCK, index.snap   it owns these too)
     <store_dir>/jetstream/$G/streams/<name>/obs/        consumer state (consumers)
 
 Invariants: `meta.json` is replaced atomically (write a temp file, fsync it,
 rename over the old one, fsync the directory), so after a crash it is either
-the old or the new version, never a torn one. A directory without a readable
-`meta.json` is not a stream: it is reported and skipped, never deleted.
+the old or the new version, never a torn one; a failed write leaves no temp
+file behind. A directory created here is fsynced into its parent (and the
+parent into its own), so a stream or consumer that was confirmed still has
+its directory after a power cut. A directory without a readable `meta.json`
+is not a stream: it is reported and skipped, never deleted, and a create of
+the same name is refused (engine).
 """
 
 from __future__ import annotations
@@ -33,12 +38,12 @@ class StreamMeta:
     created_ns: int
 
 
-def streams_root(store_dir: str | os.PathLike[str]) -> Path:
-    return Path(store_dir) / "jetstream" / ACCOUNT / "streams"
+def streams_root(store_dir: str | os.PathLike[str], account: str = ACCOUNT) -> Path:
+    return Path(store_dir) / "jetstream" / account / "streams"
 
 
-def stream_dir(store_dir: str | os.PathLike[str], name: str) -> Path:
-    return streams_root(store_dir) / name
+def stream_dir(store_dir: str | os.PathLike[str], name: str, account: str = ACCOUNT) -> Path:
+    return streams_root(store_dir, account) / name
 
 
 def fsync_dir(path: Path) -> None:
@@ -54,22 +59,62 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def make_dirs(path: Path) -> None:
+    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        fsync_dir(created.parent)
+    if missing:
+        fsync_dir(path)
+
+
 def write_json_atomic(path: Path, body: dict[str, Any], *, sync: bool = True) -> None:
     """Replace `path` with `body` as JSON: tmp + rename, never a torn file.
 
     With `sync` (the default) the temp file and the directory are fsynced, so
-    the new version also survives a power cut; without it, a process kill."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    the new version also survives a power cut; without it, a process kill. On
+    failure (disk full) the temp file is removed and the old version stays."""
+    make_dirs(path.parent)
     data = json.dumps(body, separators=(",", ":")).encode()
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if sync:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, data, sync=sync)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """`write_json_atomic` for bytes already encoded (the directory must exist)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if sync:
         fsync_dir(path.parent)
+
+
+def create_stream_dir(directory: Path, meta: StreamMeta) -> None:
+    """A new stream's directory with its meta.json; nothing is left behind on failure.
+    The directory must not exist (the engine never creates over existing data)."""
+    make_dirs(directory.parent)
+    directory.mkdir()
+    try:
+        fsync_dir(directory.parent)
+        write_meta(directory, meta)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        fsync_dir(directory.parent)
+        raise
 
 
 def write_meta(directory: Path, meta: StreamMeta) -> None:
@@ -82,12 +127,12 @@ def read_meta(directory: Path) -> StreamMeta:
     """Read one stream's meta (OSError / ValueError when missing or damaged)."""
     raw = json.loads((directory / META_FILE).read_bytes())
     if not isinstance(raw, dict) or not isinstance(raw.get("config"), dict):
-        raise ValueError(f"{directory / META_FILE}: not a stream meta object")
+        raise ValueError(f"{META_FILE} is not a stream meta object")
     return StreamMeta(config=raw["config"], created_ns=int(raw.get("created_ns", 0)))
 
 
-def list_stream_dirs(store_dir: str | os.PathLike[str]) -> list[Path]:
-    root = streams_root(store_dir)
+def list_stream_dirs(store_dir: str | os.PathLike[str], account: str = ACCOUNT) -> list[Path]:
+    root = streams_root(store_dir, account)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir())

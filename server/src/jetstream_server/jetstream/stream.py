@@ -5,8 +5,10 @@ consumers registered on it (`StreamListener`s, see seams.py). It has no
 sockets and no asyncio: the engine hands it published messages and sends
 whatever it answers; time comes from the injected clock.
 
-Publish path (`accept()`), in nats-server's order: sealed (10109), message
-size (10054), `Nats-Expected-Stream` (10060), dedup by `Nats-Msg-Id` within
+Publish path (`accept()`), in nats-server's order: the stream's
+`subject_transform` maps the subject first (a subject it does not match
+stays), then sealed (10109), message size (10054), `Nats-Expected-Stream`
+(10060), no `Nats-Stream-Source` (10227), dedup by `Nats-Msg-Id` within
 `duplicate_window` (answers the ORIGINAL sequence with `duplicate: true`),
 `Nats-Expected-Last-Sequence` (10071), `-Last-Subject-Sequence` (10071; a
 value that does not parse counts as 0, and 10164 never arises: nats-server
@@ -14,14 +16,18 @@ sends it only for in-flight races that a single-threaded stream cannot have),
 `-Last-Msg-Id` (10070), `Nats-Rollup` (needs `allow_rollup_hdrs`, 10111),
 `Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
 limits (10077); then store, record the msg id, apply rollup and discard-old
-limits, arm TTL / max-age timers.
+limits, arm TTL / max-age timers, and build the `republish` message
+(republish.py) the engine sends before the ack. Mirrors and sources store
+through the same path with `Sourced` (no expectation checks; a mirror keeps
+the origin's sequence and time, its gaps become deleted sequences).
 
 Invariants:
 - Listeners hear about a message (`on_stored`) only after it is in the store,
   and (with `sync_always`) after the group-commit fsync: `accept()` stores,
   `deliver()` notifies; the engine decides when to call the second.
-- Interest retention with no consumer that wants a message keeps nothing;
-  workqueue removes a message once acknowledged (`acknowledged(seq)`).
+- Interest retention with no consumer (nor mirror or source still to copy
+  it, `held_by_readers`) that wants a message keeps nothing; workqueue
+  removes a message once acknowledged (`acknowledged(seq)`).
 - The dedup table only holds ids younger than `duplicate_window`; it is
   rebuilt from the stored headers when a stream is reopened.
 - `removals` grows whenever the stream removes messages on its own (limits,
@@ -43,11 +49,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
-from jetstream_server.core.headers import HeaderError, Headers, parse_headers
+from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
+from jetstream_server.jetstream import counters, schedules
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
+from jetstream_server.jetstream.republish import Republisher
 from jetstream_server.jetstream.seams import StreamListener
 from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.transform import SubjectTransform, TransformError
 from jetstream_server.store.base import StoredMessage, StreamStore, message_size
 
 logger = logging.getLogger(__name__)
@@ -62,6 +71,7 @@ EXPECTED_LAST_SUBJ_SEQ_SUBJ = "Nats-Expected-Last-Subject-Sequence-Subject"
 EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 ROLLUP = "Nats-Rollup"
 MSG_TTL = "Nats-TTL"
+STREAM_SOURCE = "Nats-Stream-Source"
 
 # A cheap pre-check before parsing headers at all: every header JetStream acts
 # on starts with "Nats-".
@@ -98,7 +108,7 @@ class PubAck:
     """The outcome of one publish, before it is sent (a plain slotted class:
     one is made per published message, a frozen dataclass costs more)."""
 
-    __slots__ = ("seq", "duplicate", "error", "msg")
+    __slots__ = ("seq", "duplicate", "error", "msg", "republish")
 
     def __init__(
         self,
@@ -106,11 +116,22 @@ class PubAck:
         duplicate: bool = False,
         error: ApiError | None = None,
         msg: StoredMessage | None = None,  # set when a new message was stored
+        republish: tuple[str, bytes, bytes] | None = None,  # (subject, headers, payload)
     ) -> None:
         self.seq = seq
         self.duplicate = duplicate
         self.error = error
         self.msg = msg
+        self.republish = republish
+
+
+class Sourced(NamedTuple):
+    """A message a mirror or source brings in (not a client's publish): its
+    expectation headers are not checked and, for a mirror, it keeps the
+    origin's sequence and time (`seq`, `timestamp_ns`; 0 for a source)."""
+
+    seq: int = 0
+    timestamp_ns: int = 0
 
 
 class _HeaderPlan(NamedTuple):
@@ -119,6 +140,10 @@ class _HeaderPlan(NamedTuple):
     msg_id: str
     rollup: str
     ttl_ns: int
+    incr: int | None = None  # counters: the Nats-Incr of the publish
+    schedule_due_ns: int | None = None  # schedules: a schedule message, due then
+    headers: bytes | None = None  # the headers to store when the checks changed them
+    purge_subject: str = ""  # schedules: a produced one-shot message purges its schedule
 
 
 AccountCheck = Callable[["Stream", int], None]
@@ -155,9 +180,17 @@ class Stream:
         self._ttl_never: set[int] = set()  # published with Nats-TTL: never (no max_age)
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due_ns = 0
+        self.scheduler = schedules.Scheduler(clock, self._run_schedule)
+        self._producing = False  # storing what a schedule produced
         self.closed = False
         # Bumped whenever the stream itself removes messages (module docstring).
         self.removals = 0
+        # Told after listeners of every message stored (mirrors and sources follow it).
+        self.on_appended: Callable[[Stream], None] | None = None
+        # The mirror/source state for stream info, set by the sourcing code.
+        self.sourcing_info: Callable[[], dict[str, Any]] | None = None
+        # True while a mirror or source of this stream still has to copy (seq, subject).
+        self.held_by_readers: Callable[[int, str], bool] | None = None
         self._plan_limits()
         if config.first_seq > 1 and store.state().last_seq == 0:
             store.skip_to(config.first_seq)
@@ -173,10 +206,29 @@ class Stream:
             raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
         self.consumers[name] = consumer
 
-    def remove_consumer(self, name: str) -> None:
+    def remove_consumer(
+        self, name: str, from_seq: int = 0, filters: tuple[str, ...] | None = None
+    ) -> None:
+        """Forget a consumer. On an interest stream, what it alone still wanted goes:
+        only messages at or above `from_seq` (its lowest pending, dropped or next
+        sequence) matching its `filters` can be such, so only those are checked."""
         self.consumers.pop(name, None)
-        if self.config.retention == "interest":
+        if self.config.retention != "interest":
+            return
+        if from_seq <= 0 and filters is None:
             self._drop_unwanted_all()
+            return
+        state = self.store.state()
+        start = max(from_seq, state.first_seq)
+        if state.msgs == 0 or start > state.last_seq:
+            return
+        doomed = [
+            m.seq
+            for m in self.store.iter_range(start, state.last_seq, filters)
+            if not self._wanted(m)
+        ]
+        for seq in doomed:
+            self.store.remove(seq)
 
     def acknowledged(self, seq: int) -> None:
         retention = self.config.retention
@@ -190,7 +242,12 @@ class Stream:
             self.store.remove(seq)
 
     def _wanted(self, msg: StoredMessage) -> bool:
-        return any(c.wants(msg.seq, msg.subject) for c in self.consumers.values())
+        if any(c.wants(msg.seq, msg.subject) for c in self.consumers.values()):
+            return True
+        # mirrors and sources that have not copied it yet count as interest, as
+        # nats-server's internal sourcing consumers do
+        held = self.held_by_readers
+        return held is not None and held(msg.seq, msg.subject)
 
     def _drop_unwanted_all(self) -> None:
         state = self.store.state()
@@ -211,9 +268,27 @@ class Stream:
         self._limited = cfg.max_msgs_per_subject > 0 or (
             cfg.discard != "new" and (cfg.max_msgs > 0 or cfg.max_bytes > 0)
         )
+        self._input_transform: SubjectTransform | None = None
+        if cfg.subject_transform is not None and cfg.subject_transform.dest:
+            try:
+                self._input_transform = SubjectTransform(
+                    cfg.subject_transform.src, cfg.subject_transform.dest
+                )
+            except TransformError:  # refused when the config was checked
+                logger.error("stream %s: bad subject transform kept out", self.name)
+        self._republisher = (
+            Republisher(self.name, cfg.republish) if cfg.republish is not None else None
+        )
+        self.counter = cfg.flag("allow_msg_counter")  # counters.py
 
-    def accept(self, subject: str, headers: bytes | None, payload: bytes) -> PubAck:
+    def accept(
+        self, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced | None = None
+    ) -> PubAck:
         """Validate and store one published message (listeners not yet told)."""
+        if self._input_transform is not None:
+            mapped = self._input_transform.match(subject)
+            if mapped is not None:  # no filtering: a subject it does not map stays
+                subject = mapped
         if self.config.sealed:
             return self._fail(Err.STREAM_SEALED)
         hdr_len = len(headers) if headers else 0
@@ -222,12 +297,22 @@ class Stream:
         if hdr_len > 65536:
             return self._fail(Err.STREAM_HEADER_EXCEEDS_MAXIMUM)
         now = self.clock.now_ns()
+        if sourced is not None and sourced.seq:
+            now = sourced.timestamp_ns or now
+            if not self._mirror_position(sourced.seq, now):
+                return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now)
+            planned = self._plan_headers(headers, subject, now, payload, sourced)
             if isinstance(planned, PubAck):
                 return planned
             plan = planned
+        if self.counter:
+            if plan is None or plan.incr is None:
+                return self._fail(Err.MESSAGE_INCR_MISSING)
+            headers, payload = self._count(subject, headers, plan.incr)
+        if plan is not None and plan.headers is not None:
+            headers = plan.headers
         if self._account_check is not None or self._discard_new:
             size = message_size(subject, headers, payload)
             if self._account_check is not None:
@@ -239,6 +324,10 @@ class Stream:
                 refused = self._discard_new_check(subject, size)
                 if refused is not None:
                     return refused
+        republish_to = self._republisher.target(subject) if self._republisher is not None else None
+        if republish_to is not None:
+            info = self.store.subject_info(subject)
+            previous = info.last_seq if info is not None else 0
         seq = self.store.store(subject, headers, payload, now)
         msg = StoredMessage(subject, seq, now, headers, payload)
         if plan is None:
@@ -249,18 +338,80 @@ class Stream:
             self._enforce_limits(subject)
         if self._age_timer is None and self.config.max_age > 0:
             self._arm_age_timer()
+        if republish_to is not None and self._republisher is not None:
+            rp_headers, rp_payload = self._republisher.message(
+                subject, seq, now, previous, headers, payload
+            )
+            return PubAck(seq, msg=msg, republish=(republish_to, rp_headers, rp_payload))
         return PubAck(seq, msg=msg)
 
-    def _plan_headers(self, headers: bytes, subject: str, now: int) -> _HeaderPlan | PubAck:
+    def _mirror_position(self, seq: int, timestamp_ns: int) -> bool:
+        """Make `seq` the next sequence of a mirror; False when it is already stored.
+
+        Like nats-server's skipMsgs, the origin's gaps (deleted, expired or
+        filtered-out messages) become deleted sequences here too.
+        """
+        store = self.store
+        state = store.state()
+        if seq <= state.last_seq:
+            return False
+        if seq > state.last_seq + 1:
+            if state.msgs == 0:
+                store.compact(seq)
+            else:
+                self.fill_gap(seq, seq - state.last_seq - 1, timestamp_ns)
+        return True
+
+    def fill_gap(self, seq: int, limit: int, timestamp_ns: int) -> int:
+        """Make up to `limit` of the sequences below `seq` deleted ones (a
+        mirror skipping what its origin no longer has); returns how many.
+
+        The store has no interior skip: each missing sequence is held by an
+        empty record deleted at once (stamped `timestamp_ns`, the time of the
+        message that follows, so store times never go backwards), so callers
+        bound `limit` per turn."""
+        store = self.store
+        count = max(0, min(limit, seq - store.state().last_seq - 1))
+        for _ in range(count):
+            store.remove(store.store("_gap_", None, b"", timestamp_ns))
+        return count
+
+    def _count(self, subject: str, headers: bytes | None, incr: int) -> tuple[bytes | None, bytes]:
+        """A counter publish: the subject's new total as the payload, the previous
+        message's ``Nats-Counter-Sources`` carried forward."""
+        last = self.store.load_last(subject)
+        total = counters.current_total(last.data if last is not None else None) + incr
+        sources = get_header(last.headers, counters.COUNTER_SOURCES) if last is not None else None
+        if sources and headers is not None and counters.COUNTER_SOURCES.encode() not in headers:
+            line = f"{counters.COUNTER_SOURCES}: {sources}\r\n\r\n".encode()
+            headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
+        return headers, counters.total_payload(total)
+
+    def _plan_headers(
+        self,
+        headers: bytes,
+        subject: str,
+        now: int,
+        payload: bytes = b"",
+        sourced: Sourced | None = None,
+    ) -> _HeaderPlan | PubAck:
         """Check the JetStream headers of a publish; what to do after storing it."""
         try:
             hdr = parse_headers(headers)
         except HeaderError:
             return _HeaderPlan("", "", 0)
         cfg = self.config
+        if sourced is not None:
+            return self._plan_sourced(hdr, now, sourced)
+        try:
+            incr = counters.check_incr(hdr, payload, self.counter)
+        except ApiError as exc:
+            return PubAck(0, error=exc)
         expected = hdr.get(EXPECTED_STREAM)
         if expected is not None and expected != self.name:
             return self._fail(Err.STREAM_NOT_MATCH)
+        if hdr.get(STREAM_SOURCE) is not None:  # only mirrors and sources write it
+            return self._fail(Err.MESSAGE_SOURCE_HDR_NOT_ALLOWED)
         msg_id = hdr.get(MSG_ID) or ""
         if msg_id:
             found = self._dedup_lookup(msg_id, now)
@@ -286,9 +437,93 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError as exc:
                 return PubAck(0, error=exc)
-        return _HeaderPlan(msg_id, rollup, ttl_ns)
+        if b"Nats-Schedule" in headers and self._producing:
+            # what a schedule produced: the server's own headers, not checked
+            purge = hdr.get(schedules.SCHEDULER) or "" if hdr.get(schedules.NEXT) == "purge" else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, None, None, purge)
+        if b"Nats-Schedule" in headers:
+            try:
+                checked = schedules.check_publish(
+                    hdr, subject, cfg.subjects, cfg.flag("allow_msg_schedules"),
+                    cfg.allow_msg_ttl, now, self._last_headers,
+                )
+            except ApiError as exc:
+                return PubAck(0, error=exc)
+            new_headers = None
+            if checked.add_rollup:
+                new_headers = headers[:-2] + b"Nats-Rollup: sub\r\n\r\n"
+                rollup = "sub"
+            purge = (hdr.get(schedules.SCHEDULER) or "") if hdr.get(schedules.NEXT) else ""
+            return _HeaderPlan(msg_id, rollup, ttl_ns, incr, checked.due_ns, new_headers, purge)
+        return _HeaderPlan(msg_id, rollup, ttl_ns, incr)
+
+    def _last_headers(self, subject: str) -> Headers | None:
+        last = self.store.load_last(subject)
+        if last is None:
+            return None
+        try:
+            return parse_headers(last.headers) if last.headers else Headers()
+        except HeaderError:
+            return Headers()
+
+    def _run_schedule(self, subject: str, seq: int, due_ns: int) -> None:
+        """A schedule is due: publish what it produces into this stream."""
+        if self.closed:
+            return
+        msg = self.store.load(seq)
+        if msg is None or not msg.headers:
+            return
+        try:
+            schedule = parse_headers(msg.headers)
+            content: tuple[Headers, bytes] = (schedule, msg.data)
+            source = schedule.get(schedules.SOURCE)
+            if source:
+                last = self.store.load_last(source)
+                if last is not None:
+                    content = (parse_headers(last.headers) if last.headers else Headers(), last.data)
+        except HeaderError:
+            return
+        target, headers, payload, repeat_at = schedules.fire(
+            subject, schedule, content, due_ns, self.clock.now_ns()
+        )
+        self._producing = True
+        try:
+            ack = self.accept(target, headers, payload)
+        finally:
+            self._producing = False
+        if ack.error is not None:
+            logger.warning("stream %s: schedule %s produced nothing: %s",
+                           self.name, subject, ack.error.to_json()["description"])
+        elif ack.msg is not None:
+            self.deliver(ack.msg)
+        if repeat_at is not None:
+            self.scheduler.add(subject, seq, repeat_at)
+
+    def _plan_sourced(self, hdr: Headers, now: int, sourced: Sourced) -> _HeaderPlan | PubAck:
+        """A sourced message is stored as the origin had it: no expectations;
+        a source (not a mirror) still drops duplicates by `Nats-Msg-Id`;
+        rollups and TTLs act only where this stream allows them."""
+        msg_id = hdr.get(MSG_ID) or ""
+        if msg_id and not sourced.seq:
+            found = self._dedup_lookup(msg_id, now)
+            if found is not None:
+                return PubAck(found, duplicate=True)
+        rollup = (hdr.get(ROLLUP) or "").strip() if self.config.allow_rollup_hdrs else ""
+        ttl_ns = 0
+        ttl_raw = hdr.get(MSG_TTL)
+        if ttl_raw is not None and self.config.allow_msg_ttl:
+            try:
+                ttl_ns = parse_ttl_ns(ttl_raw)
+            except ApiError:
+                ttl_ns = 0
+        return _HeaderPlan(msg_id, rollup if rollup in ("sub", "all") else "", ttl_ns)
 
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
+        if plan.schedule_due_ns is not None:
+            self.scheduler.add(subject, seq, plan.schedule_due_ns)
+        if plan.purge_subject:
+            self.removals += bool(self.store.purge(subject=plan.purge_subject))
+            self.scheduler.remove(plan.purge_subject)
         self.last_msg_id = plan.msg_id
         if plan.msg_id:
             self._dedup_record(plan.msg_id, seq, now)
@@ -311,6 +546,8 @@ class Stream:
                                  self.name, getattr(consumer, "name", "?"), msg.seq)
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
+        if self.on_appended is not None:
+            self.on_appended(self)
 
     def _fail(self, error: Err, **fields: Any) -> PubAck:
         return PubAck(seq=0, error=ApiError(error, **fields))
@@ -391,6 +628,10 @@ class Stream:
             count -= 1
 
     # -- dedup -----------------------------------------------------------------
+    def is_duplicate(self, msg_id: str, now: int) -> bool:
+        """`msg_id` was stored within the duplicate window (atomic batch checks)."""
+        return self._dedup_lookup(msg_id, now) is not None
+
     def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
         self._dedup_prune(now)
         entry = self._dedup.get(msg_id)
@@ -439,8 +680,21 @@ class Stream:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
                     elif ttl < 0:
                         self._ttl_never.add(msg.seq)
+        if self.config.flag("allow_msg_schedules"):
+            self._rebuild_schedules(state.first_seq, state.last_seq, now)
         if self.config.max_age > 0:
             self._expire_by_age()
+
+    def _rebuild_schedules(self, first: int, last: int, now: int) -> None:
+        """The stored schedules are due again after a restart (a missed one fires
+        once, a repeating one counts from its last due time it cannot know: now)."""
+        for msg in self.store.iter_range(first, last):
+            if not msg.headers or b"Nats-Schedule:" not in msg.headers:
+                continue
+            pattern = _header(msg.headers, schedules.SCHEDULE)
+            found = schedules.next_due(pattern, msg.timestamp_ns, now) if pattern else None
+            if found is not None:
+                self.scheduler.add(msg.subject, msg.seq, found[0])
 
     # -- expiry ----------------------------------------------------------------
     # max_age removes every message older than the limit except those published
@@ -680,6 +934,7 @@ class Stream:
 
     def _cancel_timers(self) -> None:
         self.closed = True
+        self.scheduler.stop()
         for timer in (self._age_timer, self._ttl_timer):
             if timer is not None:
                 timer.cancel()

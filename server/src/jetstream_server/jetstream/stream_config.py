@@ -5,8 +5,8 @@
 `storage` file, `retention` limits, `discard` old, `num_replicas` 1,
 `subjects` = [name] when none are given) and raises `ApiError` with the
 nats-server error for invalid input. `to_json()` answers the config in
-nats-server's key order. Keys this server does not act on (placement,
-sources, republish, ...) are kept in `extra` and echoed back unchanged.
+nats-server's key order. Keys this server does not act on (placement
+and the like) are kept in `extra` and echoed back unchanged.
 
 Invariant: a `StreamConfig` that exists has passed validation; durations are
 nanoseconds (`max_age`, `duplicate_window`, as on the wire).
@@ -19,6 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.sourcing_config import (
+    RepublishConfig,
+    SourceConfig,
+    TransformConfig,
+    check_mirror,
+    check_sources,
+    check_subject_transform,
+    normalized_republish,
+    parse_sources,
+)
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 
 DEFAULT_DUPLICATE_WINDOW_NS = 120 * 1_000_000_000
@@ -121,11 +131,15 @@ _KNOWN_KEYS = (
     "first_seq",
     "consumer_limits",
     "metadata",
+    "mirror",
+    "sources",
+    "subject_transform",
+    "republish",
 )
 
-# Features of nats-server this server does not implement: refused by name
-# rather than accepted and silently ignored.
-UNSUPPORTED_KEYS = ("mirror", "sources", "republish", "subject_transform")
+# 2.12 stream features (API level 2), kept with the unknown keys in `extra`
+# (echoed back when true, omitted when false, as Go's omitempty does)
+FEATURE_FLAGS = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules")
 
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
@@ -209,6 +223,10 @@ class StreamConfig:
     first_seq: int = 0
     consumer_limits: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
+    mirror: SourceConfig | None = None
+    sources: tuple[SourceConfig, ...] = ()
+    subject_transform: TransformConfig | None = None
+    republish: RepublishConfig | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     # -- parsing -------------------------------------------------------------
@@ -221,7 +239,12 @@ class StreamConfig:
         subjects_raw = raw.get("subjects") or []
         if not isinstance(subjects_raw, list) or not all(isinstance(s, str) for s in subjects_raw):
             raise ApiError(Err.INVALID_JSON, err="field 'subjects' must be a list of strings")
-        subjects = tuple(subjects_raw) if subjects_raw else (stream_name,)
+        mirror = None if raw.get("mirror") is None else SourceConfig.from_json(raw["mirror"], "mirror")
+        sources = parse_sources(raw.get("sources"))
+        # a mirror or a stream with sources may have no subjects of its own
+        subjects = tuple(subjects_raw) if subjects_raw or mirror or sources else (stream_name,)
+        transform_raw = raw.get("subject_transform")
+        republish_raw = raw.get("republish")
 
         def limit(key: str) -> int:
             value = _int(raw, key)
@@ -267,13 +290,29 @@ class StreamConfig:
             first_seq=_int(raw, "first_seq"),
             consumer_limits=dict(consumer_limits),
             metadata={str(k): str(v) for k, v in metadata.items()},
-            extra={k: v for k, v in raw.items() if k not in _KNOWN_KEYS and k != "created"},
+            mirror=mirror,
+            sources=sources,
+            subject_transform=None if transform_raw is None else TransformConfig.from_json(transform_raw),
+            republish=None if republish_raw is None else RepublishConfig.from_json(republish_raw),
+            extra={
+                k: v for k, v in raw.items()
+                if k not in _KNOWN_KEYS and k != "created" and not (k in FEATURE_FLAGS and v is False)
+            },
         )
+        for flag in FEATURE_FLAGS:
+            value = cfg.extra.get(flag)
+            if flag in cfg.extra and not isinstance(value, bool):
+                kind = ("number" if isinstance(value, (int, float)) else "string"
+                        if isinstance(value, str) else "array" if isinstance(value, list)
+                        else "object")
+                raise ApiError(Err.INVALID_JSON, err=f"json: cannot unmarshal {kind} into Go struct "
+                               f"field StreamConfigRequest.{flag} of type bool")
         return cfg.with_defaults().validated()
 
     def with_defaults(self) -> StreamConfig:
         dup = self.duplicate_window
-        if dup <= 0:
+        # as nats-server: no default dedup window for a mirror or a stream with sources
+        if dup <= 0 and self.mirror is None and not self.sources:
             dup = DEFAULT_DUPLICATE_WINDOW_NS
             if 0 < self.max_age < dup:
                 dup = self.max_age
@@ -286,10 +325,12 @@ class StreamConfig:
         # Subject delete markers carry Nats-TTL and Nats-Rollup: nats-server
         # turns both features on for such a stream.
         markers = self.subject_delete_marker_ttl > 0
+        # schedules store with Nats-Rollup: sub: nats-server turns roll-ups on
+        scheduled = self.flag("allow_msg_schedules")
         return replace(
             self, duplicate_window=dup, metadata=metadata, discard=discard,
             allow_msg_ttl=self.allow_msg_ttl or markers,
-            allow_rollup_hdrs=self.allow_rollup_hdrs or markers,
+            allow_rollup_hdrs=self.allow_rollup_hdrs or markers or scheduled,
         )
 
     def within(self, limits: ServerLimits, window_given: bool) -> StreamConfig:
@@ -306,17 +347,34 @@ class StreamConfig:
             )
         return self
 
+    def flag(self, name: str) -> bool:
+        """One of the `FEATURE_FLAGS` (counters, atomic batches, schedules)."""
+        return bool(self.extra.get(name))
+
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
+        if any(self.flag(name) for name in FEATURE_FLAGS):
+            return 2
         if self.allow_msg_ttl or self.subject_delete_marker_ttl > 0:
             return 1
         return 0
 
+    def _check_features(self) -> None:
+        """nats-server's checks of the 2.12 features against the rest of the config."""
+        if self.flag("allow_msg_counter"):
+            if self.discard == "new":
+                raise invalid("counter stream cannot use discard new")
+            if self.allow_msg_ttl:
+                raise invalid("counter stream cannot use message TTLs")
+            if self.flag("allow_msg_schedules"):
+                raise invalid("counter stream cannot use message schedules")
+            if self.retention != "limits":
+                raise invalid("counter stream can only use limits retention")
+        if self.flag("allow_msg_schedules") and self.discard == "new":
+            raise invalid("message scheduling cannot use discard new")
+
     def validated(self) -> StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
-        for key in UNSUPPORTED_KEYS:
-            if self.extra.get(key):
-                raise invalid(f"{key} is not supported by this server")
         if len(self.name.encode()) > MAX_NAME_LEN:
             raise invalid(f"stream name is too long, maximum allowed is {MAX_NAME_LEN}")
         if len(self.description.encode()) > MAX_DESCRIPTION_LEN:
@@ -343,10 +401,15 @@ class StreamConfig:
             raise invalid("discard new per subject requires max msgs per subject > 0")
         if self.first_seq < 0:
             raise invalid("first sequence can not be negative")
+        self._check_features()
         if 0 < self.subject_delete_marker_ttl < NS_PER_S:
             raise invalid("subject delete marker TTL must be at least 1 second")
         if self.subject_delete_marker_ttl < 0:
             raise invalid("subject delete marker TTL must not be negative")
+        if self.mirror is not None:
+            check_mirror(self.mirror, has_subjects=bool(self.subjects), has_sources=bool(self.sources),
+                         first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl)
+        check_sources(self.sources)
         seen: list[str] = []
         for subject in self.subjects:
             if not is_valid_subject(subject):
@@ -359,6 +422,12 @@ class StreamConfig:
                 if subjects_overlap(subject, other):
                     raise invalid(f'subject "{other}" overlaps with "{subject}"')
             seen.append(subject)
+        if self.subject_transform is not None:
+            check_subject_transform(self.subject_transform)
+        if self.republish is not None:
+            republish = normalized_republish(self.republish, self.subjects, self.subject_transform)
+            if republish != self.republish:
+                return replace(self, republish=republish)
         return self
 
     # -- output --------------------------------------------------------------
@@ -367,9 +436,10 @@ class StreamConfig:
         out: dict[str, Any] = {"name": self.name}
         if self.description:
             out["description"] = self.description
+        if self.subjects:
+            out["subjects"] = list(self.subjects)
         out.update(
             {
-                "subjects": list(self.subjects),
                 "retention": self.retention,
                 "max_consumers": self.max_consumers,
                 "max_msgs": self.max_msgs,
@@ -390,9 +460,18 @@ class StreamConfig:
         )
         if self.no_ack:
             out["no_ack"] = True
+        if self.duplicate_window:
+            out["duplicate_window"] = self.duplicate_window
+        if self.mirror is not None:
+            out["mirror"] = self.mirror.to_json()
+        if self.sources:
+            out["sources"] = [s.to_json() for s in self.sources]
+        if self.subject_transform is not None:
+            out["subject_transform"] = self.subject_transform.to_json()
+        if self.republish is not None:
+            out["republish"] = self.republish.to_json()
         out.update(
             {
-                "duplicate_window": self.duplicate_window,
                 "compression": self.compression,
                 "allow_direct": self.allow_direct,
                 "mirror_direct": self.mirror_direct,
@@ -440,7 +519,14 @@ class StreamConfig:
             raise invalid("stream configuration update can not cancel deny message deletes")
         if self.deny_purge and not new.deny_purge:
             raise invalid("stream configuration update can not cancel deny purge")
+        # removing the mirror promotes it to a normal stream; changing it is refused
+        if new.mirror is not None and new.mirror != self.mirror:
+            raise ApiError(Err.STREAM_MIRROR_NOT_UPDATABLE)
         if new.num_replicas != self.num_replicas and new.num_replicas > 1:
             raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.allow_msg_ttl and not new.allow_msg_ttl:
             raise invalid("message TTL status can not be disabled")
+        if self.flag("allow_msg_counter") != new.flag("allow_msg_counter"):
+            raise invalid("stream configuration update can not change message counter setting")
+        if self.flag("allow_msg_schedules") and not new.flag("allow_msg_schedules"):
+            raise invalid("message schedules can not be disabled")

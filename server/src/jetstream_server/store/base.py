@@ -23,11 +23,15 @@ Semantics (modelled on nats-server's `StreamStore`):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 RECORD_OVERHEAD: int = 16
+# The largest sequence a store holds: the index keeps sequences in signed
+# 64-bit arrays. nats-server's are unsigned, but no stream gets near either end
+# by publishing; only a request can ask for more, and it is refused.
+MAX_SEQ: int = (1 << 63) - 1
 
 
 def message_size(subject: str, headers: bytes | None, data: bytes) -> int:
@@ -80,6 +84,8 @@ class RecoveryReport:
     lost_bytes: int = 0
     used_snapshot: bool = False
     notes: list[str] = field(default_factory=list)
+    # sequences of message records found damaged and dropped (stream info `lost`)
+    lost_seqs: list[int] = field(default_factory=list)
 
 
 class StoreError(Exception):
@@ -194,6 +200,17 @@ class StreamStore(ABC):
     @abstractmethod
     def sync(self) -> None:
         """Make everything stored so far durable (fsync for the file store)."""
+
+    def begin_sync(self) -> Callable[[], None] | None:
+        """`sync()` split in two: the store counts as synced now and returns the
+        slow part as a job that touches no store state, for another thread (None:
+        nothing to do). This default does it all inline."""
+        self.sync()
+        return None
+
+    def sync_failed(self) -> None:
+        """A `begin_sync()` job raised: the next sync must cover everything again."""
+        return None  # nothing is deferred by the inline default
 
     @abstractmethod
     def close(self) -> None:

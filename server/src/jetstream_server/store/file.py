@@ -9,7 +9,10 @@ Directory layout (the store owns everything in it):
 Writes: every `store()` encodes one record and hands it to the OS with one
 `os.write` on an O_APPEND descriptor before returning, so a killed process
 loses nothing that was acknowledged. `sync()` fsyncs the current block (and the
-directory after block files came or went). With `sync_always=True` the caller
+directory after block files came or went); `begin_sync()` hands the same work
+to another thread as a `SyncJob` (the engine's group commit runs it on the
+server's disk thread, so the event loop never waits for an fsync), and an
+erase's fsync rides along with the next sync. With `sync_always=True` the caller
 (the stream) calls `sync()` itself, once per batch of stores (group commit).
 Otherwise the store fsyncs on its own at least every `sync_interval_s`: checked
 on each store (`maybe_sync`), plus a timer when a `clock` is given, so an idle
@@ -37,11 +40,19 @@ read on demand through a process-wide bounded LRU of 64 KiB block chunks
 
 Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
 directory is loaded without reading the blocks, after verifying the last
-record of the last block. Otherwise every block is scanned; a block is
-truncated at its first bad record (short, bad checksum, out of order), a block
-with a bad header is dropped, each with a WARNING and the details in
-`recovery` (RecoveryReport); later blocks are still read. The snapshot is
-deleted once loaded, so it can never describe a later state.
+record of the last block. Otherwise every block is scanned record by record
+(`recovery`): a damaged record is skipped and every later record whose
+checksum holds is kept, a torn tail is truncated, a block with a bad header is
+dropped, each with a WARNING and the details (lost sequences included) in
+`recovery` (RecoveryReport). The snapshot is deleted once loaded, so it can
+never describe a later state.
+
+Failures (disk full, I/O errors) never leave the index and the files out of
+step: a failed append is cut off the block again (`ftruncate`), and if even
+that fails the block is marked torn and every later append first retries the
+cut, refusing to write until it succeeds; block and live-byte accounting
+change only after a write succeeded; an interrupted rewrite leaves no `.tmp`
+file. New directories and renames are fsynced into their parent directory.
 """
 
 from __future__ import annotations
@@ -121,11 +132,13 @@ class FileStore(IndexedStore):
         self._last_chunk: tuple[int, int, bytes] | None = None
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
+        self._erase_fds: dict[int, int] = {}  # block number -> descriptor, erased in place
         self._touched: set[Block] = set()
         self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
-        self._msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._torn: int | None = None  # offset of a failed append still in the current block
+        _make_dirs(self._msgs_dir)
         self._lock_fd = self._lock()
         try:
             self._open()
@@ -279,12 +292,27 @@ class FileStore(IndexedStore):
         while view:
             view = view[os.write(fd, view) :]
 
+    def _cut_torn(self) -> None:
+        """Remove the bytes of a failed append whose first cut failed (see `_append`)."""
+        assert self._torn is not None
+        blk = self._blocks[-1]
+        try:
+            os.ftruncate(self._wfd, self._torn)
+        except OSError as err:
+            raise StoreError(
+                f"block {blk.path.name} still holds a failed write that cannot be cut off: "
+                f"{err.strerror or err}"
+            ) from err
+        log.info("store %s: cut the failed write off %s", self._dir, blk.path.name)
+        self._torn = None
+
     def _roll(self, first_seq: int) -> Block:
         try:
             blk = self._create_block(self._blocks[-1].number + 1, first_seq)
             if len(self._unsynced_fds) > MAX_UNSYNCED_BLOCKS:
-                fd = self._unsynced_fds.pop(0)
-                os.fsync(fd)
+                fd = self._unsynced_fds[0]
+                os.fsync(fd)  # on failure it stays queued for the next sync()
+                self._unsynced_fds.pop(0)
                 os.close(fd)
         except OSError as err:
             raise StoreError(f"starting a new block in {self._msgs_dir} failed: {err}") from err
@@ -292,6 +320,8 @@ class FileStore(IndexedStore):
 
     def _append(self, data: bytes, last_len: int) -> tuple[Block, int]:
         """Append `data` (whole records, the last of `last_len` bytes) to the current block."""
+        if self._torn is not None:
+            self._cut_torn()
         blk = self._blocks[-1]
         if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
             blk = self._roll(self._index.last_seq + 1)
@@ -301,9 +331,14 @@ class FileStore(IndexedStore):
         except OSError as err:
             try:
                 os.ftruncate(self._wfd, offset)
-            except OSError:
-                log.exception("store %s: cannot undo a partial write", self._dir)
-            raise StoreError(f"writing to {blk.path} failed: {err}") from err
+            except OSError as cut_err:
+                # the next append must not land after these bytes: it retries the cut first
+                self._torn = offset
+                log.error(
+                    "store %s: cannot cut a failed write off %s (%s); writes wait until it can",
+                    self._dir, blk.path.name, cut_err,
+                )
+            raise StoreError(f"writing to block {blk.path.name} failed: {err.strerror or err}") from err
         blk.size += len(data)
         self._tail = (blk.size - last_len, last_len)
         self._unsynced = True
@@ -328,16 +363,16 @@ class FileStore(IndexedStore):
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
         sizes, pos_of = index.sizes, index.pos_of
-        for seq in seqs:
-            blk = self._block_for(seq)
-            blk.live_bytes -= sizes[pos_of(seq)]
-            self._touched.add(blk)
         stamp = self._next_stamp()
         if len(seqs) == 1:
             recs = codec.encode_delete(seqs[0], stamp)
         else:
             recs = b"".join([codec.encode_delete(seq, stamp) for seq in seqs])
-        self._append(recs, codec.RECORD_FIXED)
+        self._append(recs, codec.RECORD_FIXED)  # first: a failure changes nothing
+        for seq in seqs:
+            blk = self._block_for(seq)
+            blk.live_bytes -= sizes[pos_of(seq)]
+            self._touched.add(blk)
         if erase:
             for seq in seqs:
                 try:
@@ -358,9 +393,16 @@ class FileStore(IndexedStore):
         fd = os.open(blk.path, os.O_WRONLY)
         try:
             os.pwrite(fd, rec, offset)
-            os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        # fsynced (and closed) with the next sync, off the loop thread with begin_sync();
+        # one descriptor per block is enough (fsync covers the file)
+        if blk is self._blocks[-1] or blk.number in self._erase_fds:
+            os.close(fd)
+        else:
+            self._erase_fds[blk.number] = fd
+        self._unsynced = True
         for chunk in range(offset // CHUNK_SIZE, (offset + len(rec) - 1) // CHUNK_SIZE + 1):
             self._cache.discard((self._token, blk.number, chunk))
         self._last_chunk = None
@@ -515,14 +557,20 @@ class FileStore(IndexedStore):
         parts.insert(0, codec.encode_block_header(blk.first_seq, stamp))
         size = sum(len(p) for p in parts)
         tmp = blk.path.with_name(blk.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            self._write_all(fd, b"".join(parts))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, blk.path)
-        self._dir_dirty = True
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                self._write_all(fd, b"".join(parts))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, blk.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # the original block is intact
+            raise
+        # the tombstones this rewrite makes obsolete may go in later rewrites:
+        # the rename must be durable before that
+        _fsync_dir(self._msgs_dir)
         self._close_block(blk)  # its reader still sees the replaced file
         blk.stamp = stamp
         offsets, pos_of = self._offsets, self._index.pos_of
@@ -641,6 +689,11 @@ class FileStore(IndexedStore):
         self._arm_timer()
 
     def _fsync_data(self) -> None:
+        while self._erase_fds:
+            number, fd = next(iter(self._erase_fds.items()))
+            os.fsync(fd)
+            os.close(fd)
+            del self._erase_fds[number]
         while self._unsynced_fds:
             fd = self._unsynced_fds[0]
             os.fsync(fd)
@@ -649,6 +702,39 @@ class FileStore(IndexedStore):
         if self._unsynced:
             os.fsync(self._wfd)
             self._unsynced = False
+
+    def begin_sync(self) -> SyncJob | None:
+        """Take what `sync()` would fsync as a job that may run on another thread
+        (the server's disk thread) while this store goes on: the descriptors are
+        duplicated, so closing or rolling blocks meanwhile is harmless; the store
+        counts as synced from here. On the job's failure call `sync_failed()`
+        (on the owner's thread): the next sync covers everything again. None
+        when nothing waits for an fsync."""
+        self._check_open()
+        fds: list[int] = []
+        try:
+            if self._unsynced:
+                fds.append(os.dup(self._wfd))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        fds.extend(self._unsynced_fds)  # handed over: the job closes them
+        fds.extend(self._erase_fds.values())
+        self._unsynced_fds = []
+        self._erase_fds = {}
+        directory = self._msgs_dir if self._dir_dirty else None
+        if not fds and directory is None:
+            return None
+        self._unsynced = False
+        self._dir_dirty = False
+        self._last_sync_ns = self._now_ns()
+        return SyncJob(fds, directory)
+
+    def sync_failed(self) -> None:
+        """A `begin_sync()` job failed: count everything as unsynced again."""
+        self._unsynced = True
+        self._dir_dirty = True
 
     def sync(self) -> None:
         self._check_open()
@@ -708,9 +794,10 @@ class FileStore(IndexedStore):
                 os.close(blk.rfd)
                 blk.rfd = -1
         self._open_fds = 0
-        for fd in self._unsynced_fds:
+        for fd in [*self._unsynced_fds, *self._erase_fds.values()]:
             os.close(fd)
         self._unsynced_fds.clear()
+        self._erase_fds.clear()
         if self._wfd >= 0:
             os.close(self._wfd)
             self._wfd = -1
@@ -734,3 +821,49 @@ class FileStore(IndexedStore):
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SyncJob:
+    """fsync these descriptors (then close them) and a directory; touches no
+    store state, so it may run on any thread (see `FileStore.begin_sync`)."""
+
+    __slots__ = ("fds", "directory")
+
+    def __init__(self, fds: list[int], directory: Path | None) -> None:
+        self.fds = fds
+        self.directory = directory
+
+    def __call__(self) -> None:
+        error: OSError | None = None
+        for fd in self.fds:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                error = error or exc
+            finally:
+                os.close(fd)
+        self.fds = []
+        if self.directory is not None:
+            _fsync_dir(self.directory)
+        if error is not None:
+            raise error
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(path: Path) -> None:
+    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(created.parent)

@@ -30,6 +30,7 @@ from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 
 from jetstream_server.store.base import (
+    MAX_SEQ,
     RECORD_OVERHEAD,
     StoredMessage,
     StoreError,
@@ -94,6 +95,8 @@ class IndexedStore(StreamStore):
             raise ValueError(f"message of {size} bytes is too large to store")
         index = self._index
         seq = index.last_seq + 1
+        if seq > MAX_SEQ:
+            raise StoreError(f"sequence {seq} is above the largest storable sequence {MAX_SEQ}")
         sid = index.sid_of.get(subject)
         if sid is None:
             sid = index.intern(subject)  # may refuse (too many subjects) before anything is written
@@ -107,6 +110,7 @@ class IndexedStore(StreamStore):
 
     def skip_to(self, seq: int) -> None:
         self._check_open()
+        _check_floor(seq)
         index = self._index
         if index.msgs:
             raise StoreError(f"skip_to({seq}) needs an empty store, it holds {index.msgs} messages")
@@ -142,6 +146,8 @@ class IndexedStore(StreamStore):
             raise ValueError("purge: up_to_seq and keep are mutually exclusive")
         if (up_to_seq is not None and up_to_seq < 0) or (keep is not None and keep < 0):
             raise ValueError("purge: up_to_seq and keep must not be negative")
+        if up_to_seq:
+            _check_floor(up_to_seq)
         index = self._index
         if matches_all(subject):
             if up_to_seq:
@@ -167,6 +173,7 @@ class IndexedStore(StreamStore):
 
     def compact(self, seq: int) -> int:
         self._check_open()
+        _check_floor(seq)
         if seq <= 0:
             return self._floor(self._index.last_seq + 1)
         if seq <= self._index.first_seq:
@@ -250,3 +257,9 @@ class IndexedStore(StreamStore):
     def deleted(self) -> list[int]:
         self._check_open()
         return self._index.deleted()
+
+
+def _check_floor(seq: int) -> None:
+    """A floor (first sequence to keep) must leave the next sequence storable."""
+    if seq > MAX_SEQ:
+        raise ValueError(f"sequence {seq} is above the largest storable sequence {MAX_SEQ}")

@@ -41,19 +41,23 @@ def write_snapshot(path: Path, meta: dict[str, Any], arrays: dict[str, array]) -
     encoded = json.dumps(full, separators=(",", ":")).encode()
     tmp = path.with_name(path.name + ".tmp")
     crc = 0
-    with open(tmp, "wb") as fh:
-        for part in (MAGIC, _U32.pack(len(encoded)), encoded):
-            fh.write(part)
-            crc = zlib.crc32(part, crc)
-        for a in arrays.values():
-            raw = memoryview(a).cast("B")
-            fh.write(raw)
-            crc = zlib.crc32(raw, crc)
-            raw.release()
-        fh.write(_U32.pack(crc))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            for part in (MAGIC, _U32.pack(len(encoded)), encoded):
+                fh.write(part)
+                crc = zlib.crc32(part, crc)
+            for a in arrays.values():
+                raw = memoryview(a).cast("B")
+                fh.write(raw)
+                crc = zlib.crc32(raw, crc)
+                raw.release()
+            fh.write(_U32.pack(crc))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no snapshot: the next open scans the blocks
+        raise
 
 
 def read_snapshot(path: Path) -> tuple[dict[str, Any], dict[str, array]]:

@@ -11,10 +11,7 @@ from typing import Any
 
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
-
-# ADR-44 API level this server implements (2.12 feature set: per-message TTL,
-# direct-get batches); advertised in INFO and consumed by clients.
-API_LEVEL = 2
+from jetstream_server.jetstream.versioning import API_LEVEL
 
 
 def account_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:

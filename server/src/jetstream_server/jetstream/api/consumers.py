@@ -34,7 +34,12 @@ from typing import Any
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
-from jetstream_server.jetstream.consumer.config import ConsumerConfig, parse_time
+from jetstream_server.jetstream.consumer.config import (
+    ConsumerConfig,
+    parse_time,
+    unmarshal_error,
+    valid_group_name,
+)
 from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.store import ConsumerStore, list_consumer_stores
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -48,6 +53,7 @@ from jetstream_server.jetstream.stream_config import (
 )
 from jetstream_server.jetstream.subject_match import subjects_overlap
 from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
+from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +116,13 @@ def create_consumer(
         return existing
     if action == "update":
         raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
+    cap = host.account_limits.consumer_cap(stream.config.max_consumers)
+    if cap > 0 and name not in stream.consumers and len(stream.consumers) >= cap:
+        raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (
-        ConsumerStore.for_stream(stream.directory, name)
+        ConsumerStore.for_stream(stream.directory, name, sync=host.sync_always)
         if stream.directory is not None and _persistent(stream, config)
         else None
     )
@@ -124,8 +133,18 @@ def create_consumer(
         consumer.stop()
         raise
     if store is not None:
-        store.write_meta(config.to_json(), consumer.created_ns)
-        consumer.flush()
+        try:
+            store.write_meta(config.to_json(), consumer.created_ns)
+            consumer.write_state()
+        except OSError as exc:
+            # nothing half-made stays: not listed, no files, so no restart resurrects it
+            logger.error("stream %s: creating consumer %s failed: %s", stream.name, name, exc)
+            consumer.stop()
+            stream.consumers.pop(name, None)
+            store.destroy()
+            raise ApiError(
+                Err.CONSUMER_CREATE, err=f"consumer {name} not created: {_why(exc)}"
+            ) from exc
     # First deliveries go out after the create response (as with nats-server, whose
     # answer shows the consumer before it delivered anything).
     host.clock.call_later(0, consumer.kick)
@@ -156,7 +175,7 @@ def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> Con
 
 def restore_consumers(host: ApiHost, stream: Stream) -> None:
     """Reopen the durable consumers saved under `stream.directory`."""
-    for store in list_consumer_stores(stream.directory):
+    for store in list_consumer_stores(stream.directory, sync=host.sync_always):
         name = store.directory.name
         try:
             raw, created_ns = store.read_meta()
@@ -221,6 +240,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
     consumer = create_consumer(host, stream, name, config, action)
     info = consumer.info()
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
+    info["config"] = with_dynamic(info["config"])
     return info
 
 
@@ -242,7 +262,9 @@ def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 # -- info, list, names, delete -------------------------------------------------------
 def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    return lookup_consumer(host, req.params[0], req.params[1]).info()
+    info = lookup_consumer(host, req.params[0], req.params[1]).info()
+    info["config"] = with_dynamic(info["config"])
+    return info
 
 
 def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
@@ -315,6 +337,29 @@ def consumer_reset(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     return {**consumer.info(), "reset_seq": reset_seq}
 
 
+def consumer_unpin(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    """`$JS.API.CONSUMER.UNPIN.<stream>.<consumer>` {"group"}: the pinned client of a
+    `pinned_client` consumer loses its pin (nats-server's checks, in its order)."""
+    if not req.payload.strip():
+        raise ApiError(Err.INVALID_JSON, err="unexpected end of JSON input")
+    body = request_body(req)
+    group = body.get("group") or ""
+    if not isinstance(group, str):
+        raise ApiError(
+            Err.INVALID_JSON,
+            err=unmarshal_error(group, "JSApiConsumerUnpinRequest.group", "string"),
+        )
+    if not group:
+        raise ApiError(Err.INVALID_JSON, err="consumer group not specified")
+    if not valid_group_name(group):
+        raise ApiError(Err.CONSUMER_INVALID_GROUP_NAME)
+    consumer = lookup_consumer(host, req.params[0], req.params[1])
+    if group not in consumer.config.priority_groups:
+        raise ApiError(Err.CONSUMER_INVALID_PRIORITY_GROUP)
+    consumer.unpin()
+    return {}
+
+
 # -- pull requests -------------------------------------------------------------------
 def consumer_msg_next(host: ApiHost, req: ApiRequest) -> None:
     stream = host.streams.get(req.params[0])
@@ -326,3 +371,8 @@ def consumer_msg_next(host: ApiHost, req: ApiRequest) -> None:
         return None
     consumer.process_pull(req.reply, req.payload)
     return None
+
+
+def _why(exc: OSError) -> str:
+    """The OS's words for a client, without absolute paths."""
+    return (exc.strerror or type(exc).__name__).lower()

@@ -16,7 +16,8 @@ once the messages sent reach `max_bytes` (subject + headers + payload);
 `404 Message Not Found` (`404 No Results` for an empty `multi_last`),
 `408 Empty Request`, `408 Bad Request`. A stream
 without `allow_direct` (or no stream) has no direct-get responder: the
-requester gets `503`, which nats-py reports as no responders.
+requester gets `503`, which nats-py reports as no responders, unless a
+mirror of that name with `mirror_direct` answers in its place.
 """
 
 from __future__ import annotations
@@ -62,9 +63,21 @@ def _status(host: ApiHost, reply: str | None, code: int, text: str, **extra: str
 def _direct_stream(host: ApiHost, req: ApiRequest) -> Stream | None:
     stream = host.streams.get(req.params[0])
     if stream is None or not stream.config.allow_direct:
+        stream = _mirror_direct(host, req.params[0])
+    if stream is None:
         _status(host, req.reply, 503, "")
         return None
     return stream
+
+
+def _mirror_direct(host: ApiHost, origin: str) -> Stream | None:
+    """A mirror with `mirror_direct` answers direct gets for its origin's name
+    (nats-server subscribes it to the origin's DIRECT.GET subjects)."""
+    for stream in host.streams.values():
+        mirror = stream.config.mirror
+        if mirror is not None and mirror.name == origin and stream.config.mirror_direct:
+            return stream
+    return None
 
 
 def direct_get_last(host: ApiHost, req: ApiRequest) -> None:

@@ -5,7 +5,8 @@
 (api/routes.py), runs it and publishes its answer to `reply` with
 `"type": "io.nats.jetstream.api.v1.<name>_response"` first. An `ApiError`
 becomes `{"type", "error": {code, err_code, description}}` plus the route's
-`error_fields`; any other exception is logged with its traceback and
+`error_fields` (so is a `Nats-Required-Api-Level` above the server's level,
+as nats-server); any other exception is logged with its traceback and
 answered as a 500 error, so nothing escapes into the broker. Subjects no
 route serves get no answer (nats-server answers them with silence too).
 """
@@ -18,6 +19,7 @@ from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.api.routes import ROUTE_TABLE, RouteTable
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.versioning import required_level_refused
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ def dispatch(
     req = ApiRequest(subject, tokens, params, reply, headers, payload)
     failed = True
     try:
+        if required_level_refused(headers):
+            raise ApiError(Err.REQUIRED_API_LEVEL)
         body = route.handler(host, req)
         failed = False
     except ApiError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.stream import Stream
@@ -23,11 +24,14 @@ from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 class ApiHost(Protocol):
     clock: Clock
     domain: str | None
+    server_name: str  # the leader stream info names (`cluster`), as a single nats-server
     streams: dict[str, Stream]
     consumer_host: ConsumerHost  # what consumers created by the API deliver through
     api_total: int  # API requests answered (the dispatcher counts them)
     api_errors: int  # ... of which answered with an error
     limits: ServerLimits  # jetstream { limits { ... } }
+    account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
+    sync_always: bool  # fsync every write (stream stores and consumer state)
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
@@ -40,6 +44,11 @@ class ApiHost(Protocol):
         """The stream `name`; ApiError STREAM_NOT_FOUND when there is none."""
         ...
 
+    def prepare_config(self, config: StreamConfig) -> StreamConfig:
+        """A parsed config after the checks that need the other streams (and
+        what a mirror inherits from its origin); raises ApiError."""
+        ...
+
     def create_stream(self, config: StreamConfig) -> Stream: ...
 
     def update_stream(self, stream: Stream, config: StreamConfig) -> None: ...
@@ -47,5 +56,5 @@ class ApiHost(Protocol):
     def delete_stream(self, stream: Stream) -> None: ...
 
     def account_info(self) -> dict[str, Any]:
-        """Usage and limits of the one account (`$JS.API.INFO` without the `api` block)."""
+        """Usage and limits of the account (`$JS.API.INFO` without the `api` block)."""
         ...

@@ -106,6 +106,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("CONSUMER.PAUSE.*.*", consumers.consumer_pause, "consumer_pause",
           {"paused": False, "pause_until": "0001-01-01T00:00:00Z"}),
     Route("CONSUMER.RESET.*.*", consumers.consumer_reset, "consumer_reset", {"reset_seq": 0}),
+    Route("CONSUMER.UNPIN.*.*", consumers.consumer_unpin, "consumer_unpin"),
     Route("CONSUMER.MSG.NEXT.*.*", consumers.consumer_msg_next, "consumer_getnext"),
 )
 

@@ -27,8 +27,10 @@ from jetstream_server.jetstream.api.views import (
     stream_matches_subject,
 )
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
+from jetstream_server.jetstream.versioning import with_dynamic
 
 
 def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
@@ -39,7 +41,8 @@ def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
     config = StreamConfig.from_json(body)
-    return config.within(host.limits, window_given=bool(body.get("duplicate_window")))
+    config = config.within(host.limits, window_given=bool(body.get("duplicate_window")))
+    return host.prepare_config(config)
 
 
 def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
@@ -53,14 +56,16 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
         stream = existing
     else:
         stream = host.create_stream(config)
-    return {**views.stream_info(stream, host.clock.now_ns()), "did_create": True}
+    info = views.stream_info(stream, host.clock.now_ns())
+    return {**info, "config": with_dynamic(info["config"]), "did_create": True}
 
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(host, req)
     stream = host.lookup_stream(config.name)
     host.update_stream(stream, config)
-    return views.stream_info(stream, host.clock.now_ns())
+    info = views.stream_info(stream, host.clock.now_ns())
+    return {**info, "config": with_dynamic(info["config"])}
 
 
 def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
@@ -78,7 +83,10 @@ def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
         if subjects:
             info["state"]["subjects"] = {name: subjects[name] for name in page}
         paged = {"total": len(names), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
-    return {**paged, **info}
+    info["config"] = with_dynamic(info["config"])
+    # a single nats-server names itself the stream's leader (only in this answer)
+    ts = info.pop("ts")
+    return {**paged, **info, "cluster": {"leader": host.server_name}, "ts": ts}
 
 
 def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:
@@ -126,8 +134,8 @@ def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
     stream = host.lookup_stream(req.params[0])
     subject = str_field(body, "filter")
-    seq = uint_field(body, "seq") or None
-    keep = uint_field(body, "keep") or None
+    seq = check_seq(uint_field(body, "seq"), "purge seq", Err.STREAM_PURGE_FAILED) or None
+    keep = check_count(uint_field(body, "keep"), "purge keep", Err.STREAM_PURGE_FAILED) or None
     purged = stream.purge(subject or None, seq, keep)
     return {"success": True, "purged": purged}
 

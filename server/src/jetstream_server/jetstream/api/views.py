@@ -41,6 +41,10 @@ def stream_state(
         if deleted_details:
             out["deleted"] = stream.store.deleted()
         out["num_deleted"] = st.num_deleted
+    lost = stream.store.recovery
+    if lost.lost_seqs:
+        # nats-server's LostStreamData: what recovery found damaged and dropped
+        out["lost"] = {"msgs": lost.lost_seqs, "bytes": lost.lost_bytes}
     out["consumer_count"] = len(stream.consumers)
     return out
 
@@ -48,12 +52,15 @@ def stream_state(
 def stream_info(
     stream: Stream, now_ns: int, subjects_filter: str = "", deleted_details: bool = False
 ) -> dict[str, Any]:
-    return {
+    out = {
         "config": stream.config.to_json(),
         "created": rfc3339_ns(stream.created_ns),
         "state": stream_state(stream, subjects_filter, deleted_details),
-        "ts": rfc3339_ns(now_ns),
     }
+    if stream.sourcing_info is not None:
+        out.update(stream.sourcing_info())  # `mirror` / `sources`, with their lag
+    out["ts"] = rfc3339_ns(now_ns)
+    return out
 
 
 def stored_message_json(msg: StoredMessage) -> dict[str, Any]:

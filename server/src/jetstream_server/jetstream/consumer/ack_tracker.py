@@ -24,6 +24,13 @@ persist changed (the consumer schedules a write); `on_due()` when the
 redelivery timer found messages due (the consumer delivers). The tracker
 reads the cursor (`dseq`, `sseq`) to move the floor when nothing is pending;
 it never moves the cursor. Time comes from the injected clock.
+
+For incremental state writes the tracker notes what changed since the
+consumer last wrote its state: `touched` holds every stream sequence whose
+`pending`, `rdc` or `dropped` entry changed one at a time (the hot paths:
+deliver, ack, term, progress, max_deliver drops); `rewrite_all` is set by the
+bulk changes (purge, reset, dropped entries forgotten), which the consumer
+writes as a whole state. The consumer clears both once written.
 """
 
 from __future__ import annotations
@@ -73,6 +80,8 @@ class AckTracker:
         self.rdq: deque[int] = deque()
         self._rdq_set: set[int] = set()
         self.dropped: set[int] = set()
+        self.touched: set[int] = set()  # see the module docstring
+        self.rewrite_all = False
         self.last_ack_ns = 0  # the last +ACK (consumer info's ack_floor.last_active)
         self.last_active_ns = 0  # the last ack, nak, progress or term (inactive_threshold)
         self._timer: TimerHandle | None = None
@@ -132,6 +141,7 @@ class AckTracker:
         self.rdq.clear()
         self._rdq_set.clear()
         self.dropped.clear()
+        self.rewrite_all = True
         self._cancel_timer()
         self.adflr = 0
         self.asflr = asflr
@@ -153,6 +163,7 @@ class AckTracker:
             return
         backoff = self.backoff
         due = now + (backoff[min(dc, len(backoff)) - 1] if backoff else self.ack_wait)
+        self.touched.add(seq)
         entry = self.pending.get(seq)
         if entry is None:
             self.pending[seq] = Pending(dseq, now, due)
@@ -178,12 +189,14 @@ class AckTracker:
             if self.max_deliver > 0 and dc > self.max_deliver:
                 del self.pending[seq]
                 self.dropped.add(seq)
+                self.touched.add(seq)
                 self._on_change()
                 continue
             msg = self.stream.store.load(seq)
             if msg is None:
                 del self.pending[seq]
                 self.rdc.pop(seq, None)
+                self.touched.add(seq)
                 self._floor_after_removal()
                 continue
             return msg, dc
@@ -210,6 +223,7 @@ class AckTracker:
         if entry is None:
             return False
         self.rdc.pop(seq, None)
+        self.touched.add(seq)
         self._floor_after_ack(entry.consumer_seq, seq)
         if self.stream.config.retention != "limits":
             self.stream.acknowledged(seq)
@@ -227,6 +241,7 @@ class AckTracker:
         if entry is None:
             return False
         self.rdc.pop(seq, None)
+        self.touched.add(seq)
         self._floor_after_ack(entry.consumer_seq, seq)
         if self.stream.config.retention != "limits":
             self.stream.acknowledged(seq)
@@ -258,6 +273,7 @@ class AckTracker:
         now = self.clock.now_ns()
         self.last_active_ns = now
         entry.timestamp_ns = now
+        self.touched.add(seq)
         entry.due_ns = now + self.ack_wait_ns(self.rdc.get(seq, 1))
         self._arm_timer(entry.due_ns)
 
@@ -278,7 +294,12 @@ class AckTracker:
         for s in acked:
             del self.pending[s]
             self.rdc.pop(s, None)
-        self.dropped = {s for s in self.dropped if s > seq}
+        self.touched.update(acked)
+        if self.dropped:
+            kept = {s for s in self.dropped if s > seq}
+            if len(kept) != len(self.dropped):
+                self.dropped = kept
+                self.rewrite_all = True
         self.adflr, self.asflr = dseq, max(self.asflr, seq)
         if self.stream.config.retention != "limits":
             for s in acked:
@@ -317,6 +338,7 @@ class AckTracker:
     def on_purged(self, first_seq: int) -> None:
         """Messages below `first_seq` (and maybe some above) are gone from the stream."""
         store = self.stream.store
+        self.rewrite_all = True
         for seq in [s for s in self.pending if s < first_seq or store.load(s) is None]:
             del self.pending[seq]
             self.rdc.pop(seq, None)

@@ -134,6 +134,7 @@ class AckInbox:
         else:
             logger.debug("unknown ack payload %r on %s", body[:32], subject)
         if reply:
-            # A double ack (ack as request) is answered once the ack is on disk.
-            consumer.flush()
-            self.publish(reply, None, None, b"")
+            # A double ack (ack as request) is answered once the ack is stored (and
+            # fsynced with sync_always); if it could not be, no answer: the client's
+            # request fails rather than confirming what a restart would undo.
+            consumer.confirm(reply)

@@ -18,6 +18,8 @@ and echoed back.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
@@ -25,6 +27,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
 from jetstream_server.jetstream.subject_match import is_valid_subject, subjects_overlap
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
+from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_KEY, without_dynamic
 
 DEFAULT_ACK_WAIT_NS: Final = 30_000_000_000
 DEFAULT_MAX_ACK_PENDING: Final = 1000
@@ -43,6 +46,14 @@ DELIVER_POLICIES: Final = (
 )
 ACK_POLICIES: Final = ("none", "all", "explicit")
 REPLAY_POLICIES: Final = ("instant", "original")
+PRIORITY_POLICIES: Final = ("none", "overflow", "pinned_client", "prioritized")
+DEFAULT_PINNED_TTL_NS: Final = 120_000_000_000  # nats-server's JsDefaultPinnedTTL
+_GROUP_NAME: Final = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
+
+
+def valid_group_name(group: str) -> bool:
+    """nats-server's `validGroupName` for priority groups."""
+    return _GROUP_NAME.fullmatch(group) is not None
 
 
 
@@ -55,6 +66,18 @@ def format_time(ns: int) -> str:
 def parse_time(text: str) -> int:
     """Nanoseconds since the epoch of an RFC 3339 time; ValueError when malformed."""
     return parse_rfc3339_ns(text)
+
+
+def unmarshal_error(value: object, field: str, go_type: str) -> str:
+    """Go's encoding/json message for a value of the wrong type in `field`."""
+    kind = (
+        "bool" if isinstance(value, bool)
+        else "number" if isinstance(value, (int, float))
+        else "string" if isinstance(value, str)
+        else "array" if isinstance(value, list)
+        else "object"
+    )
+    return f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
 
 
 def _invalid(err: str) -> ApiError:
@@ -135,6 +158,9 @@ _KNOWN_KEYS: Final = frozenset(
         "metadata",
         "pause_until",
         "direct",
+        "priority_groups",
+        "priority_policy",
+        "priority_timeout",
     }
 )
 
@@ -171,6 +197,9 @@ class ConsumerConfig:
     mem_storage: bool = False
     metadata: tuple[tuple[str, str], ...] = ()
     pause_until_ns: int = 0
+    priority_groups: tuple[str, ...] = ()
+    priority_policy: str = "none"
+    pinned_ttl_ns: int = 0  # JSON `priority_timeout`
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     # -- derived -------------------------------------------------------------
@@ -208,6 +237,16 @@ class ConsumerConfig:
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
         ):
             raise _invalid("json: cannot unmarshal metadata, expected an object of strings")
+        groups = raw.get("priority_groups") or []
+        field_name = "CreateConsumerRequest.config.priority_groups"
+        if not isinstance(groups, list):
+            raise _invalid(unmarshal_error(groups, field_name, "[]string"))
+        for group in groups:
+            if not isinstance(group, str):
+                raise _invalid(unmarshal_error(group, field_name, "string"))
+        policy = raw.get("priority_policy")
+        if policy is not None and policy not in PRIORITY_POLICIES:
+            raise _invalid(f"unknown priority policy: {json.dumps(policy)}")
         start_time = _want_str(raw, "opt_start_time")
         pause_until = _want_str(raw, "pause_until")
         try:
@@ -250,6 +289,9 @@ class ConsumerConfig:
             mem_storage=_want_bool(raw, "mem_storage"),
             metadata=tuple(sorted(metadata.items())),
             pause_until_ns=pause_until_ns,
+            priority_groups=tuple(groups),
+            priority_policy=policy or "none",
+            pinned_ttl_ns=max(_want_int(raw, "priority_timeout"), 0),
             extra=tuple((k, v) for k, v in raw.items() if k not in _KNOWN_KEYS),
         )
 
@@ -292,6 +334,10 @@ class ConsumerConfig:
         put("metadata", dict(self.metadata))
         if self.pause_until_ns:
             out["pause_until"] = format_time(self.pause_until_ns)
+        put("priority_groups", list(self.priority_groups))
+        if self.priority_policy != "none":
+            out["priority_policy"] = self.priority_policy
+        put("priority_timeout", self.pinned_ttl_ns)
         for key, value in self.extra:
             out.setdefault(key, value)
         return out
@@ -325,19 +371,32 @@ class ConsumerConfig:
         if self.max_deliver <= 0:
             changes["max_deliver"] = -1
         if self.ack_policy != "none":
-            if self.backoff_ns and self.ack_wait_ns == 0:
-                changes["ack_wait_ns"] = self.backoff_ns[0]
-            elif self.ack_wait_ns == 0:
+            if self.ack_wait_ns == 0:
                 changes["ack_wait_ns"] = DEFAULT_ACK_WAIT_NS
             if self.max_ack_pending == 0:
                 changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
-        elif self.backoff_ns and self.ack_wait_ns == 0:
+        if self.backoff_ns:
+            # nats-server: a backoff overrides ack_wait with its first value
             changes["ack_wait_ns"] = self.backoff_ns[0]
         if self.is_pull and self.max_waiting <= 0:
             changes["max_waiting"] = DEFAULT_MAX_WAITING
         if not self.durable_name and self.inactive_threshold_ns == 0:
             changes["inactive_threshold_ns"] = DEFAULT_INACTIVE_THRESHOLD_NS
-        return replace(self, **changes) if changes else self
+        if self.priority_policy == "pinned_client" and self.pinned_ttl_ns == 0:
+            changes["pinned_ttl_ns"] = DEFAULT_PINNED_TTL_NS
+        # nats-server's static metadata: the API level the features need
+        metadata = without_dynamic(dict(self.metadata))
+        metadata[REQUIRED_LEVEL_KEY] = str(self.required_api_level())
+        changes["metadata"] = tuple(sorted(metadata.items()))
+        return replace(self, **changes)
+
+    def required_api_level(self) -> int:
+        """The JetStream API level (ADR-44) the features of this config need."""
+        if self.pause_until_ns or self.priority_policy != "none" or self.pinned_ttl_ns or (
+            self.priority_groups
+        ):
+            return 1
+        return 0
 
     def validate(self, stream_retention: str = "limits") -> None:
         """Raise the ApiError nats-server raises for this (defaulted) config."""
@@ -444,6 +503,25 @@ class ConsumerConfig:
                 raise ApiError(Err.CONSUMER_WQ_REQUIRES_EXPLICIT_ACK)
         if stream_retention == "workqueue" and self.deliver_policy != "all":
             raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_DELIVER_ALL)
+        self._validate_priority()
+
+    def _validate_priority(self) -> None:
+        """nats-server's checks of `priority_policy`, `priority_groups`, `priority_timeout`."""
+        if self.priority_policy != "none":
+            if not self.is_pull:
+                raise ApiError(Err.CONSUMER_PUSH_WITH_PRIORITY_GROUP)
+            if not self.priority_groups:
+                raise ApiError(Err.CONSUMER_PRIORITY_POLICY_WITHOUT_GROUP)
+            for group in self.priority_groups:
+                if not group:
+                    raise ApiError(Err.CONSUMER_EMPTY_GROUP_NAME)
+                if not valid_group_name(group):
+                    raise ApiError(Err.CONSUMER_INVALID_GROUP_NAME)
+        else:
+            if self.priority_groups:
+                raise ApiError(Err.CONSUMER_PRIORITY_GROUP_WITH_POLICY_NONE)
+            if self.pinned_ttl_ns:
+                raise ApiError(Err.CONSUMER_PINNED_TTL_WITHOUT_PRIORITY_POLICY_NONE)
 
     def update_error(self, new: ConsumerConfig) -> str | None:
         """Why `new` may not replace this config (nats-server's wording), or None."""

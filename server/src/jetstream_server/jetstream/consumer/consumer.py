@@ -31,6 +31,7 @@ from jetstream_server.jetstream.consumer.ack_tracker import AckTracker
 from jetstream_server.jetstream.consumer.config import ConsumerConfig, format_time
 from jetstream_server.jetstream.consumer.cursor import Cursor
 from jetstream_server.jetstream.consumer.delivery import NS, ConsumerHost, Delivery
+from jetstream_server.jetstream.consumer.priority import group_states
 from jetstream_server.jetstream.consumer.pull import PullDelivery
 from jetstream_server.jetstream.consumer.push import PushDelivery
 from jetstream_server.jetstream.consumer.store import ConsumerState, ConsumerStore
@@ -70,6 +71,9 @@ class Consumer:
         self._in_deliver = False
         self._again = False
         self._flush_scheduled = False
+        self._written_marks = (-1, -1, -1, -1)  # (delivered, ack floor) as last written
+        self._confirms: list[str] = []  # acks as requests waiting for the state's fsync
+        self._confirming = False
         self._inactive_timer: TimerHandle | None = None
         self._pause_timer: TimerHandle | None = None
         self._wake_timer: TimerHandle | None = None
@@ -139,6 +143,12 @@ class Consumer:
     def on_stream_deleted(self) -> None:
         self._shutdown(notify=True)
 
+    def shutting_down(self) -> None:
+        """The server is going away: waiting pull requests hear of it now."""
+        notice = getattr(self.delivery, "shutting_down", None)
+        if notice is not None and not self._closed:
+            notice()
+
     def stop(self) -> None:
         if self._closed:
             return
@@ -154,6 +164,8 @@ class Consumer:
         self._inactive_timer = self._pause_timer = self._wake_timer = self._cont_timer = None
         self.acks.close()
         self.delivery.close(notify=notify)
+        if self.store is not None:
+            self.store.close()
 
     def delete(self) -> None:
         """Remove the consumer: stop it, drop its files, leave the stream."""
@@ -162,7 +174,14 @@ class Consumer:
         self._shutdown(notify=True)
         if self.store is not None:
             self.store.destroy()
-        self.stream.remove_consumer(self.name)
+        acks = self.acks
+        lowest = self.cursor.sseq
+        if acks.pending:
+            lowest = min(lowest, next(iter(acks.pending)))  # ascending insertion order
+        if acks.dropped:
+            lowest = min(lowest, min(acks.dropped))
+        # what it no longer holds on an interest stream: only from `lowest`, its subjects
+        self.stream.remove_consumer(self.name, max(lowest, 1), self.cursor.store_filters)
 
     @property
     def closed(self) -> bool:
@@ -177,7 +196,10 @@ class Consumer:
         if self.store is None or self._flush_scheduled or self._closed:
             return
         self._flush_scheduled = True
-        self.clock.call_later(0, self.flush)
+        self.clock.call_later(0, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self.flush()
 
     def snapshot(self) -> ConsumerState:
         cursor, acks = self.cursor, self.acks
@@ -191,15 +213,116 @@ class Consumer:
             dropped=sorted(acks.dropped),
         )
 
-    def flush(self) -> None:
-        """Write the delivery state now (scheduled after changes, at most once per turn)."""
+    def flush(self) -> bool:
+        """Write the delivery state now (scheduled after changes, at most once per
+        turn); True when everything is stored (or there is nothing to store)."""
         self._flush_scheduled = False
         if self.store is None or self._closed:
-            return
+            return True
         try:
-            self.store.write_state(self.snapshot())
+            self.write_state()
+        except OSError as exc:
+            logger.error(
+                "writing state of consumer %s > %s failed: %s", self.stream_name, self.name, exc
+            )
+            return False
+        return True
+
+    def confirm(self, reply: str) -> None:
+        """Answer an ack sent as a request once it is stored: written now, and with
+        sync_always fsynced on the disk thread together with the other acks of
+        this loop turn (the loop does not wait). Nothing is answered when the
+        write or the fsync fails."""
+        if not self.flush():
+            return
+        store = self.store
+        if store is None or not store.unsynced:
+            if not self._confirms:
+                self.host.publish(reply, None, None, b"")
+                return
+        self._confirms.append(reply)
+        if not self._confirming:
+            self._confirming = True
+            self.clock.call_later(0, self._commit_confirms)
+
+    def _commit_confirms(self) -> None:
+        store = self.store
+        replies, self._confirms = self._confirms, []
+        try:
+            job = store.begin_sync() if store is not None and not self._closed else None
+        except OSError as exc:
+            self._confirmed(replies, exc)
+            return
+        run_off_loop = getattr(self.clock, "run_off_loop", None)
+        if job is None or run_off_loop is None:
+            try:
+                if job is not None:
+                    job()
+            except OSError as exc:
+                self._confirmed(replies, exc)
+                return
+            self._confirmed(replies, None)
+            return
+        run_off_loop(job, lambda result: self._confirmed(replies, result))
+
+    def _confirmed(self, replies: list[str], result: object) -> None:
+        self._confirming = False
+        if isinstance(result, BaseException):
+            logger.error(
+                "fsync of consumer %s > %s state failed: %s", self.stream_name, self.name, result
+            )
+            if self.store is not None:
+                self.store.sync_failed()
+        else:
+            for reply in replies:
+                self.host.publish(reply, None, None, b"")
+        if self._confirms and not self._confirming:
+            self._confirming = True
+            self.clock.call_later(0, self._commit_confirms)
+
+    def write_state(self) -> None:
+        """Store what changed since the last write: a log line of the changes
+        (consumer/store.py), or the whole state after bulk changes and when the
+        log is due for compaction. Raises OSError; nothing is lost then, the
+        next write is a whole state."""
+        store, acks, cursor = self.store, self.acks, self.cursor
+        assert store is not None
+        marks = (cursor.dseq, cursor.last_sseq, acks.adflr, acks.asflr)
+        if acks.rewrite_all or store.wants_full:
+            acks.rewrite_all = True
+            store.write_state(self.snapshot())
+            acks.rewrite_all = False
+            acks.touched.clear()
+            self._written_marks = marks
+            return
+        touched = acks.touched
+        if not touched and marks == self._written_marks:
+            return
+        pending, rdc, dropped = acks.pending, acks.rdc, acks.dropped
+        delta: dict[str, Any] = {"d": [marks[0], marks[1]], "f": [marks[2], marks[3]]}
+        if touched:
+            added, gone, counts, uncounted, dropped_now = [], [], [], [], []
+            for seq in touched:
+                entry = pending.get(seq)
+                if entry is None:
+                    gone.append(seq)
+                else:
+                    added.append([seq, entry.consumer_seq, entry.timestamp_ns])
+                count = rdc.get(seq)
+                if count is None:
+                    uncounted.append(seq)
+                else:
+                    counts.append([seq, count])
+                if seq in dropped:
+                    dropped_now.append(seq)
+            delta.update(p=added, u=gone, r=counts, ru=uncounted, x=dropped_now)
+        try:
+            store.append_delta(delta)
         except OSError:
-            logger.exception("writing state of consumer %s > %s failed", self.stream_name, self.name)
+            acks.rewrite_all = True  # what this line held goes with the next whole state
+            raise
+        acks.touched = set()
+        self._written_marks = marks
 
     # -- activity, pause -------------------------------------------------------
     def touch(self) -> None:
@@ -232,6 +355,16 @@ class Consumer:
     @property
     def paused(self) -> bool:
         return self.config.pause_until_ns > self.clock.now_ns()
+
+    @property
+    def num_ack_pending(self) -> int:
+        return len(self.acks.pending)
+
+    def unpin(self) -> None:
+        """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
+        unpin = getattr(self.delivery, "unpin", None)
+        if unpin is not None:
+            unpin()
 
     def _arm_pause(self) -> None:
         if self._pause_timer is not None:
@@ -450,4 +583,6 @@ class Consumer:
             out["paused"] = True
             out["pause_remaining"] = self.config.pause_until_ns - now
         out["ts"] = format_time(now)
+        if self.config.priority_groups:
+            out["priority_groups"] = group_states(self.config, getattr(self.delivery, "pin", None))
         return out

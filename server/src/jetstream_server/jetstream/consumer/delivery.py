@@ -70,6 +70,11 @@ class Source(Protocol):
     @property
     def paused(self) -> bool: ...
 
+    @property
+    def num_ack_pending(self) -> int:
+        """Messages delivered and not yet acknowledged (overflow priority groups)."""
+        ...
+
     def next_message(self, hint: StoredMessage | None = None) -> tuple[StoredMessage, int] | None:
         """The next message to deliver and its delivery count, not yet recorded."""
         ...

@@ -10,7 +10,8 @@ nats-server serves them), bounded by `max_waiting`.
 Status frames are header-only messages to the request's reply subject:
 `404 No Messages`, `408 Request Timeout` (with `Nats-Pending-Messages` and
 `Nats-Pending-Bytes`), `409 Message Size Exceeds MaxBytes`,
-`409 Exceeded MaxWaiting`, `409 Consumer Deleted`, `100 Idle Heartbeat`.
+`409 Exceeded MaxWaiting`, `409 Consumer Deleted`, `409 Server Shutdown`
+(with the pending counts), `100 Idle Heartbeat`.
 
 `PullDelivery` is the consumer's delivery (delivery.py) for a pull consumer:
 it checks a request against the consumer's limits (`max_batch`,
@@ -33,12 +34,21 @@ from typing import Final
 
 from jetstream_server.core.clock import TimerHandle
 from jetstream_server.core.headers import status_headers
-from jetstream_server.jetstream.consumer.config import ConsumerConfig
+from jetstream_server.jetstream.consumer.config import ConsumerConfig, unmarshal_error
 from jetstream_server.jetstream.consumer.delivery import (
     NS,
     ConsumerHost,
     Source,
     headers_only_block,
+)
+from jetstream_server.jetstream.consumer.priority import (
+    PinState,
+    PriorityError,
+    PriorityRequest,
+    add_pin_header,
+    check_request,
+    choose,
+    sort_key,
 )
 from jetstream_server.store.base import StoredMessage
 
@@ -53,6 +63,15 @@ def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
         "Request Timeout",
         Nats_Pending_Messages=str(pending_msgs),
         Nats_Pending_Bytes=str(pending_bytes),
+    )
+
+
+def server_shutdown(waiting: WaitingRequest) -> bytes:
+    return status_headers(
+        409,
+        "Server Shutdown",
+        Nats_Pending_Messages=str(waiting.remaining),
+        Nats_Pending_Bytes=str(waiting.pending_bytes()),
     )
 
 
@@ -72,6 +91,26 @@ class PullRequest:
     max_bytes: int = 0
     no_wait: bool = False
     idle_heartbeat_ns: int = 0
+    prio: PriorityRequest | None = None  # a JSON request's priority-group fields
+
+
+def _prio_str(body: dict[str, object], key: str) -> str:
+    """A string field of the priority group; a wrong type gets Go's message."""
+    value = body.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PullRequestError(None, unmarshal_error(value, f".{key}", "string"))
+    return value
+
+
+def _prio_int(body: dict[str, object], key: str, go_type: str) -> int:
+    value = body.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PullRequestError(None, unmarshal_error(value, f".{key}", go_type))
+    return value
 
 
 def _int_field(body: dict[str, object], key: str) -> int:
@@ -109,6 +148,13 @@ def parse_pull_request(payload: bytes) -> PullRequest:
         max_bytes=max(_int_field(body, "max_bytes"), 0),
         no_wait=no_wait,
         idle_heartbeat_ns=max(_int_field(body, "idle_heartbeat"), 0),
+        prio=PriorityRequest(
+            group=_prio_str(body, "group"),
+            min_pending=_prio_int(body, "min_pending", "int64"),
+            min_ack_pending=_prio_int(body, "min_ack_pending", "int64"),
+            id=_prio_str(body, "id"),
+            priority=_prio_int(body, "priority", "int"),
+        ),
     )
     if request.idle_heartbeat_ns and request.expires_ns and (
         request.idle_heartbeat_ns * 2 > request.expires_ns
@@ -134,11 +180,18 @@ class WaitingRequest:
     heartbeat_timer: TimerHandle | None = None
     last_sent_ns: int = 0
     key: int = 0  # its place in the WaitingQueue
+    pin_id: str = ""  # pinned_client: the pin id it carries or was given
 
     def __post_init__(self) -> None:
         self.remaining = self.request.batch
         self.bytes_left = self.request.max_bytes
         self.last_sent_ns = self.received_ns
+        if self.request.prio is not None:
+            self.pin_id = self.request.prio.id
+
+    @property
+    def prio(self) -> PriorityRequest | None:
+        return self.request.prio
 
     def pending_bytes(self) -> int:
         return self.bytes_left if self.request.max_bytes else 0
@@ -175,6 +228,16 @@ class WaitingQueue:
         waiting.key = self._next_id
         self.requests[self._next_id] = waiting
 
+    def add_by_priority(self, waiting: WaitingRequest) -> None:
+        """`prioritized` consumers: after every request of the same or a lower
+        priority number, before the higher ones (nats-server's insertSorted)."""
+        self.add(waiting)
+        mine = sort_key(waiting.prio)
+        if all(sort_key(w.prio) <= mine for w in self.requests.values()):
+            return
+        ordered = sorted(self.requests.values(), key=lambda w: sort_key(w.prio))  # stable
+        self.requests = {w.key: w for w in ordered}
+
     def peek(self) -> WaitingRequest | None:
         for waiting in self.requests.values():
             return waiting
@@ -200,17 +263,41 @@ class PullDelivery:
         self.host = host
         self.clock = host.clock
         self.waiting = WaitingQueue(config.max_waiting)
+        self.pin: PinState | None = None
         self.reconfigure(config)
 
     def reconfigure(self, config: ConsumerConfig) -> None:
         self.config = config
         self.headers_only = config.headers_only
         self.waiting.max_waiting = config.max_waiting
+        self.policy = config.priority_policy
+        if self.policy == "pinned_client":
+            if self.pin is None:
+                self.pin = PinState(self.clock, config.pinned_ttl_ns, self.source.kick)
+            self.pin.ttl_ns = config.pinned_ttl_ns
+        elif self.pin is not None:
+            self.pin.unpin()
+            self.pin = None
+
+    def unpin(self) -> None:
+        """`$JS.API.CONSUMER.UNPIN`: the next request without a pin id gets a new one."""
+        if self.pin is not None:
+            self.pin.unpin()
+            self.source.kick()
 
     def close(self, *, notify: bool) -> None:
+        if self.pin is not None:
+            self.pin.unpin()
         for waiting in self.waiting.clear():
             if notify:
                 self.host.publish(waiting.reply, None, CONSUMER_DELETED, b"")
+
+    def shutting_down(self) -> None:
+        """nats-server's signalPullConsumers: each waiting request gets `409
+        Server Shutdown` with what it still expected, so its client re-issues
+        it elsewhere or after the restart."""
+        for waiting in self.waiting.clear():
+            self.host.publish(waiting.reply, None, server_shutdown(waiting), b"")
 
     def ready(self) -> bool:
         return bool(self.waiting.requests)  # (on every ack: no __len__ call)
@@ -248,14 +335,29 @@ class PullDelivery:
         if cfg.max_bytes and request.max_bytes > cfg.max_bytes:
             publish(reply, None, status_headers(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"), b"")
             return
+        try:
+            check_request(cfg, request.prio, self.pin)
+        except PriorityError as exc:
+            publish(reply, None, exc.status, b"")
+            return
         source = self.source
         source.touch()
         source.recount()
         if self.waiting.full:
             publish(reply, None, EXCEEDED_MAX_WAITING, b"")
             return
+        if (
+            self.policy in ("overflow", "pinned_client") and request.no_wait
+            and not request.expires_ns and not source.has_more()
+        ):
+            # before any pin or threshold is looked at, as nats-server
+            publish(reply, None, NO_MESSAGES, b"")
+            return
         waiting = WaitingRequest(reply=reply, request=request, received_ns=self.clock.now_ns())
-        self.waiting.add(waiting)
+        if self.policy == "prioritized":
+            self.waiting.add_by_priority(waiting)
+        else:
+            self.waiting.add(waiting)
         if request.expires_ns:
             waiting.expire_timer = self.clock.call_later(
                 request.expires_ns / NS, lambda: self._expire(waiting)
@@ -265,6 +367,25 @@ class PullDelivery:
                 request.idle_heartbeat_ns / NS, lambda: self._heartbeat(waiting)
             )
         source.kick()
+
+    def _choose(self) -> WaitingRequest | None:
+        """overflow / pinned_client: the request the next message may go to."""
+
+        def drop(waiting: object, status: bytes) -> None:
+            assert isinstance(waiting, WaitingRequest)
+            self.waiting.remove(waiting)
+            self.host.publish(waiting.reply, None, status, b"")
+
+        found = choose(
+            self.policy,
+            self.waiting,
+            self.pin,
+            self.source.cursor.npc,
+            self.source.num_ack_pending,
+            drop,
+        )
+        assert found is None or isinstance(found, WaitingRequest)
+        return found
 
     def _expire(self, waiting: WaitingRequest) -> None:
         waiting.expire_timer = None
@@ -307,9 +428,11 @@ class PullDelivery:
         next_message = source.next_message
         commit = source.commit
         headers_only = self.headers_only
+        chosen = self.policy in ("overflow", "pinned_client")
+        pin = self.pin
         checked: str | None = None
         while True:
-            waiting = queue.peek()
+            waiting = self._choose() if chosen else queue.peek()
             if waiting is None:
                 break
             if checked != waiting.reply:
@@ -353,6 +476,8 @@ class PullDelivery:
                     )
                     continue
                 waiting.bytes_left -= size
+            if pin is not None and pin.pin_id:
+                headers = add_pin_header(headers, pin.pin_id)
             reply = commit(msg, dc)
             deliver(waiting.reply, msg.subject, reply, headers, payload)
             waiting.remaining -= 1

@@ -1,0 +1,275 @@
+"""Message schedules (ADR-51): `allow_msg_schedules` and the ``Nats-Schedule*`` headers.
+
+A message published on a stream with `allow_msg_schedules` and a
+``Nats-Schedule`` header is a schedule: it stays stored on its subject (a
+``Nats-Rollup: sub`` is added, so the newest schedule per subject counts) and,
+when due, the server publishes into the stream, on ``Nats-Schedule-Target``,
+a copy of it (or of the last message on ``Nats-Schedule-Source``) without the
+schedule headers and with ``Nats-Scheduler: <schedule subject>`` and
+``Nats-Schedule-Next``: the next time for a repeating schedule, ``purge`` for
+a one-shot one (storing that purges the schedule's subject).
+``Nats-Schedule-TTL`` becomes the produced message's ``Nats-TTL``.
+
+Patterns: ``@at <RFC 3339 time>`` (once) and ``@every <Go duration>`` (at least
+1 s). nats-server's cron patterns (``0 0 * * * *``, ``@hourly`` ...) and
+``Nats-Schedule-Time-Zone`` are not implemented: refused as an invalid
+pattern / time zone.
+
+`check_publish` runs nats-server's checks of a publish (server/stream.go
+processJetStreamMsg, "Message scheduling"), in its order; `Scheduler` keeps the
+due times on the injected clock and `fire` builds the produced message.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Final
+
+from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.headers import Headers, encode_headers
+from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.subject_match import subjects_overlap
+
+SCHEDULE: Final = "Nats-Schedule"
+TIME_ZONE: Final = "Nats-Schedule-Time-Zone"
+TTL: Final = "Nats-Schedule-TTL"
+ROLLUP: Final = "Nats-Schedule-Rollup"
+TARGET: Final = "Nats-Schedule-Target"
+SOURCE: Final = "Nats-Schedule-Source"
+SCHEDULER: Final = "Nats-Scheduler"
+NEXT: Final = "Nats-Schedule-Next"
+PURGE: Final = "purge"
+NS: Final = 1_000_000_000
+_GO_DURATION: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS: Final = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS,
+                 "h": 3600 * NS}
+_RFC3339: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+def _go_duration_ns(text: str) -> int | None:
+    """Go's time.ParseDuration (no sign needed here), None when it does not parse."""
+    if not text:
+        return None
+    pos, total = 0, 0.0
+    for match in _GO_DURATION.finditer(text):
+        if match.start() != pos:
+            return None
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return int(total) if pos == len(text) else None
+
+
+def _rfc3339_ns(text: str) -> int | None:
+    """Go's time.Parse(time.RFC3339, text) as nanoseconds since the epoch."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    fraction = (match.group(1) or ".")[1:]
+    whole = text[:19] + ("+00:00" if match.group(2) == "Z" else match.group(2))
+    try:
+        when = datetime.fromisoformat(whole)
+    except ValueError:
+        return None
+    return int(when.timestamp()) * NS + int((fraction + "000000000")[:9])
+
+
+def next_due(pattern: str, stored_ns: int, now_ns: int) -> tuple[int, bool] | None:
+    """(when it fires, whether it repeats) for a pattern, None when invalid;
+    `stored_ns`: when the schedule was stored or last fired."""
+    if pattern.startswith("@at "):
+        due = _rfc3339_ns(pattern[4:])
+        return None if due is None else (due, False)
+    if pattern.startswith("@every "):
+        every = _go_duration_ns(pattern[7:])
+        if every is None or every < NS:
+            return None
+        due = round(stored_ns / NS) * NS + every  # Go: Round(time.Second).Add(dur)
+        if due < now_ns:
+            due = round(now_ns / NS) * NS + every  # fire once, not for every missed turn
+        return due, True
+    return None
+
+
+def _ttl_ok(value: str) -> bool:
+    if value == "never":
+        return True
+    if value.isdigit():
+        return True
+    ns = _go_duration_ns(value)
+    return ns is not None and ns >= NS
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A schedule publish that passed: when it is due, and whether to add the rollup."""
+
+    due_ns: int | None  # None: not a schedule
+    add_rollup: bool = False
+
+
+def check_publish(
+    hdr: Headers,
+    subject: str,
+    stream_subjects: Sequence[str],
+    allowed: bool,
+    allow_ttl: bool,
+    now_ns: int,
+    last_on: Callable[[str], Headers | None],
+) -> Checked:
+    """nats-server's checks of a publish's schedule headers (see module docstring)."""
+    pattern = hdr.get(SCHEDULE)
+    due: int | None = None
+    if pattern:
+        zone = hdr.get(TIME_ZONE)
+        if zone is not None:
+            # a known zone is refused with the pattern (@at and @every take none;
+            # the cron patterns that do are not implemented)
+            error = (Err.MESSAGE_SCHEDULES_PATTERN_INVALID if _known_zone(zone)
+                     else Err.MESSAGE_SCHEDULES_TIME_ZONE_INVALID)
+            raise ApiError(error if allowed else Err.MESSAGE_SCHEDULES_DISABLED)
+        found = next_due(pattern, now_ns, now_ns)
+        if found is None:
+            raise ApiError(Err.MESSAGE_SCHEDULES_PATTERN_INVALID if allowed
+                           else Err.MESSAGE_SCHEDULES_DISABLED)
+        if not allowed:
+            raise ApiError(Err.MESSAGE_SCHEDULES_DISABLED)
+        ttl = hdr.get(TTL) or ""
+        if ttl and not _ttl_ok(ttl):
+            raise ApiError(Err.MESSAGE_SCHEDULES_TTL_INVALID)
+        rollup = hdr.get(ROLLUP) or ""
+        if rollup and rollup != "sub":
+            raise ApiError(Err.MESSAGE_SCHEDULES_ROLLUP_INVALID)
+        if ttl and not allow_ttl:
+            raise ApiError(Err.MESSAGE_TTL_DISABLED)
+        target = hdr.get(TARGET) or ""
+        if not _publish_subject(target) or target == subject:
+            raise ApiError(Err.MESSAGE_SCHEDULES_TARGET_INVALID)
+        source = hdr.get(SOURCE) or ""
+        if source and (source in (target, subject) or not _publish_subject(source)):
+            raise ApiError(Err.MESSAGE_SCHEDULES_SOURCE_INVALID)
+        if not any(subjects_overlap(s, target) for s in stream_subjects):
+            raise ApiError(Err.MESSAGE_SCHEDULES_TARGET_INVALID)
+        if source and not any(subjects_overlap(s, source) for s in stream_subjects):
+            raise ApiError(Err.MESSAGE_SCHEDULES_SOURCE_INVALID)
+        existing_rollup = hdr.get("Nats-Rollup") or ""
+        if existing_rollup and existing_rollup != "sub":
+            raise ApiError(Err.MESSAGE_SCHEDULES_ROLLUP_INVALID)
+        due = found[0]
+        add_rollup = not existing_rollup
+    else:
+        add_rollup = False
+    next_value = hdr.get(NEXT)
+    if next_value:
+        if next_value != PURGE:
+            raise ApiError(Err.MESSAGE_SCHEDULES_SCHEDULER_INVALID)
+        scheduler = hdr.get(SCHEDULER) or ""
+        if not scheduler or scheduler == subject or not _publish_subject(scheduler):
+            raise ApiError(Err.MESSAGE_SCHEDULES_SCHEDULER_INVALID)
+        if not allowed:
+            raise ApiError(Err.MESSAGE_SCHEDULES_DISABLED)
+        last = last_on(scheduler)
+        if last is not None and not last.get(SCHEDULE):
+            raise ApiError(Err.MESSAGE_SCHEDULES_SCHEDULER_INVALID)
+    elif hdr.get(SCHEDULER):
+        raise ApiError(Err.MESSAGE_SCHEDULES_SCHEDULER_INVALID)
+    return Checked(due, add_rollup)
+
+
+def _known_zone(name: str) -> bool:
+    if not name:
+        return False
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _publish_subject(subject: str) -> bool:
+    tokens = subject.split(".")
+    return bool(subject) and all(t and t not in ("*", ">") and " " not in t for t in tokens)
+
+
+def fire(
+    schedule_subject: str,
+    schedule: Headers,
+    content: tuple[Headers, bytes],
+    fired_ns: int,
+    now_ns: int,
+) -> tuple[str, bytes, bytes, int | None]:
+    """The message a due schedule produces: (target, headers, payload, next due or
+    None); `fired_ns` is the time it was due (the next one counts from it)."""
+    pattern = schedule.get(SCHEDULE) or ""
+    found = next_due(pattern, fired_ns, now_ns)
+    if found is not None and found[1] and found[0] <= now_ns:
+        found = (now_ns + (found[0] - fired_ns), True)
+    repeat_at = found[0] if found is not None and found[1] else None
+    source_hdr, payload = content
+    dropped = ("Nats-Msg-Id", "Nats-TTL", "Nats-Rollup")
+    items = [
+        (k, v) for k, v in source_hdr.items
+        if not k.startswith(("Nats-Schedule", "Nats-Expected-")) and k != SCHEDULER
+        and k not in dropped
+    ]
+    items.append((SCHEDULER, schedule_subject))
+    if repeat_at is None:
+        items.append((NEXT, PURGE))
+    else:
+        when = datetime.fromtimestamp(repeat_at // NS, tz=timezone.utc)
+        items.append((NEXT, when.strftime("%Y-%m-%dT%H:%M:%SZ")))
+    ttl = schedule.get(TTL)
+    if ttl:
+        items.append(("Nats-TTL", ttl))
+    rollup = schedule.get(ROLLUP)
+    if rollup:
+        items.append(("Nats-Rollup", rollup))
+    return schedule.get(TARGET) or "", encode_headers(items), payload, repeat_at
+
+
+class Scheduler:
+    """Due schedules of one stream: subject -> (sequence, due time), one timer."""
+
+    def __init__(self, clock: Clock, run: Callable[[str, int, int], None]) -> None:
+        self.clock = clock
+        self.run = run  # (schedule subject, its sequence, when it was due)
+        self.due: dict[str, tuple[int, int]] = {}
+        self._timer: TimerHandle | None = None
+
+    def add(self, subject: str, seq: int, due_ns: int) -> None:
+        self.due[subject] = (seq, due_ns)
+        self._arm()
+
+    def remove(self, subject: str) -> None:
+        if self.due.pop(subject, None) is not None:
+            self._arm()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.due.clear()
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.due:
+            first = min(due for _seq, due in self.due.values())
+            delay = max(first - self.clock.now_ns(), 0) / NS
+            self._timer = self.clock.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        now = self.clock.now_ns()
+        ready = sorted(
+            (seq, subject, due) for subject, (seq, due) in self.due.items() if due <= now
+        )
+        for seq, subject, due in ready:
+            self.due.pop(subject, None)
+            self.run(subject, seq, due)
+        self._arm()
