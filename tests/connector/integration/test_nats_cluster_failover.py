@@ -216,7 +216,7 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
     msgs = read_all(cluster, out_stream)
     ids = [msg_id for msg_id, _ in msgs]
     assert len(ids) == len(set(ids)), "duplicate message ids in the output"
-    assert sorted(ids) == sorted(f"{in_stream}:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
+    assert sorted(ids) == sorted(f"crash:{in_stream}:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
     assert sorted(data for _, data in msgs) == sorted(f"done:MSG-{i}".encode() for i in range(N))
     durable = api(cluster, f"CONSUMER.INFO.{in_stream}.spark")
     assert durable["ack_floor"]["stream_seq"] == N
