@@ -85,7 +85,7 @@ def all_current(cluster: NatsCluster, stream: str) -> bool:
 def start_child(servers: str, checkpoint: Path, log: Path, in_stream: str, out_subject: str) -> subprocess.Popen[bytes]:
     with log.open("ab") as sink:
         return subprocess.Popen(
-            [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject, "durable=spark", "max=100"],
+            [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject, "durable=spark", "max=50"],
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the JVM and workers die with it
@@ -175,9 +175,10 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
     assert messages(cluster, in_stream) == N
 
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "child.log"
-    # the faults, in order of output progress (Spark's restart takes longest: not last)
+    # the faults, in order of output progress (Spark's restart takes longest: not last); all in
+    # the first half, so that the query (small micro-batches) is still running for the last one
     faults = ["in", "spark", "out", "in"]
-    thresholds = sorted(rng.sample(range(N // 20, N * 3 // 5), len(faults)))
+    thresholds = sorted(rng.sample(range(N // 20, N * 9 // 20), len(faults)))
     done: list[str] = []
     child = start_child(cluster.servers, checkpoint, log, in_stream, f"out{tag}.copy")
     try:
@@ -194,13 +195,17 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
                 child = start_child(cluster.servers, checkpoint, log, in_stream, f"out{tag}.copy")
             else:
                 stream = in_stream if fault == "in" else out_stream
+                # every replica current again before the next kill: one node down at a time
+                for s in (in_stream, out_stream):
+                    wait_for(f"{s} replicas current", lambda s=s: all_current(cluster, s))
                 node = leader(cluster, stream)
                 cluster.kill(node)
                 time.sleep(rng.uniform(0.5, 3.0))  # down long enough for the others to elect
                 cluster.restart(node)
-                wait_for(f"{stream} replicas current", lambda s=stream: all_current(cluster, s))
             done.append(f"{fault}@{threshold}")
         print(f"faults: {' '.join(done)}")
+        if child.poll() is not None and len(done) < len(faults):
+            assert child.returncode == 0, f"the query failed after {done}:\n{log.read_text()[-6000:]}"
         assert len(done) == len(faults), f"the query finished before the last fault: {done}"
         code = child.wait(RECOVERY_S)
         assert code == 0, log.read_text()[-6000:]
@@ -211,7 +216,7 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
     msgs = read_all(cluster, out_stream)
     ids = [msg_id for msg_id, _ in msgs]
     assert len(ids) == len(set(ids)), "duplicate message ids in the output"
-    assert sorted(ids) == sorted(f"{in_stream}:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
+    assert sorted(ids) == sorted(f"crash:{in_stream}:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
     assert sorted(data for _, data in msgs) == sorted(f"done:MSG-{i}".encode() for i in range(N))
     durable = api(cluster, f"CONSUMER.INFO.{in_stream}.spark")
     assert durable["ack_floor"]["stream_seq"] == N

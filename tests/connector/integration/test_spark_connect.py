@@ -12,6 +12,7 @@ as the connector's message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     import spark_jetstream
 
+    # A Connect session sets SPARK_CONNECT_MODE_ENABLED in os.environ and leaves it there: every
+    # later session of this process, and every child process, would try to be a Connect client.
+    environ = dict(os.environ)
     with ConnectServer(tmp_path_factory.mktemp("connect")) as server:
         spark = SparkSession.builder.remote(server.remote).getOrCreate()
         try:
@@ -48,6 +52,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             yield spark
         finally:
             spark.stop()
+            os.environ.clear()
+            os.environ.update(environ)
 
 
 def test_is_a_connect_session(remote: Any) -> None:
@@ -87,6 +93,8 @@ def test_streaming_read_and_write_with_a_checkpoint(remote: Any, nats: ServerPro
             out.writeStream.format("jetstream")
             .option("servers", nats.url)
             .option("subject", "sout.copy")
+            .option("msgIdMode", "source")
+            .option("msgIdScope", "connect")
             .option("checkpointLocation", str(tmp_path / "checkpoint"))
             .trigger(availableNow=True)
             .start()
@@ -96,7 +104,7 @@ def test_streaming_read_and_write_with_a_checkpoint(remote: Any, nats: ServerPro
 
     run()
     msgs = read_stream(nats.url, "SOUT")
-    assert sorted(m.msg_id for m in msgs) == sorted(f"SIN:{s}:0" for s in range(1, 301))  # type: ignore[type-var]
+    assert sorted(m.msg_id for m in msgs) == sorted(f"connect:SIN:{s}:0" for s in range(1, 301))  # type: ignore[type-var]
     assert sorted(m.data for m in msgs) == sorted(f"M{i}".encode() for i in range(300))
 
 

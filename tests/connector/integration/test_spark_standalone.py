@@ -111,7 +111,7 @@ def test_pipeline_on_two_workers_with_the_connector_shipped_as_py_files(
     msgs = read_stream(nats.url, "OUT")
     ids = [m.msg_id for m in msgs]
     assert len(ids) == len(set(ids)) == N
-    assert sorted(ids) == sorted(f"IN:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
+    assert sorted(ids) == sorted(f"crash:IN:{seq}:0" for seq in range(1, N + 1))  # type: ignore[type-var]
     assert sorted(m.data for m in msgs) == sorted(f"done:MSG-{i}".encode() for i in range(N))
     assert int(stream_info(nats.url, "OUT")["state"]["messages"]) == N
     # each worker launched an executor JVM for the application, which fetched the shipped zip
