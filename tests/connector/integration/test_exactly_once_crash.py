@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from child_process import kill_group
+from child_process import start_child as start_child_process
 from sink_helpers import connect, create_stream, publish_acked, read_all, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess
@@ -43,24 +44,9 @@ def seed() -> int:
 def start_child(
     url: str, checkpoint: Path, log: Path, variant: str = "narrow", *settings: str
 ) -> subprocess.Popen[bytes]:
-    with log.open("ab") as sink:
-        return subprocess.Popen(
-            [sys.executable, str(PIPELINE), variant, url, str(checkpoint), "IN", "out.copy", *settings],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the JVM and workers die with it
-            # not the repository: Spark's Python workers run `python -m` in the working directory
-            # and would import the connector from the source tree instead of the installed one
-            cwd=log.parent,
-        )
+    argv = [sys.executable, str(PIPELINE), variant, url, str(checkpoint), "IN", "out.copy"]
+    return start_child_process([*argv, *settings], log)
 
-
-def kill_group(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait(30)
 
 
 @pytest.mark.timeout(900)  # four Spark JVM start-ups: slow on a loaded 2-core machine

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from api_proxy import ApiProxy
+from child_process import kill_group
+from child_process import start_child as start_child_process
 from read_helpers import BurstPublisher
 
 from jetstream_testing.process import ServerProcess
@@ -36,22 +37,8 @@ PIPELINE = Path(__file__).resolve().parents[2] / "support" / "latest_pipeline.py
 
 
 def start_child(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as sink:
-        return subprocess.Popen(
-            [sys.executable, str(PIPELINE), *args], stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the JVM and workers die with it
-            # not the repository: Spark's Python workers run `python -m` in the working directory
-            # and would import the connector from the source tree instead of the installed one
-            cwd=log.parent,
-        )
+    return start_child_process([sys.executable, str(PIPELINE), *args], log)
 
-
-def kill_group(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait(30)
 
 
 def batches(out: Path) -> dict[int, list[int]]:

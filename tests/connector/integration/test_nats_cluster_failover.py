@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from child_process import kill_group
+from child_process import start_child as start_child_process
 
 from jetstream_testing.cluster import NatsCluster
 from spark_jetstream.client import LeanConnection, NatsError
@@ -83,22 +84,9 @@ def all_current(cluster: NatsCluster, stream: str) -> bool:
 
 
 def start_child(servers: str, checkpoint: Path, log: Path, in_stream: str, out_subject: str) -> subprocess.Popen[bytes]:
-    with log.open("ab") as sink:
-        return subprocess.Popen(
-            [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject, "durable=spark", "max=50"],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the JVM and workers die with it
-            cwd=log.parent,  # not the repository: the workers would import the source tree
-        )
+    argv = [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject]
+    return start_child_process([*argv, "durable=spark", "max=100"], log)
 
-
-def kill_group(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait(30)
 
 
 def read_all(cluster: NatsCluster, stream: str) -> list[tuple[str | None, bytes]]:

@@ -11,10 +11,10 @@ import base64
 import json
 import random
 from collections.abc import AsyncIterator
-from typing import Any
 
 import nats
 import pytest
+from js_helpers import api as _api
 from nats.aio.client import Client as NATS
 
 from jetstream_testing.process import ServerProcess
@@ -30,11 +30,6 @@ async def nc(server: ServerProcess) -> AsyncIterator[NATS]:
     finally:
         await client.close()
 
-
-async def _api(nc: NATS, subject: str, body: Any = None) -> dict[str, Any]:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request("$JS.API." + subject, payload, timeout=5)
-    return dict(json.loads(msg.data))
 
 
 async def _pub(nc: NATS, subject: str, batch: str, seq: int | str | None,

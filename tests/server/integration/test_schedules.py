@@ -14,6 +14,7 @@ from typing import Any
 
 import nats
 import pytest
+from js_helpers import api as _api
 from nats.aio.client import Client as NATS
 
 from jetstream_testing.process import ServerProcess
@@ -31,11 +32,6 @@ async def nc(server: ServerProcess) -> AsyncIterator[NATS]:
     finally:
         await client.close()
 
-
-async def _api(nc: NATS, subject: str, body: Any = None) -> dict[str, Any]:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request("$JS.API." + subject, payload, timeout=5)
-    return dict(json.loads(msg.data))
 
 
 async def _pub(nc: NATS, subject: str, headers: dict[str, str], payload: bytes = b"x") -> Any:
