@@ -151,10 +151,19 @@ def spark():  # type: ignore[no-untyped-def]
     from spark_jetstream.local import local_spark_session
 
     # Spark's Python workers run `python -m pyspark.daemon` in this working directory (the
-    # repository root), which would put the source tree first on their path: without it,
-    # they import the installed connector, as the tests of this process do
+    # repository root), which would put the source tree first on their path: the JVM (and
+    # so its workers) starts with PYTHONSAFEPATH, and they import the installed connector,
+    # as the tests of this process do. Only the JVM: other child processes (user projects,
+    # `python -m jobs...`) keep Python's usual path.
+    previous = os.environ.get("PYTHONSAFEPATH")
     os.environ["PYTHONSAFEPATH"] = "1"
-    session = local_spark_session("spark-jetstream-tests", cores=2)
+    try:
+        session = local_spark_session("spark-jetstream-tests", cores=2)
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = previous
     try:
         import spark_jetstream
 
