@@ -37,7 +37,9 @@ def nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
+    # the Connect builder itself: the classic builder refuses a remote session while the
+    # suite's shared classic session runs in this process (SESSION_ALREADY_EXIST)
+    from pyspark.sql.connect.session import SparkSession
 
     import spark_jetstream
 
@@ -45,6 +47,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # later session of this process, and every child process, would try to be a Connect client.
     environ = dict(os.environ)
     with ConnectServer(tmp_path_factory.mktemp("connect")) as server:
+        # what the classic builder would set: pyspark.sql.functions then build Connect columns
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         spark = SparkSession.builder.remote(server.remote).getOrCreate()
         try:
             assert spark.conf.get("spark.master", "").startswith("local")  # the server's, not ours
