@@ -64,7 +64,10 @@ def test_watch_prints_history_and_updates(server: ServerProcess) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
     proc = subprocess.Popen([sys.executable, "-m", "jetstream_cli", "-s", server.url, "kv",
                              "watch", "CFG", "--history"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            # SIGINT as in a terminal, even when this run ignores it (a
+                            # background job): the CLI's Ctrl-C handling is what is tested
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     try:
         first = proc.stdout.readline()

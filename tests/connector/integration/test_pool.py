@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,7 +139,13 @@ def test_concurrent_leases_from_threads(server: ServerProcess) -> None:
     for t in threads:
         t.join(60)
     assert errors == []
-    assert pool.opened <= 4 and pool.idle_count() == 1
+    # one idle connection is kept; the others were closed when returned (a later lease may
+    # open a new one, so how many were opened depends on the interleaving): none leaks
+    assert pool.idle_count() == 1
+    deadline = time.monotonic() + 5
+    while len(ours(server)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)  # bounded: the server notices closed sockets asynchronously
+    assert len(ours(server)) == 1
 
 
 def test_a_forked_child_never_uses_its_parent_s_sockets(server: ServerProcess) -> None:
