@@ -77,5 +77,26 @@ def test_patterns() -> None:
         int(datetime(2027, 1, 15, 9, tzinfo=timezone.utc).timestamp()) * NS + NS // 2, False)
     assert next_due("@every 1m30s", now, now) == (now + 90 * NS, True)
     assert next_due("@every 1m", now - 3600 * NS, now) == (now + 60 * NS, True)  # no catch-up
-    for bad in ("@every 999ms", "@every 1d", "@at tomorrow", "0 0 * * * *", "@hourly", ""):
+    # 1_800_000_000 is 2027-01-15T08:00:00Z
+    assert next_due("0 0 * * * *", now, now) == (now + 3600 * NS, True)
+    assert next_due("@hourly", now - 86400 * NS, now) == (now + 3600 * NS, True)  # no catch-up
+    assert next_due("@every 1.5s", now + NS // 2, now) == (now + 5 * NS // 2, True)  # rounds up
+    for bad in ("@every 999ms", "@every 1d", "@at tomorrow", "0 0 * * *", "@hour", ""):
         assert next_due(bad, now, now) is None, bad
+
+
+def test_a_cron_schedule_in_a_zone_names_its_next_time_in_that_zone() -> None:
+    stream, clock = _stream()  # 2027-01-15T08:00:00Z
+    stream.accept("s.tick", encode_headers(
+        {"Nats-Schedule": "0 30 * * * *", "Nats-Schedule-Time-Zone": "Asia/Kolkata",
+         "Nats-Schedule-Target": "s.out"}), b"")
+    clock.advance(29 * 60 + 59)
+    assert _subjects(stream) == {"s.tick": 1}
+    clock.advance(1)  # 08:30Z is 14:00 in Kolkata: not yet
+    assert _subjects(stream) == {"s.tick": 1}
+    clock.advance(30 * 60)  # 09:00Z is 14:30 in Kolkata
+    assert _subjects(stream) == {"s.tick": 1, "s.out": 1}
+    last = stream.store.load_last("s.out")
+    assert last is not None
+    assert parse_headers(last.headers or b"").get("Nats-Schedule-Next") == "2027-01-15T15:30:00+05:30"
+    stream.stop()

@@ -10,10 +10,13 @@ schedule headers and with ``Nats-Scheduler: <schedule subject>`` and
 a one-shot one (storing that purges the schedule's subject).
 ``Nats-Schedule-TTL`` becomes the produced message's ``Nats-TTL``.
 
-Patterns: ``@at <RFC 3339 time>`` (once) and ``@every <Go duration>`` (at least
-1 s). nats-server's cron patterns (``0 0 * * * *``, ``@hourly`` ...) and
-``Nats-Schedule-Time-Zone`` are not implemented: refused as an invalid
-pattern / time zone.
+Patterns: ``@at <RFC 3339 time>`` (once), ``@every <Go duration>`` (at least
+1 s) and cron patterns (six fields with seconds, ``@hourly`` ..., see
+`cron`), which alone take a ``Nats-Schedule-Time-Zone`` (an IANA name; a
+present zone header is checked even without a pattern, as nats-server does).
+A repeating schedule that would fire several times (after a restart) fires
+once and then counts from now. ``Nats-Schedule-Next`` is Go's RFC 3339 (with
+nanoseconds) in the schedule's zone.
 
 `check_publish` runs nats-server's checks of a publish (server/stream.go
 processJetStreamMsg, "Message scheduling"), in its order; `Scheduler` keeps the
@@ -23,14 +26,14 @@ due times on the injected clock and `fire` builds the produced message.
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, tzinfo
 from typing import Final
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import Headers, encode_headers
+from jetstream_server.jetstream import cron
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.subject_match import subjects_overlap
 
@@ -53,6 +56,7 @@ _RFC3339: Final = re.compile(
 
 def _go_duration_ns(text: str) -> int | None:
     """Go's time.ParseDuration (no sign needed here), None when it does not parse."""
+    text = text.removeprefix("+")
     if not text:
         return None
     pos, total = 0, 0.0
@@ -78,21 +82,56 @@ def _rfc3339_ns(text: str) -> int | None:
     return int(when.timestamp()) * NS + int((fraction + "000000000")[:9])
 
 
-def next_due(pattern: str, stored_ns: int, now_ns: int) -> tuple[int, bool] | None:
+def _round_s(ns: int) -> int:
+    """Go's Round(time.Second): halfway rounds up."""
+    return (ns + NS // 2) // NS * NS
+
+
+def next_due(pattern: str, stored_ns: int, now_ns: int,
+             zone: tzinfo | None = None) -> tuple[int, bool] | None:
     """(when it fires, whether it repeats) for a pattern, None when invalid;
-    `stored_ns`: when the schedule was stored or last fired."""
+    `stored_ns`: when the schedule was stored or last fired; `zone`: the
+    schedule's time zone (only cron patterns take one)."""
     if pattern.startswith("@at "):
         due = _rfc3339_ns(pattern[4:])
-        return None if due is None else (due, False)
+        return None if due is None or zone is not None else (due, False)
     if pattern.startswith("@every "):
         every = _go_duration_ns(pattern[7:])
-        if every is None or every < NS:
+        if every is None or every < NS or zone is not None:
             return None
-        due = round(stored_ns / NS) * NS + every  # Go: Round(time.Second).Add(dur)
+        due = _round_s(stored_ns) + every
         if due < now_ns:
-            due = round(now_ns / NS) * NS + every  # fire once, not for every missed turn
+            due = _round_s(now_ns) + every  # fire once, not for every missed turn
         return due, True
-    return None
+    try:
+        parsed = cron.parse(pattern)
+        due = cron.next_fire(parsed, zone, stored_ns) * NS
+        if due < now_ns:
+            due = cron.next_fire(parsed, zone, _round_s(now_ns)) * NS
+    except cron.CronError:
+        return None
+    return due, True
+
+
+def zone_of(hdr: Headers) -> tuple[bool, tzinfo | None]:
+    """(valid, zone) of the ``Nats-Schedule-Time-Zone`` header: absent is valid and
+    None; present it must name a zone (nats-server's loadMessageScheduleLocation)."""
+    name = hdr.get(TIME_ZONE)
+    if name is None:
+        return True, None
+    zone = cron.load_zone(name) if name else None
+    return zone is not None, zone
+
+
+def stored_due(hdr: Headers, stored_ns: int, now_ns: int) -> int | None:
+    """When a stored schedule is due (nats-server's nextMessageSchedule from the
+    message's time), None when it is not a valid schedule."""
+    pattern = hdr.get(SCHEDULE)
+    zone_ok, zone = zone_of(hdr)
+    if not pattern or not zone_ok:
+        return None
+    found = next_due(pattern, stored_ns, now_ns, zone)
+    return None if found is None else found[0]
 
 
 def _ttl_ok(value: str) -> bool:
@@ -124,15 +163,12 @@ def check_publish(
     """nats-server's checks of a publish's schedule headers (see module docstring)."""
     pattern = hdr.get(SCHEDULE)
     due: int | None = None
+    zone_ok, zone = zone_of(hdr)
+    if not zone_ok:
+        raise ApiError(Err.MESSAGE_SCHEDULES_TIME_ZONE_INVALID if allowed
+                       else Err.MESSAGE_SCHEDULES_DISABLED)
     if pattern:
-        zone = hdr.get(TIME_ZONE)
-        if zone is not None:
-            # a known zone is refused with the pattern (@at and @every take none;
-            # the cron patterns that do are not implemented)
-            error = (Err.MESSAGE_SCHEDULES_PATTERN_INVALID if _known_zone(zone)
-                     else Err.MESSAGE_SCHEDULES_TIME_ZONE_INVALID)
-            raise ApiError(error if allowed else Err.MESSAGE_SCHEDULES_DISABLED)
-        found = next_due(pattern, now_ns, now_ns)
+        found = next_due(pattern, now_ns, now_ns, zone)
         if found is None:
             raise ApiError(Err.MESSAGE_SCHEDULES_PATTERN_INVALID if allowed
                            else Err.MESSAGE_SCHEDULES_DISABLED)
@@ -180,16 +216,6 @@ def check_publish(
     return Checked(due, add_rollup)
 
 
-def _known_zone(name: str) -> bool:
-    if not name:
-        return False
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
 def _publish_subject(subject: str) -> bool:
     tokens = subject.split(".")
     return bool(subject) and all(t and t not in ("*", ">") and " " not in t for t in tokens)
@@ -205,8 +231,9 @@ def fire(
     """The message a due schedule produces: (target, headers, payload, next due or
     None); `fired_ns` is the time it was due (the next one counts from it)."""
     pattern = schedule.get(SCHEDULE) or ""
-    found = next_due(pattern, fired_ns, now_ns)
-    if found is not None and found[1] and found[0] <= now_ns:
+    _zone_ok, zone = zone_of(schedule)
+    found = next_due(pattern, fired_ns, now_ns, zone)
+    if found is not None and pattern.startswith("@every ") and found[0] <= now_ns:
         found = (now_ns + (found[0] - fired_ns), True)
     repeat_at = found[0] if found is not None and found[1] else None
     source_hdr, payload = content
@@ -220,8 +247,7 @@ def fire(
     if repeat_at is None:
         items.append((NEXT, PURGE))
     else:
-        when = datetime.fromtimestamp(repeat_at // NS, tz=timezone.utc)
-        items.append((NEXT, when.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        items.append((NEXT, cron.format_rfc3339_nano(repeat_at, zone)))
     ttl = schedule.get(TTL)
     if ttl:
         items.append(("Nats-TTL", ttl))

@@ -691,10 +691,12 @@ class Stream:
         for msg in self.store.iter_range(first, last):
             if not msg.headers or b"Nats-Schedule:" not in msg.headers:
                 continue
-            pattern = _header(msg.headers, schedules.SCHEDULE)
-            found = schedules.next_due(pattern, msg.timestamp_ns, now) if pattern else None
-            if found is not None:
-                self.scheduler.add(msg.subject, msg.seq, found[0])
+            try:
+                due = schedules.stored_due(parse_headers(msg.headers), msg.timestamp_ns, now)
+            except HeaderError:
+                continue
+            if due is not None:
+                self.scheduler.add(msg.subject, msg.seq, due)
 
     # -- expiry ----------------------------------------------------------------
     # max_age removes every message older than the limit except those published
