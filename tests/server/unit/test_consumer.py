@@ -60,7 +60,8 @@ class Host:
         self.sent.append(Sent(target, subject, reply, headers, payload))
 
     def has_interest(self, subject: str) -> bool:
-        return subject not in self.deaf
+        # nobody listens to advisories here (tests/server/integration/test_advisories.py)
+        return subject not in self.deaf and not subject.startswith("$JS.EVENT.")
 
     def subscribe(self, subject: str, handler: MessageHandler) -> int:
         sid = len(self.subs) + 1

@@ -111,6 +111,9 @@ class Broker:
         self._internal: dict[int, Subscription] = {}
         self._next_id = 1
         self._choice: Callable[[list[Subscription]], Subscription] = random.choice
+        # the client whose message an internal handler is running for (None:
+        # internal); read at the handler's start (the API audit's `client`)
+        self.origin: Subscriber | None = None
 
     # -- Router ----------------------------------------------------------------
     def publish(
@@ -206,6 +209,7 @@ class Broker:
             if client is None:
                 handler = sub.handler
                 assert handler is not None
+                self.origin = origin
                 try:
                     handler(subject, reply, headers, payload)
                 except Exception:  # a faulty service must not take the broker down
@@ -275,6 +279,7 @@ class Broker:
                 handler = sub.handler
                 assert handler is not None
                 delivered += 1
+                self.origin = origin
                 try:
                     handler(subject, reply, headers, payload)
                 except Exception:  # a faulty service must not take the broker down

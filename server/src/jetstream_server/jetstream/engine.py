@@ -50,7 +50,7 @@ from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.router import MessageHandler, Router
-from jetstream_server.jetstream import counters, persistence
+from jetstream_server.jetstream import advisories, counters, persistence
 from jetstream_server.jetstream.account_limits import (
     UNLIMITED,
     check_new_stream,
@@ -142,7 +142,7 @@ class JetStream:
         self.limits = ServerLimits.of(getattr(settings, "limits", None))
         self.max_pending = DEFAULT_MAX_PENDING  # the app sets the server's value
         self.router: Router = _NoRouter()
-        self.consumer_host: ConsumerHost = RouterHost(self.router, clock)
+        self.consumer_host: ConsumerHost = RouterHost(self.router, clock, self.domain)
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
@@ -166,7 +166,7 @@ class JetStream:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
         self.router = router
-        self.consumer_host = RouterHost(router, self.clock)
+        self.consumer_host = RouterHost(router, self.clock, self.domain)
         self._started = True
         # a partial, not a closure: one Python frame less per request
         on_api = functools.partial(dispatch, self)
@@ -264,6 +264,37 @@ class JetStream:
 
     def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         self.router.publish(subject, reply, headers, payload)
+
+    def has_interest(self, subject: str) -> bool:
+        return self.router.has_interest(subject)
+
+    def api_origin(self) -> object | None:
+        return getattr(self.router, "origin", None)
+
+    def audit(self, subject: str, request: bytes, response: dict[str, Any],
+              origin: object | None) -> None:
+        if not self.router.has_interest(advisories.API_AUDIT):
+            return
+        advisories.api_audit(self, self.clock.now_ns(), self.server_name,
+                             self._client_info(origin), subject, request, response, self.domain)
+
+    def _client_info(self, origin: object | None) -> dict[str, Any] | None:
+        """nats-server's ClientInfo of a client connection, as far as the session knows it."""
+        if origin is None:
+            return None
+        info: dict[str, Any] = {
+            "host": getattr(origin, "ip", "") or None,
+            "id": getattr(origin, "cid", None),
+            "acc": self.account,
+            "user": getattr(origin, "user", None),
+            "name": getattr(origin, "name", "") or None,
+            "lang": getattr(origin, "lang", "") or None,
+            "ver": getattr(origin, "version", "") or None,
+            "server": self.server_name or None,
+            "kind": "Client",
+            "client_type": "nats",
+        }
+        return {k: v for k, v in info.items() if v is not None}
 
     def lookup_stream(self, name: str) -> Stream:
         stream = self.streams.get(name)
@@ -397,6 +428,7 @@ class JetStream:
         self.sourcing.attach(stream)
         self.sourcing.stream_created(stream)
         logger.info("created stream %s", config.name)
+        advisories.stream_action(self, self.clock.now_ns(), config.name, "create", self.domain)
         return stream
 
     def _refuse_unloaded(self, name: str, directory: Path) -> None:
@@ -433,6 +465,7 @@ class JetStream:
             self._unsubscribe_stream(stream.name)
             self._subscribe_stream(stream)
         self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
+        advisories.stream_action(self, self.clock.now_ns(), stream.name, "modify", self.domain)
 
     def delete_stream(self, stream: Stream) -> None:
         self.sourcing.detach(stream.name)
@@ -440,10 +473,15 @@ class JetStream:
         self.streams.pop(stream.name, None)
         self.batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
+        consumers = [name for name in stream.consumers]
         stream.delete()
         if stream.directory is not None:
             persistence.remove_stream_dir(stream.directory)
         logger.info("deleted stream %s", stream.name)
+        now = self.clock.now_ns()
+        advisories.stream_action(self, now, stream.name, "delete", self.domain)
+        for name in consumers:
+            advisories.consumer_action(self, now, stream.name, name, "delete", self.domain)
 
     def _subscribe_stream(self, stream: Stream) -> None:
         handler = self._publish_handler(stream)
@@ -767,9 +805,10 @@ class RouterHost:
 
     _warned = False
 
-    def __init__(self, router: Router, clock: Clock) -> None:
+    def __init__(self, router: Router, clock: Clock, domain: str | None = None) -> None:
         self.clock = clock
         self.router = router
+        self.domain = domain  # what consumer advisories name
         self.publish = router.publish
         self.has_interest = router.has_interest
         self.unsubscribe = router.unsubscribe

@@ -33,6 +33,7 @@ from typing import Any
 
 from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.headers import status_headers
+from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
 from jetstream_server.jetstream.consumer.config import (
@@ -160,6 +161,8 @@ def create_consumer(
     # First deliveries go out after the create response (as with nats-server, whose
     # answer shows the consumer before it delivered anything).
     host.clock.call_later(0, consumer.kick)
+    advisories.consumer_action(host.consumer_host, host.clock.now_ns(), stream.name, name,
+                               "create", host.domain)
     return consumer
 
 

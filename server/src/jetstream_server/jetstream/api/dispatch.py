@@ -7,7 +7,8 @@
 becomes `{"type", "error": {code, err_code, description}}` plus the route's
 `error_fields` (so is a `Nats-Required-Api-Level` above the server's level,
 as nats-server); any other exception is logged with its traceback and
-answered as a 500 error, so nothing escapes into the broker. Subjects no
+answered as a 500 error, so nothing escapes into the broker. A counted
+request is then audited (`$JS.EVENT.ADVISORY.API`, when someone listens). Subjects no
 route serves get no answer (nats-server answers them with silence too).
 """
 
@@ -60,6 +61,7 @@ def dispatch(
         logger.debug("no JetStream API handler for %s", subject)
         return
     route, params = found
+    origin = host.api_origin()  # before the handler publishes anything
     req = ApiRequest(subject, tokens, params, reply, headers, payload)
     failed = True
     try:
@@ -78,4 +80,7 @@ def dispatch(
         host.api_errors += int(failed)
     if body is None:
         return
-    host.respond(reply, {"type": response_type(route.response), **body})
+    response = {"type": response_type(route.response), **body}
+    host.respond(reply, response)
+    if route.counted:
+        host.audit(subject, payload, response, origin)

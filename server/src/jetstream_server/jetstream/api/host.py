@@ -41,6 +41,15 @@ class ApiHost(Protocol):
     def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         ...
 
+    def api_origin(self) -> object | None:
+        """The client connection whose request is being handled (None: internal)."""
+        ...
+
+    def audit(self, subject: str, request: bytes, response: dict[str, Any],
+              origin: object | None) -> None:
+        """The API audit advisory for an answered request (only when someone listens)."""
+        ...
+
     def lookup_stream(self, name: str) -> Stream:
         """The stream `name`; ApiError STREAM_NOT_FOUND when there is none."""
         ...

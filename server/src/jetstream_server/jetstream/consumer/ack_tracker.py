@@ -95,6 +95,8 @@ class AckTracker:
         self._timer_due = 0
         self._deadlines: list[tuple[int, int]] = []  # heap of (due_ns, seq); see docstring
         self._closed = False
+        # (stream seq, deliveries) of a message dropped at max_deliver: the advisory
+        self.on_max_deliveries: Callable[[int, int], None] | None = None
         self.configure(config)
 
     def configure(self, config: ConsumerConfig) -> None:
@@ -202,6 +204,8 @@ class AckTracker:
                 self.dropped.add(seq)
                 self.touched.add(seq)
                 self._on_change()
+                if self.on_max_deliveries is not None:
+                    self.on_max_deliveries(seq, dc - 1)
                 continue
             msg = self.stream.store.load(seq)
             if msg is None:

@@ -126,11 +126,13 @@ class AckInbox:
         if not body or kind == b"+ACK":
             consumer.ack(ack.stream_seq, ack.consumer_seq)
         elif kind == b"-NAK":
-            consumer.nak(ack.stream_seq, _parse_delay(body[4:]))
+            consumer.nak(ack.stream_seq, _parse_delay(body[4:]), ack.consumer_seq,
+                         ack.delivery_count)
         elif kind == b"+WPI":
             consumer.progress(ack.stream_seq)
         elif body.startswith(b"+TERM"):
-            consumer.term(ack.stream_seq, ack.consumer_seq)
+            reason = body[5:].strip().decode("utf-8", "replace")
+            consumer.term(ack.stream_seq, ack.consumer_seq, ack.delivery_count, reason)
         else:
             logger.debug("unknown ack payload %r on %s", body[:32], subject)
         if reply:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from jetstream_server.core.clock import TimerHandle
+from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.consumer.ack_tracker import AckTracker
 from jetstream_server.jetstream.consumer.config import ConsumerConfig, format_time
 from jetstream_server.jetstream.consumer.cursor import Cursor
@@ -86,6 +87,7 @@ class Consumer:
         self.acks = AckTracker(
             self.clock, stream, self.cursor, config, on_change=self._dirty, on_due=self.kick
         )
+        self.acks.on_max_deliveries = self._max_deliveries
         if state is not None:
             self.cursor.restore(state.delivered_consumer_seq, state.delivered_stream_seq)
             self.acks.restore(
@@ -182,6 +184,8 @@ class Consumer:
             lowest = min(lowest, min(acks.dropped))
         # what it no longer holds on an interest stream: only from `lowest`, its subjects
         self.stream.remove_consumer(self.name, max(lowest, 1), self.cursor.store_filters)
+        advisories.consumer_action(self.host, self.clock.now_ns(), self.stream_name, self.name,
+                                   "delete", getattr(self.host, "domain", None))
 
     @property
     def closed(self) -> bool:
@@ -497,16 +501,30 @@ class Consumer:
             self.kick()  # a freed max_ack_pending slot may let something out
         return True
 
-    def nak(self, seq: int, delay_ns: int = 0) -> None:
+    def nak(self, seq: int, delay_ns: int = 0, dseq: int = 0, dc: int = 0) -> None:
+        """-NAK (`dseq`, `dc`: the delivery's consumer sequence and count, for the
+        advisory nats-server sends while the message is pending)."""
+        if dseq and seq in self.acks.pending and not self.acks.ack_none:
+            advisories.nak(self.host, self.clock.now_ns(), self.stream_name, self.name,
+                           dseq, seq, dc)
         if self.acks.nak(seq, delay_ns):
             self.kick()
 
     def progress(self, seq: int) -> None:
         self.acks.progress(seq)
 
-    def term(self, seq: int, dseq: int = 0) -> None:
-        if self.acks.term(seq, dseq) and self.delivery.ready():
+    def term(self, seq: int, dseq: int = 0, dc: int = 0, reason: str = "") -> None:
+        """+TERM; nats-server sends its advisory whether or not the message was pending."""
+        done = self.acks.term(seq, dseq)
+        if dc:
+            advisories.terminated(self.host, self.clock.now_ns(), self.stream_name, self.name,
+                                  dseq, seq, dc, reason)
+        if done and self.delivery.ready():
             self.kick()
+
+    def _max_deliveries(self, seq: int, deliveries: int) -> None:
+        advisories.max_deliveries(self.host, self.clock.now_ns(), self.stream_name, self.name,
+                                  seq, deliveries)
 
     # -- reset -------------------------------------------------------------------
     def reset(self, seq: int) -> int:

@@ -1,0 +1,129 @@
+"""JetStream advisories (`$JS.EVENT.ADVISORY.>`) on both servers via nats-py: the same
+calls, the same subjects, the same fields.
+
+One scenario per server: stream create / update, consumer create, NAK, TERM with
+a reason, a message past `max_deliver`, consumer delete, stream delete, and
+the API audit of every request. Waits are bounded (a deadline on the events
+expected).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import nats
+import pytest
+from js_helpers import api
+from nats.aio.msg import Msg
+
+from jetstream_testing.process import ServerProcess
+
+EVENT = "$JS.EVENT.ADVISORY."
+COMMON = {"type", "id", "timestamp"}
+
+
+async def _until(events: list[tuple[str, dict[str, Any]]], subjects: list[str]) -> None:
+    async def wait() -> None:
+        while not all(any(s == subject for s, _ in events) for subject in subjects):
+            await asyncio.sleep(0.02)
+    try:
+        await asyncio.wait_for(wait(), 5)
+    except TimeoutError:
+        pytest.fail(f"advisories {subjects} not all seen: {[s for s, _ in events]}")
+
+
+def _one(events: list[tuple[str, dict[str, Any]]], subject: str) -> dict[str, Any]:
+    found = [body for s, body in events if s == subject]
+    assert len(found) == 1, (subject, [s for s, _ in events])
+    return found[0]
+
+
+async def test_advisories(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url, name="auditor", max_reconnect_attempts=0)
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(msg: Msg) -> None:
+        events.append((msg.subject, json.loads(msg.data)))
+
+    try:
+        await nc.subscribe(EVENT + ">", cb=record)
+        await nc.flush()
+        await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        await api(nc, "STREAM.UPDATE.S", {"name": "S", "subjects": ["s.>"], "max_msgs": 10})
+        await api(nc, "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": {
+            "durable_name": "C", "ack_policy": "explicit", "max_deliver": 2}})
+        js = nc.jetstream()
+        await js.publish("s.a", b"1")
+        await js.publish("s.b", b"2")
+        sub = await js.pull_subscribe_bind("C", "S")
+        first, second = await sub.fetch(2, timeout=5)
+        await first.nak()
+        await nc.publish(second.reply or "", b"+TERM no longer wanted")
+        (again,) = await sub.fetch(1, timeout=5)
+        assert again.metadata.num_delivered == 2
+        await again.nak()
+        with pytest.raises(nats.errors.TimeoutError):
+            await sub.fetch(1, timeout=0.5)  # the third delivery is over max_deliver
+        await _until(events, [EVENT + "CONSUMER.MAX_DELIVERIES.S.C"])
+        await api(nc, "CONSUMER.DELETE.S.C")
+        await api(nc, "STREAM.DELETE.S")
+        missing = await api(nc, "STREAM.INFO.NOPE")
+        assert missing["error"]["err_code"] == 10059
+        await _until(events, [EVENT + "STREAM.DELETED.S", EVENT + "CONSUMER.DELETED.S.C"])
+        await _until(events, [EVENT + "API"] * 1)
+        await asyncio.sleep(0.1)  # the last audit follows its answer
+    finally:
+        await nc.close()
+
+    actions = {
+        "STREAM.CREATED.S": ("stream_action", {"stream": "S", "action": "create"}),
+        "STREAM.UPDATED.S": ("stream_action", {"stream": "S", "action": "modify"}),
+        "STREAM.DELETED.S": ("stream_action", {"stream": "S", "action": "delete"}),
+        "CONSUMER.CREATED.S.C": ("consumer_action",
+                                 {"stream": "S", "consumer": "C", "action": "create"}),
+        "CONSUMER.DELETED.S.C": ("consumer_action",
+                                 {"stream": "S", "consumer": "C", "action": "delete"}),
+        "CONSUMER.MSG_TERMINATED.S.C": ("terminated", {
+            "stream": "S", "consumer": "C", "consumer_seq": 2, "stream_seq": 2, "deliveries": 1,
+            "reason": "no longer wanted"}),
+        "CONSUMER.MAX_DELIVERIES.S.C": ("max_deliver", {
+            "stream": "S", "consumer": "C", "stream_seq": 1, "deliveries": 2}),
+    }
+    for suffix, (kind, fields) in actions.items():
+        body = _one(events, EVENT + suffix)
+        assert set(body) == COMMON | set(fields), (suffix, body)
+        assert body["type"] == "io.nats.jetstream.advisory.v1." + kind
+        assert {k: body[k] for k in fields} == fields, (suffix, body)
+        assert len(body["id"]) == 22 and body["timestamp"].endswith("Z")
+    naks = [body for s, body in events if s == EVENT + "CONSUMER.MSG_NAKED.S.C"]
+    assert [(n["consumer_seq"], n["stream_seq"], n["deliveries"]) for n in naks] == [
+        (1, 1, 1), (3, 1, 2)]
+    assert all(set(n) == COMMON | {"stream", "consumer", "consumer_seq", "stream_seq",
+                                   "deliveries"} for n in naks)
+
+    audits = [body for s, body in events if s == EVENT + "API"]
+    assert [a["subject"] for a in audits] == [
+        "$JS.API.STREAM.CREATE.S", "$JS.API.STREAM.UPDATE.S", "$JS.API.CONSUMER.CREATE.S.C",
+        "$JS.API.CONSUMER.DELETE.S.C", "$JS.API.STREAM.DELETE.S", "$JS.API.STREAM.INFO.NOPE"]
+    for audit in audits:
+        assert {"type", "id", "timestamp", "server", "client", "subject", "response"} <= set(audit)
+        assert set(audit) <= {"type", "id", "timestamp", "server", "client", "subject",
+                              "request", "response"}
+        assert audit["type"] == "io.nats.jetstream.advisory.v1.api_audit"
+        client = audit["client"]
+        assert {k: client[k] for k in ("host", "acc", "name", "lang", "kind", "client_type")} \
+            == {"host": "127.0.0.1", "acc": "$G", "name": "auditor", "lang": "python3",
+                "kind": "Client", "client_type": "nats"}
+        assert isinstance(client["id"], int) and client["ver"] and client["server"]
+        assert json.loads(audit["response"])["type"].startswith("io.nats.jetstream.api.v1.")
+    assert "request" not in audits[3]  # an empty request is left out
+    assert json.loads(audits[0]["request"]) == {"name": "S", "subjects": ["s.>"]}
+    assert json.loads(audits[-1]["response"])["error"]["err_code"] == 10059
+    created = json.loads(audits[0]["response"])
+    assert created["type"] == "io.nats.jetstream.api.v1.stream_create_response"
+    assert created["config"]["name"] == "S"
+    # the stream's advisory goes out before the answer's audit, as on nats-server
+    order = [s for s, _ in events]
+    assert order.index(EVENT + "STREAM.CREATED.S") < order.index(EVENT + "API")
