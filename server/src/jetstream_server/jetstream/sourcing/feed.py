@@ -13,6 +13,13 @@ origin's sequences); a source after the sequence in the newest
 target's messages, as nats-server's startingSequenceForSources) or the one
 saved in `sources.json` (progress.py), whichever is later.
 
+A recreated origin (its identity, the hash of its creation time, differs from
+the one the source read, or that the newest stored source header names) is
+read again from its start (or the configured start), as nats-server resets a
+source whose consumer answers with a stream identity mismatch. A mirror keeps
+going after its own last sequence: it takes the new origin's messages once
+their sequences pass it, as nats-server's does.
+
 An origin with interest or work-queue retention keeps a message until its
 feeds have copied it (`holds`), then hears `acknowledged(seq)` as from an
 AckNone consumer, so a work queue drained by a source empties.
@@ -33,6 +40,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.headers import (
     source_header,
     sourced_headers,
+    stored_identity,
     stored_source,
     stream_identity,
 )
@@ -67,14 +75,14 @@ class Feed:
         self.created_ns = now_ns
         self.error: ApiError | None = None
         self.last_copied = 0  # origin sequence of the newest message copied
-        self._identity = ""
+        self._identity = ""  # the identity of the origin this feed reads ("": not known)
 
     # -- positioning ---------------------------------------------------------------
-    def position(self, origin: Stream) -> None:
+    def position(self, origin: Stream, recreated: bool = False) -> None:
         """Choose where to read from, once (see module docstring)."""
         if self.next_seq:
             return
-        resumed = self._resume_point()
+        resumed = 0 if recreated else self._resume_point()
         if resumed:
             self.next_seq = resumed
             return
@@ -87,7 +95,7 @@ class Feed:
             self.next_seq = cfg.opt_start_seq
         elif cfg.opt_start_time_ns is not None:
             self.next_seq = max(origin.store.seq_for_time(max(cfg.opt_start_time_ns, last_ts)), 1)
-        elif last_ts and target.first_seq > 1:
+        elif last_ts and target.first_seq > 1 and not recreated:
             self.next_seq = max(origin.store.seq_for_time(last_ts), 1)
         else:
             self.next_seq = max(origin.store.state().first_seq, 1)
@@ -115,6 +123,7 @@ class Feed:
             found = stored_source(msg.headers)
             if found is not None and found[0] == self.index_name:
                 self.last_copied = max(self.last_copied, found[1])
+                self._identity = stored_identity(msg.headers)
                 return found[1] + 1
             seq = msg.seq - 1
             if seq < state.first_seq:
@@ -126,7 +135,13 @@ class Feed:
         """Copy up to `budget` messages; returns how many it handled (0: caught up
         or blocked)."""
         self.position(origin)
-        self._identity = stream_identity(origin.created_ns)
+        identity = stream_identity(origin.created_ns)
+        if not self.mirror and self._identity and self._identity != identity:
+            logger.warning("stream %s: source stream %s was recreated, reading it from its start",
+                           self.target.name, self.origin_name)
+            self.next_seq = self.last_copied = 0
+            self.position(origin, recreated=True)
+        self._identity = identity
         self.last_active_ns = now_ns
         store = origin.store
         filters = self.filters or None

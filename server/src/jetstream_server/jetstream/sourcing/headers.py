@@ -49,6 +49,13 @@ def stored_source(headers: bytes | None) -> tuple[str, int] | None:
     return None if value is None else parse_source_header(value)
 
 
+def stored_identity(headers: bytes | None) -> str:
+    """The origin identity a stored message's source header records ("" when none)."""
+    value = get_header(headers, STREAM_SOURCE)
+    fields = value.split(" ") if value else []
+    return fields[5] if len(fields) >= 6 else ""
+
+
 def sourced_headers(headers: bytes | None, value: str) -> bytes:
     """The origin's headers without an older `Nats-Stream-Source` (daisy
     chains), `Nats-Expected-*` and `Nats-Batch-*`, plus the new source header."""
