@@ -310,7 +310,10 @@ class Stream:
         if self.counter:
             if plan is None or plan.incr is None:
                 return self._fail(Err.MESSAGE_INCR_MISSING)
-            headers, payload = self._count(subject, headers, plan.incr)
+            try:
+                headers, payload = self._count(subject, headers, plan.incr, payload, sourced)
+            except ApiError as exc:
+                return PubAck(0, error=exc)
         if plan is not None and plan.headers is not None:
             headers = plan.headers
         if self._account_check is not None or self._discard_new:
@@ -376,16 +379,24 @@ class Stream:
             store.remove(store.store("_gap_", None, b"", timestamp_ns))
         return count
 
-    def _count(self, subject: str, headers: bytes | None, incr: int) -> tuple[bytes | None, bytes]:
-        """A counter publish: the subject's new total as the payload, the previous
-        message's ``Nats-Counter-Sources`` carried forward."""
+    def _count(self, subject: str, headers: bytes | None, incr: int, payload: bytes,
+               sourced: Sourced | None) -> tuple[bytes | None, bytes]:
+        """A counter publish: the subject's new total as the payload; a sourced
+        message adds what its origin's total moved (counters.py); the
+        ``Nats-Counter-Sources`` kept on the subject goes on."""
         last = self.store.load_last(subject)
-        total = counters.current_total(last.data if last is not None else None) + incr
-        sources = get_header(last.headers, counters.COUNTER_SOURCES) if last is not None else None
-        if sources and headers is not None and counters.COUNTER_SOURCES.encode() not in headers:
-            line = f"{counters.COUNTER_SOURCES}: {sources}\r\n\r\n".encode()
-            headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
-        return headers, counters.total_payload(total)
+        total = counters.current_total(last.data if last is not None else None)
+        sources = counters.parse_sources(
+            get_header(last.headers, counters.COUNTER_SOURCES) if last is not None else None)
+        if sourced is not None and headers is not None:
+            origin = get_header(headers, STREAM_SOURCE)
+            if origin:
+                incr = counters.sourced_increment(sources, origin, subject, payload)
+                headers = counters.set_header(headers, counters.INCR, str(incr))
+        if sources and headers is not None:
+            headers = counters.set_header(headers, counters.COUNTER_SOURCES,
+                                          counters.encode_sources(sources))
+        return headers, counters.total_payload(total + incr)
 
     def _plan_headers(
         self,
@@ -516,7 +527,13 @@ class Stream:
                 ttl_ns = parse_ttl_ns(ttl_raw)
             except ApiError:
                 ttl_ns = 0
-        return _HeaderPlan(msg_id, rollup if rollup in ("sub", "all") else "", ttl_ns)
+        incr_raw = hdr.get(counters.INCR)
+        incr: int | None = None
+        if incr_raw:  # stored verbatim, but it must be an integer (nats-server's getMessageIncr)
+            if counters.INTEGER.fullmatch(incr_raw) is None:
+                return PubAck(0, error=ApiError(Err.MESSAGE_INCR_INVALID))
+            incr = int(incr_raw)
+        return _HeaderPlan(msg_id, rollup if rollup in ("sub", "all") else "", ttl_ns, incr)
 
     def _apply_plan(self, plan: _HeaderPlan, subject: str, seq: int, now: int) -> None:
         if plan.schedule_due_ns is not None:
