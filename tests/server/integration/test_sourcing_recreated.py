@@ -58,3 +58,32 @@ async def test_a_recreated_origin(server: ServerProcess) -> None:
         assert (await _until(nc, "S", 8))["state"]["messages"] == 8
     finally:
         await nc.close()
+
+
+async def test_a_filtered_mirror_skips_a_long_gap(server: ServerProcess) -> None:
+    """The origin's 5000 filtered-out messages are one skip in the mirror (one store
+    operation, tests/server/unit/test_store_skip.py), deleted sequences as on
+    nats-server; after a restart the mirror goes on after them."""
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        await api(nc, "STREAM.CREATE.O", {"name": "O", "subjects": ["o.>"]})
+        await nc.request("o.keep", b"first", timeout=5)
+        for i in range(5000):
+            await nc.publish("o.other", b"%d" % i)
+        await nc.request("o.keep", b"second", timeout=5)
+        await api(nc, "STREAM.CREATE.M", {"name": "M", "mirror": {
+            "name": "O", "filter_subject": "o.keep"}})
+        mirror = await _until(nc, "M", 2)
+        assert {k: mirror["state"][k] for k in ("messages", "first_seq", "last_seq",
+                                                 "num_deleted")} == {
+            "messages": 2, "first_seq": 1, "last_seq": 5002, "num_deleted": 5000}
+    finally:
+        await nc.close()
+    server.restart()
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        await nc.request("o.keep", b"third", timeout=5)
+        mirror = await _until(nc, "M", 3)
+        assert (mirror["state"]["messages"], mirror["state"]["last_seq"]) == (3, 5003)
+    finally:
+        await nc.close()

@@ -362,22 +362,8 @@ class Stream:
             if state.msgs == 0:
                 store.compact(seq)
             else:
-                self.fill_gap(seq, seq - state.last_seq - 1, timestamp_ns)
+                store.skip_msgs(state.last_seq + 1, seq - state.last_seq - 1)
         return True
-
-    def fill_gap(self, seq: int, limit: int, timestamp_ns: int) -> int:
-        """Make up to `limit` of the sequences below `seq` deleted ones (a
-        mirror skipping what its origin no longer has); returns how many.
-
-        The store has no interior skip: each missing sequence is held by an
-        empty record deleted at once (stamped `timestamp_ns`, the time of the
-        message that follows, so store times never go backwards), so callers
-        bound `limit` per turn."""
-        store = self.store
-        count = max(0, min(limit, seq - store.state().last_seq - 1))
-        for _ in range(count):
-            store.remove(store.store("_gap_", None, b"", timestamp_ns))
-        return count
 
     def _count(self, subject: str, headers: bytes | None, incr: int, payload: bytes,
                sourced: Sourced | None) -> tuple[bytes | None, bytes]:

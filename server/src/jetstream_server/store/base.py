@@ -125,6 +125,12 @@ class StreamStore(ABC):
         """Move `last_seq` forward so the next stored sequence is `seq`
         (used when a stream is created with `first_seq`). Only valid when empty."""
 
+    def skip_msgs(self, seq: int, count: int) -> None:
+        """nats-server's SkipMsgs: sequences `seq` .. `seq + count - 1` (`seq` must be
+        `last_seq + 1`) become deleted ones in one operation, whatever `count` is
+        (a mirror skipping what its origin no longer has)."""
+        raise NotImplementedError
+
     @abstractmethod
     def remove(self, seq: int, erase: bool = False) -> bool:
         """Delete one message; False if it was not there. `erase` overwrites the

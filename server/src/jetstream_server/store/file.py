@@ -420,6 +420,11 @@ class FileStore(IndexedStore):
         self._drop_dead_blocks()
         return removed
 
+    def _skip(self, last_seq: int) -> None:
+        # an ERASED record of no message: recovery replays it as "last_seq moves here"
+        rec = codec.encode_record(codec.KIND_ERASED, last_seq, self._index.last_ts, b"", b"", b"")
+        self._append(rec, len(rec))
+
     def _discount_below(self, seq: int) -> None:
         """Take the messages below `seq` off their blocks' live bytes (O(removed))."""
         index = self._index

@@ -13,7 +13,9 @@ storage only, through these hooks:
   erasure); called before the index changes;
 - `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
   the default only updates the index;
-- `_removed()`: after removals reached the index (default: nothing).
+- `_removed()`: after removals reached the index (default: nothing);
+- `_skip(last_seq)`: `skip_msgs` moves `last_seq` over absent sequences
+  (default: nothing; file: one record that recovery replays).
 
 Purge semantics follow nats-server 2.15 (checked against the real server):
 with no subject (or ">"), `up_to_seq` is `compact(up_to_seq)` (so beyond
@@ -121,6 +123,24 @@ class IndexedStore(StreamStore):
             raise ValueError(f"skip_to({seq}) would move back below last sequence {index.last_seq}")
         if seq > index.last_seq + 1:
             self._floor(seq)
+
+    def skip_msgs(self, seq: int, count: int) -> None:
+        self._check_open()
+        index = self._index
+        if seq != index.last_seq + 1:
+            raise ValueError(f"skip_msgs({seq}) must start at the next sequence {index.last_seq + 1}")
+        if count <= 0:
+            return
+        last = seq + count - 1
+        _check_floor(last + 1)
+        if index.msgs == 0:
+            self._floor(last + 1)  # nothing below: as a purge past the last sequence
+            return
+        self._skip(last)
+        index.advance_last(last)
+
+    def _skip(self, last_seq: int) -> None:
+        """`last_seq` jumps forward over absent sequences (file: one marker record)."""
 
     def remove(self, seq: int, erase: bool = False) -> bool:
         self._check_open()

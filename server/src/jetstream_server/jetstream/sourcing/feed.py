@@ -153,12 +153,6 @@ class Feed:
                 if last >= self.next_seq:
                     self.next_seq = last + 1  # nothing left that this feed wants
                 break
-            if self.mirror:
-                gap = msg.seq - self.target.store.state().last_seq - 1
-                if gap > budget - done and self.target.store.state().msgs:
-                    # a long gap (filtered or deleted origin messages) is filled over several turns
-                    done += max(1, self.target.fill_gap(msg.seq, budget - done, msg.timestamp_ns))
-                    break
             if not self._copy(msg, ingest):
                 break
             self.last_copied = msg.seq
