@@ -68,10 +68,16 @@ async def test_advisories(server: ServerProcess) -> None:
             await sub.fetch(1, timeout=0.5)  # the third delivery is over max_deliver
         await _until(events, [EVENT + "CONSUMER.MAX_DELIVERIES.S.C"])
         await api(nc, "CONSUMER.DELETE.S.C")
-        await api(nc, "STREAM.DELETE.S")
+        await api(nc, "CONSUMER.CREATE.S.P", {"stream_name": "S", "config": {
+            "durable_name": "P", "ack_policy": "explicit"}})
+        paused = await api(nc, "CONSUMER.PAUSE.S.P", {"pause_until": "2030-01-01T00:00:00Z"})
+        assert paused["paused"] is True
+        await api(nc, "CONSUMER.PAUSE.S.P", {})
+        await api(nc, "STREAM.DELETE.S")  # with P still on it
         missing = await api(nc, "STREAM.INFO.NOPE")
         assert missing["error"]["err_code"] == 10059
-        await _until(events, [EVENT + "STREAM.DELETED.S", EVENT + "CONSUMER.DELETED.S.C"])
+        await _until(events, [EVENT + "STREAM.DELETED.S", EVENT + "CONSUMER.DELETED.S.C",
+                              EVENT + "CONSUMER.DELETED.S.P"])
         await _until(events, [EVENT + "API"] * 1)
         await asyncio.sleep(0.1)  # the last audit follows its answer
     finally:
@@ -106,7 +112,9 @@ async def test_advisories(server: ServerProcess) -> None:
     audits = [body for s, body in events if s == EVENT + "API"]
     assert [a["subject"] for a in audits] == [
         "$JS.API.STREAM.CREATE.S", "$JS.API.STREAM.UPDATE.S", "$JS.API.CONSUMER.CREATE.S.C",
-        "$JS.API.CONSUMER.DELETE.S.C", "$JS.API.STREAM.DELETE.S", "$JS.API.STREAM.INFO.NOPE"]
+        "$JS.API.CONSUMER.DELETE.S.C", "$JS.API.CONSUMER.CREATE.S.P",
+        "$JS.API.CONSUMER.PAUSE.S.P", "$JS.API.CONSUMER.PAUSE.S.P", "$JS.API.STREAM.DELETE.S",
+        "$JS.API.STREAM.INFO.NOPE"]
     for audit in audits:
         assert {"type", "id", "timestamp", "server", "client", "subject", "response"} <= set(audit)
         assert set(audit) <= {"type", "id", "timestamp", "server", "client", "subject",
@@ -119,6 +127,7 @@ async def test_advisories(server: ServerProcess) -> None:
         assert isinstance(client["id"], int) and client["ver"] and client["server"]
         assert json.loads(audit["response"])["type"].startswith("io.nats.jetstream.api.v1.")
     assert "request" not in audits[3]  # an empty request is left out
+    assert _one(events, EVENT + "CONSUMER.DELETED.S.P")["action"] == "delete"
     assert json.loads(audits[0]["request"]) == {"name": "S", "subjects": ["s.>"]}
     assert json.loads(audits[-1]["response"])["error"]["err_code"] == 10059
     created = json.loads(audits[0]["response"])
@@ -127,3 +136,10 @@ async def test_advisories(server: ServerProcess) -> None:
     # the stream's advisory goes out before the answer's audit, as on nats-server
     order = [s for s, _ in events]
     assert order.index(EVENT + "STREAM.CREATED.S") < order.index(EVENT + "API")
+    # a deleted stream's consumers are deleted first
+    assert order.index(EVENT + "CONSUMER.DELETED.S.P") < order.index(EVENT + "STREAM.DELETED.S")
+    pauses = [body for s, body in events if s == EVENT + "CONSUMER.PAUSE.S.P"]
+    assert [{k: v for k, v in p.items() if k not in ("id", "timestamp")} for p in pauses] == [
+        {"type": "io.nats.jetstream.advisory.v1.consumer_pause", "stream": "S", "consumer": "P",
+         "paused": paused, "pause_until": until}
+        for paused, until in ((True, "2030-01-01T00:00:00Z"), (False, "0001-01-01T00:00:00Z"))]

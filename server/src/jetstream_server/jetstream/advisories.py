@@ -11,6 +11,8 @@ Subjects and JSON shapes are nats-server's (server/jetstream_events.go), each
   ``consumer_seq``, ``stream_seq``, ``deliveries``;
 - ``CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`` (``max_deliver``):
   ``stream_seq``, ``deliveries``;
+- ``CONSUMER.PAUSE.<stream>.<consumer>`` (``consumer_pause``): ``paused`` and
+  ``pause_until`` (Go's zero time when unset), when the pause changes or ends;
 - ``API`` (``api_audit``): every counted `$JS.API` request with ``server``,
   ``client`` (what the requesting connection told: ``id``, ``host``, ``acc``,
   ``user``, ``name``, ``lang``, ``ver``, ``kind``, ``client_type``),
@@ -104,6 +106,13 @@ def max_deliveries(out: Publisher, now_ns: int, stream: str, consumer: str, stre
     return send(out, f"{PREFIX}CONSUMER.MAX_DELIVERIES.{stream}.{consumer}", "max_deliver",
                 now_ns, {"stream": stream, "consumer": consumer, "stream_seq": stream_seq,
                          "deliveries": deliveries})
+
+
+def consumer_pause(out: Publisher, now_ns: int, stream: str, consumer: str, paused: bool,
+                   pause_until_ns: int, domain: str | None = None) -> bool:
+    return send(out, f"{PREFIX}CONSUMER.PAUSE.{stream}.{consumer}", "consumer_pause", now_ns,
+                {"stream": stream, "consumer": consumer, "paused": paused,
+                 "pause_until": rfc3339_ns(pause_until_ns), "domain": domain or None})
 
 
 def api_audit(out: Publisher, now_ns: int, server: str, client: dict[str, Any] | None,

@@ -479,9 +479,9 @@ class JetStream:
             persistence.remove_stream_dir(stream.directory)
         logger.info("deleted stream %s", stream.name)
         now = self.clock.now_ns()
-        advisories.stream_action(self, now, stream.name, "delete", self.domain)
-        for name in consumers:
+        for name in consumers:  # the consumers first, as nats-server stops them first
             advisories.consumer_action(self, now, stream.name, name, "delete", self.domain)
+        advisories.stream_action(self, now, stream.name, "delete", self.domain)
 
     def _subscribe_stream(self, stream: Stream) -> None:
         handler = self._publish_handler(stream)

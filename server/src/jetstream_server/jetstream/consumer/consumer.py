@@ -106,6 +106,7 @@ class Consumer:
     # -- configuration -------------------------------------------------------
     def update_config(self, config: ConsumerConfig) -> None:
         """Apply an update nats-server allows (checked by the caller)."""
+        pause_changed = config.pause_until_ns != self.config.pause_until_ns
         self.config = config
         self._replay_original = config.replay_policy == "original"
         self.cursor.set_filters(config.filters)
@@ -113,6 +114,8 @@ class Consumer:
         self.delivery.reconfigure(config)
         self._arm_inactive()
         self._arm_pause()
+        if pause_changed:
+            self._pause_advisory()
         self._write_meta()
         self._dirty()
         self.kick()
@@ -380,13 +383,22 @@ class Consumer:
 
     def _resume(self) -> None:
         self._pause_timer = None
+        self._pause_advisory()
         self.kick()
 
     def pause(self, until_ns: int) -> None:
+        changed = until_ns != self.config.pause_until_ns
         self.config = replace(self.config, pause_until_ns=until_ns)
         self._arm_pause()
+        if changed:
+            self._pause_advisory()
         self._write_meta()
         self.kick()
+
+    def _pause_advisory(self) -> None:
+        advisories.consumer_pause(self.host, self.clock.now_ns(), self.stream_name, self.name,
+                                  self.paused, self.config.pause_until_ns,
+                                  getattr(self.host, "domain", None))
 
     # -- the delivery loop -----------------------------------------------------
     def kick(self, hint: StoredMessage | None = None) -> None:
