@@ -143,3 +143,42 @@ async def test_advisories(server: ServerProcess) -> None:
         {"type": "io.nats.jetstream.advisory.v1.consumer_pause", "stream": "S", "consumer": "P",
          "paused": paused, "pause_until": until}
         for paused, until in ((True, "2030-01-01T00:00:00Z"), (False, "0001-01-01T00:00:00Z"))]
+
+
+async def test_pinned_and_unpinned(server: ServerProcess) -> None:
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def record(msg: Msg) -> None:
+        events.append((msg.subject, json.loads(msg.data)))
+
+    try:
+        for kind in ("PINNED", "UNPINNED"):
+            await nc.subscribe(f"{EVENT}CONSUMER.{kind}.>", cb=record)
+        await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        created = await api(nc, "CONSUMER.CREATE.S.P", {"stream_name": "S", "config": {
+            "durable_name": "P", "ack_policy": "explicit", "priority_groups": ["G"],
+            "priority_policy": "pinned_client"}})
+        assert "error" not in created, created
+        await nc.request("s.a", b"x", timeout=5)
+        inbox = nc.new_inbox()
+        pulled = await nc.subscribe(inbox)  # deliveries keep their stream subject: no request()
+        await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.P", json.dumps(
+            {"batch": 1, "group": "G", "expires": 5 * 10**9}).encode(), reply=inbox)
+        reply = await pulled.next_msg(timeout=5)
+        pin_id = (reply.headers or {})["Nats-Pin-Id"]
+        unpinned = await api(nc, "CONSUMER.UNPIN.S.P", {"group": "G"})
+        assert "error" not in unpinned, unpinned
+        await _until(events, [EVENT + "CONSUMER.PINNED.S.P", EVENT + "CONSUMER.UNPINNED.S.P"])
+    finally:
+        await nc.close()
+    pinned = _one(events, EVENT + "CONSUMER.PINNED.S.P")
+    unpin = _one(events, EVENT + "CONSUMER.UNPINNED.S.P")
+    for body in (pinned, unpin):
+        body.pop("id"), body.pop("timestamp")
+    assert pinned == {"type": "io.nats.jetstream.advisory.v1.consumer_group_pinned",
+                      "account": "$G", "stream": "S", "consumer": "P", "group": "G",
+                      "pinned_id": pin_id}
+    assert unpin == {"type": "io.nats.jetstream.advisory.v1.consumer_group_unpinned",
+                     "account": "$G", "stream": "S", "consumer": "P", "group": "G",
+                     "reason": "admin"}

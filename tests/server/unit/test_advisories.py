@@ -48,3 +48,20 @@ def test_shapes() -> None:
     assert body["client"] is None and "request" not in body and body["domain"] == "hub"
     assert body["response"] == '{"type":"t"}'
     assert len({advisories.event_id() for _ in range(1000)}) == 1000
+
+
+def test_a_lapsed_pin_is_announced_as_a_timeout() -> None:
+    from jetstream_server.core.clock import FakeClock
+    from jetstream_server.jetstream.consumer.priority import PinState
+
+    clock = FakeClock(start_ns=NS)
+    calls: list[tuple[str, str]] = []
+    pin = PinState(clock, 2 * NS, lambda: calls.append(("kick", "")))
+    pin.on_pinned = lambda group, pin_id: calls.append((group, pin_id))
+    pin.on_unpinned = lambda group, reason: calls.append((group, reason))
+    pin_id = pin.assign("G")
+    clock.advance(1)
+    assert calls == [("G", pin_id)]
+    clock.advance(1)
+    assert calls == [("G", pin_id), ("G", "timeout"), ("kick", "")]
+    assert pin.pin_id == ""

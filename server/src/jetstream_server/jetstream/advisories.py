@@ -13,6 +13,9 @@ Subjects and JSON shapes are nats-server's (server/jetstream_events.go), each
   ``stream_seq``, ``deliveries``;
 - ``CONSUMER.PAUSE.<stream>.<consumer>`` (``consumer_pause``): ``paused`` and
   ``pause_until`` (Go's zero time when unset), when the pause changes or ends;
+- ``CONSUMER.PINNED|UNPINNED.<stream>.<consumer>`` (``consumer_group_pinned``
+  with ``group`` and ``pinned_id``; ``consumer_group_unpinned`` with
+  ``group`` and ``reason``, ``admin`` or ``timeout``), with ``account``;
 - ``API`` (``api_audit``): every counted `$JS.API` request with ``server``,
   ``client`` (what the requesting connection told: ``id``, ``host``, ``acc``,
   ``user``, ``name``, ``lang``, ``ver``, ``kind``, ``client_type``),
@@ -113,6 +116,20 @@ def consumer_pause(out: Publisher, now_ns: int, stream: str, consumer: str, paus
     return send(out, f"{PREFIX}CONSUMER.PAUSE.{stream}.{consumer}", "consumer_pause", now_ns,
                 {"stream": stream, "consumer": consumer, "paused": paused,
                  "pause_until": rfc3339_ns(pause_until_ns), "domain": domain or None})
+
+
+def consumer_pinned(out: Publisher, now_ns: int, account: str | None, stream: str,
+                    consumer: str, group: str, pin_id: str, domain: str | None = None) -> bool:
+    return send(out, f"{PREFIX}CONSUMER.PINNED.{stream}.{consumer}", "consumer_group_pinned",
+                now_ns, {"account": account or None, "stream": stream, "consumer": consumer,
+                         "domain": domain or None, "group": group, "pinned_id": pin_id})
+
+
+def consumer_unpinned(out: Publisher, now_ns: int, account: str | None, stream: str,
+                      consumer: str, group: str, reason: str, domain: str | None = None) -> bool:
+    return send(out, f"{PREFIX}CONSUMER.UNPINNED.{stream}.{consumer}", "consumer_group_unpinned",
+                now_ns, {"account": account or None, "stream": stream, "consumer": consumer,
+                         "domain": domain or None, "group": group, "reason": reason})
 
 
 def api_audit(out: Publisher, now_ns: int, server: str, client: dict[str, Any] | None,

@@ -142,7 +142,7 @@ class JetStream:
         self.limits = ServerLimits.of(getattr(settings, "limits", None))
         self.max_pending = DEFAULT_MAX_PENDING  # the app sets the server's value
         self.router: Router = _NoRouter()
-        self.consumer_host: ConsumerHost = RouterHost(self.router, clock, self.domain)
+        self.consumer_host: ConsumerHost = RouterHost(self.router, clock, self.domain, self.account)
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
@@ -166,7 +166,7 @@ class JetStream:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
         self.router = router
-        self.consumer_host = RouterHost(router, self.clock, self.domain)
+        self.consumer_host = RouterHost(router, self.clock, self.domain, self.account)
         self._started = True
         # a partial, not a closure: one Python frame less per request
         on_api = functools.partial(dispatch, self)
@@ -805,10 +805,12 @@ class RouterHost:
 
     _warned = False
 
-    def __init__(self, router: Router, clock: Clock, domain: str | None = None) -> None:
+    def __init__(self, router: Router, clock: Clock, domain: str | None = None,
+                 account: str | None = None) -> None:
         self.clock = clock
         self.router = router
         self.domain = domain  # what consumer advisories name
+        self.account = account
         self.publish = router.publish
         self.has_interest = router.has_interest
         self.unsubscribe = router.unsubscribe

@@ -323,6 +323,8 @@ class PullDelivery:
         if self.policy == "pinned_client":
             if self.pin is None:
                 self.pin = PinState(self.clock, config.pinned_ttl_ns, self.source.kick)
+                self.pin.on_pinned = getattr(self.source, "pinned", None)
+                self.pin.on_unpinned = getattr(self.source, "unpinned", None)
             self.pin.ttl_ns = config.pinned_ttl_ns
         elif self.pin is not None:
             self.pin.unpin()
