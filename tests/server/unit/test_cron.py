@@ -29,6 +29,7 @@ def _next(pattern: str, after: str, zone: str | None = None) -> str:
     ("* * * * * *", "2026-11-26T09:00:00Z", "2026-11-26T09:00:01Z"),
     ("*/15 * * * * *", "2026-11-26T00:00:07Z", "2026-11-26T00:00:15Z"),
     ("5/20 * * * * *", "2026-11-26T00:00:46Z", "2026-11-26T00:01:05Z"),
+    ("00000000000000000000000007 * * * * *", "2026-11-26T00:00:00Z", "2026-11-26T00:00:07Z"),
     ("0 0 12 * * MON", "2026-11-26T00:00:00Z", "2026-11-30T12:00:00Z"),  # Thursday
     ("0 0 12 1 * mon", "2026-11-26T00:00:00Z", "2026-11-30T12:00:00Z"),  # 1st OR Monday
     ("0 0 12 1 * *", "2026-11-26T00:00:00Z", "2026-12-01T12:00:00Z"),  # a star: both
@@ -84,6 +85,8 @@ def test_next_in_a_zone(pattern: str, after: str, zone: str, expected: str) -> N
     (" 1_0 * * * * *", "failed to parse int from 1_0"),
     ("* * * * * sunday", "failed to parse int from sunday"),
     ("@hour", "pattern requires 6 fields, got 1"),
+    ("9223372036854775808 * * * * *", "failed to parse int from 9223372036854775808"),
+    ("9" * 5000 + " * * * * *", "failed to parse int from 999"),  # no ValueError of int()
 ])
 def test_invalid_patterns(pattern: str, message: str) -> None:
     with pytest.raises(cron.CronError, match="^" + message.replace("(", r"\(").replace(

@@ -148,9 +148,13 @@ def _int_or_name(expr: str, names: dict[str, int] | None) -> int:
 
 def _int(expr: str) -> int:
     """Go's strconv.Atoi (ASCII digits, optional sign, int64), then no negatives."""
-    if not _INT.fullmatch(expr) or abs(int(expr)) > _INT64_MAX:
+    if not _INT.fullmatch(expr):
         raise CronError(f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": '
                         "invalid syntax")
+    # length first: Python refuses to convert very long digit strings at all
+    if len(expr.lstrip("+-").lstrip("0")) > 19 or abs(int(expr)) > _INT64_MAX:
+        raise CronError(f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": '
+                        "value out of range")
     num = int(expr)
     if num < 0:
         raise CronError(f"negative number ({num}) not allowed: {expr}")
