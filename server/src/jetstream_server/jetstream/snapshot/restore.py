@@ -1,0 +1,352 @@
+"""Restoring a stream from a client's snapshot chunks, as nats-server 2.15 does.
+
+The client sends the S2-compressed archive (content.py) in requests to the
+deliver subject the RESTORE answer named; each is answered with an empty
+message, or with a `stream_create_response` error when the data is bad; the
+empty request that ends the upload is answered with the stream create
+response (the stream info) or the error. Errors are nats-server's 10062
+`restore failed: <what>`, naming the problem (bad S2 framing or checksum, a
+bad archive entry, an entry bigger than `MAX_ENTRY`, sequences out of order, a
+truncated backup, the account's or the server's store limits).
+
+Nothing is visible while the data comes in: messages go into a private store
+(for a file stream in a staging directory outside the streams directory),
+and only a complete, checked backup becomes a stream (`adopt`, the engine's).
+Any failure, and 5 s without a chunk (nats-server's stall limit), deletes
+what was staged, so nothing half-created is left behind.
+
+Bounded: a chunk is decoded as it arrives (the decoders keep at most one S2
+chunk and one archive entry), so memory does not grow with the backup;
+sequence gaps are filled in this store by storing and removing a placeholder
+per missing sequence (the store has no bulk skip), at most `MAX_GAP_FILL` per
+restore (more is refused with a message saying so).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from jetstream_server.core.clock import TimerHandle
+from jetstream_server.jetstream.consumer.config import ConsumerConfig
+from jetstream_server.jetstream.consumer.consumer import Consumer
+from jetstream_server.jetstream.consumer.delivery import ConsumerHost
+from jetstream_server.jetstream.consumer.store import ConsumerState, ConsumerStore
+from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.persistence import ACCOUNT
+from jetstream_server.jetstream.snapshot.content import (
+    CONSUMER_PREFIX,
+    STATE_ENTRY,
+    consumer_state_from_json,
+)
+from jetstream_server.jetstream.stream import Stream
+from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.store.base import StoreError, StreamStore
+from jetstream_server.store.natsarc import ArchiveError, ArchiveReader, Entry
+from jetstream_server.store.s2frame import FrameDecoder, S2Error
+
+logger = logging.getLogger(__name__)
+
+STALL_S: Final = 5.0
+MAX_ENTRY: Final = 16 << 20
+MAX_GAP_FILL: Final = 250_000
+GAP_SUBJECT: Final = "_restore_gap_"
+CREATE_RESPONSE: Final = "io.nats.jetstream.api.v1.stream_create_response"
+
+
+class RestoreFailed(Exception):
+    """The backup cannot be restored; the text says why."""
+
+
+@dataclass
+class StagedConsumer:
+    name: str
+    config: ConsumerConfig
+    raw_config: dict[str, Any]
+    state: ConsumerState
+
+
+@dataclass
+class Staged:
+    """What a complete restore hands to the engine."""
+
+    config: StreamConfig
+    store: StreamStore
+    directory: Path | None
+    consumers: list[StagedConsumer] = field(default_factory=list)
+
+
+Adopt = Callable[[Staged], dict[str, Any]]  # -> the stream info; raises ApiError
+RoomCheck = Callable[[str, int], None]  # (storage, more bytes) -> raises ApiError
+
+
+class RestoreSession:
+    """One restore in progress (module docstring)."""
+
+    def __init__(self, host: ConsumerHost, config: StreamConfig, store: StreamStore,
+                 staging: Path | None, deliver: str, adopt: Adopt, room: RoomCheck) -> None:
+        self.host = host
+        self.config = config
+        self.store = store
+        self.staging = staging
+        self.deliver = deliver
+        self._adopt = adopt
+        self._room = room
+        self._frames = FrameDecoder()
+        self._archive = ArchiveReader(MAX_ENTRY)
+        self._state: dict[str, Any] | None = None
+        self._consumers_left = 0
+        self._consumers: list[StagedConsumer] = []
+        self._last_seq = 0
+        self._last_ts = 0
+        self._reserved = 0
+        self._stored_bytes = 0
+        self._gap_filled = 0
+        self.received = 0
+        self.closed = False
+        self._sid: int | None = None
+        self._stall: TimerHandle | None = None
+
+    def start(self) -> None:
+        self._sid = self.host.subscribe(self.deliver, self._on_chunk)
+        self._arm_stall()
+
+    # -- the chunks ------------------------------------------------------------------
+    def _on_chunk(self, subject: str, reply: str | None, headers: bytes | None,
+                  payload: bytes) -> None:
+        if self.closed:
+            return
+        if not reply:
+            self._abort(f"restore of stream {self.config.name} needs a reply subject per chunk")
+            return
+        if not payload:
+            self._complete(reply)
+            return
+        self.received += len(payload)
+        try:
+            for block in self._frames.feed(payload):
+                for entry in self._archive.feed(block):
+                    self._apply(entry)
+        except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
+            self._fail(reply, str(exc))
+            return
+        except ApiError as exc:
+            self._fail(reply, exc.description)
+            return
+        self._arm_stall()
+        self.host.publish(reply, None, None, b"")
+
+    def _apply(self, entry: Entry) -> None:
+        if self._state is None:
+            self._begin(entry)
+        elif self._consumers_left:
+            self._consumer(entry)
+        elif entry.end:
+            self._pad_to(self._state_last_seq() + 1)
+        else:
+            self._message(entry)
+
+    def _begin(self, entry: Entry) -> None:
+        if entry.name != STATE_ENTRY:
+            raise RestoreFailed("expected state.json first")
+        try:
+            state = json.loads(entry.payload)
+        except ValueError as exc:
+            raise RestoreFailed(f"error in state.json: {exc}") from None
+        if not isinstance(state, dict):
+            raise RestoreFailed("error in state.json: not an object")
+        for key in ("first_seq", "last_seq", "bytes", "consumer_count"):
+            value = state.get(key, 0)
+            if not isinstance(value, int) or value < 0:
+                raise RestoreFailed(f"error in state.json: bad {key}")
+        self._state = state
+        self._consumers_left = int(state.get("consumer_count", 0))
+        self._reserve(int(state.get("bytes", 0)))
+        first = int(state.get("first_seq", 0))
+        if first > 1:
+            self.store.skip_to(first)
+        self._last_seq = max(first - 1, 0)
+
+    def _state_last_seq(self) -> int:
+        return int((self._state or {}).get("last_seq", 0))
+
+    def _reserve(self, size: int) -> None:
+        if size > self._reserved:
+            self._room(self.config.storage, size - self._reserved)
+            self._reserved = size
+
+    def _consumer(self, entry: Entry) -> None:
+        self._consumers_left -= 1
+        name = entry.name[len(CONSUMER_PREFIX):] if entry.name.startswith(CONSUMER_PREFIX) else ""
+        if not entry.name.startswith(CONSUMER_PREFIX):
+            raise RestoreFailed(f"expected consumer, found {entry.name!r}")
+        if not name or name in (".", "..") or any(c in name for c in "/\\\x00*> "):
+            raise RestoreFailed(f"consumer name {name!r} is not valid")
+        try:
+            body = json.loads(entry.payload)
+        except ValueError as exc:
+            raise RestoreFailed(f"failed to decode consumer {name!r} state: {exc}") from None
+        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
+            raise RestoreFailed(f"consumer {name!r} is missing config")
+        if body.get("state") is None:
+            raise RestoreFailed(f"consumer {name!r} is missing state")
+        raw = dict(body["config"])
+        if not raw.get("durable_name"):
+            raw["durable_name"] = name  # nats-server keeps ephemerals as durables while restoring
+        raw.setdefault("name", name)
+        try:
+            config = ConsumerConfig.from_json(raw).with_defaults()
+        except ApiError as exc:
+            raise RestoreFailed(f"consumer {name!r}: {exc.description}") from None
+        try:
+            state = consumer_state_from_json(body["state"])
+        except (ValueError, TypeError) as exc:
+            raise RestoreFailed(f"consumer {name!r} state: {exc}") from None
+        self._consumers.append(StagedConsumer(name, config, raw, state))
+
+    def _message(self, entry: Entry) -> None:
+        seq = entry.sequence
+        if seq == 0:
+            raise RestoreFailed("expected message sequence")
+        if seq <= self._last_seq:
+            raise RestoreFailed(f"message sequence {seq} out of order")
+        if not entry.name:
+            raise RestoreFailed(f"message sequence {seq} has no subject")
+        if entry.header_size > len(entry.payload):
+            raise RestoreFailed(f"failed to parse message sequence {seq}: invalid header length")
+        self._pad_to(seq)
+        headers = entry.payload[:entry.header_size] or None
+        data = entry.payload[entry.header_size:]
+        size = self.store.msg_size(entry.name, headers, data)
+        self._stored_bytes += size
+        self._reserve(self._stored_bytes)
+        stored = self.store.store(entry.name, headers, data, entry.timestamp)
+        if stored != seq:
+            raise RestoreFailed(f"message sequence {seq} stored as {stored}")
+        self._last_seq = seq
+        self._last_ts = entry.timestamp
+
+    def _pad_to(self, next_seq: int) -> None:
+        """Make `next_seq` the next sequence stored (the ones between stay deleted)."""
+        gap = next_seq - self._last_seq - 1
+        if gap <= 0:
+            return
+        if self.store.state().msgs == 0:
+            self.store.skip_to(next_seq)
+            self._last_seq = next_seq - 1
+            return
+        self._gap_filled += gap
+        if self._gap_filled > MAX_GAP_FILL:
+            raise RestoreFailed(
+                f"more than {MAX_GAP_FILL} deleted sequences between messages: "
+                "this server restores at most that many"
+            )
+        for _ in range(gap):
+            seq = self.store.store(GAP_SUBJECT, None, b"", self._last_ts)
+            self.store.remove(seq)
+        self._last_seq = next_seq - 1
+
+    # -- the end -----------------------------------------------------------------------
+    def _complete(self, reply: str) -> None:
+        if self._state is None or not self._archive.finished:
+            why = "backup was truncated" if self._state is not None or self.received else \
+                "no snapshot data received"
+            self._fail(reply, why)
+            return
+        if self._frames.pending:
+            self._fail(reply, "backup was truncated")
+            return
+        self._stop()
+        staged = Staged(self.config, self.store, self.staging, self._consumers)
+        try:
+            self.store.sync()
+            info = self._adopt(staged)
+        except ApiError as exc:
+            self._discard()
+            self._answer_error(reply, exc.description)
+            return
+        except (StoreError, OSError, ValueError) as exc:
+            self._discard()
+            self._answer_error(reply, str(exc))
+            return
+        self.host.publish(reply, None, None,
+                          json.dumps({"type": CREATE_RESPONSE, **info}).encode())
+        logger.info("restored stream %s (%d bytes received)", self.config.name, self.received)
+
+    def _fail(self, reply: str, why: str) -> None:
+        logger.warning("restore of stream %s failed: %s", self.config.name, why)
+        self._stop()
+        self._discard()
+        self._answer_error(reply, why)
+
+    def _answer_error(self, reply: str, why: str) -> None:
+        error = ApiError(Err.STREAM_RESTORE, err=why)
+        self.host.publish(reply, None, None, json.dumps(
+            {"type": CREATE_RESPONSE, "error": error.to_json()}).encode())
+
+    def _abort(self, why: str) -> None:
+        logger.warning("restore of stream %s aborted: %s", self.config.name, why)
+        self._stop()
+        self._discard()
+
+    def _stalled(self) -> None:
+        self._stall = None
+        if not self.closed:
+            self._abort(f"restore for stream {self.config.name} is stalled")
+
+    def _arm_stall(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+        self._stall = self.host.clock.call_later(STALL_S, self._stalled)
+
+    def _stop(self) -> None:
+        self.closed = True
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+        if self._sid is not None:
+            self.host.unsubscribe(self._sid)
+            self._sid = None
+
+    def _discard(self) -> None:
+        try:
+            if self.staging is not None:
+                self.store.close()
+            else:
+                self.store.destroy()
+        except (StoreError, OSError) as exc:
+            logger.warning("restore of stream %s: closing the staged store: %s",
+                           self.config.name, exc)
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def write_staged_consumers(staged: Staged, sync: bool, created_ns: int) -> None:
+    """A file stream's consumers go to disk with it, where the engine reopens them."""
+    if staged.directory is None:
+        return
+    for consumer in staged.consumers:
+        store = ConsumerStore.for_stream(staged.directory, consumer.name, sync=sync)
+        store.write_meta(consumer.config.to_json(), created_ns)
+        store.write_state(consumer.state)
+        store.close()
+
+
+def restore_staging_dir(store_dir: str | os.PathLike[str], name: str, account: str = ACCOUNT) -> Path:
+    """A fresh staging directory, beside (never inside) the streams directory."""
+    return Path(store_dir) / "jetstream" / account / "restores" / f"{name}.{secrets.token_hex(8)}"
+
+
+def adopt_consumers(host: ConsumerHost, stream: Stream, consumers: list[StagedConsumer]) -> None:
+    """A memory stream's consumers, created with their restored state."""
+    for staged in consumers:
+        consumer = Consumer(host, stream, staged.config, name=staged.name, state=staged.state)
+        stream.consumers[staged.name] = consumer
+        host.clock.call_later(0, consumer.kick)
