@@ -48,6 +48,7 @@ from jetstream_server.jetstream.snapshot.content import (
 )
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.timefmt import parse_rfc3339_ns
 from jetstream_server.store.base import StoreError, StreamStore
 from jetstream_server.store.natsarc import ArchiveError, ArchiveReader, Entry
 from jetstream_server.store.s2frame import FrameDecoder, S2Error
@@ -149,6 +150,10 @@ class RestoreSession:
         elif self._consumers_left:
             self._consumer(entry)
         elif entry.end:
+            # trailing deletes keep the stream's last sequence and time (state.json's)
+            last_ts = parse_time((self._state or {}).get("last_ts"))
+            if last_ts:
+                self._last_ts = last_ts
             self._pad_to(self._state_last_seq() + 1)
         else:
             self._message(entry)
@@ -350,3 +355,13 @@ def adopt_consumers(host: ConsumerHost, stream: Stream, consumers: list[StagedCo
         consumer = Consumer(host, stream, staged.config, name=staged.name, state=staged.state)
         stream.consumers[staged.name] = consumer
         host.clock.call_later(0, consumer.kick)
+
+
+def parse_time(text: Any) -> int:
+    """An RFC 3339 time of state.json in ns (0 when absent or unreadable)."""
+    if not isinstance(text, str) or not text:
+        return 0
+    try:
+        return parse_rfc3339_ns(text)
+    except ValueError:
+        return 0
