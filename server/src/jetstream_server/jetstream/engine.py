@@ -72,6 +72,7 @@ from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.snapshot.restore import (
     Staged,
     adopt_consumers,
+    clear_stale_staging,
     restore_staging_dir,
     write_staged_consumers,
 )
@@ -223,6 +224,7 @@ class JetStream:
     def _open_existing(self) -> None:
         if self.store_dir is None:
             return
+        clear_stale_staging(self.store_dir, self.account)
         for directory in persistence.list_stream_dirs(self.store_dir, self.account):
             try:
                 meta = persistence.read_meta(directory)

@@ -344,9 +344,22 @@ def write_staged_consumers(staged: Staged, sync: bool, created_ns: int) -> None:
         store.close()
 
 
+def _staging_root(store_dir: str | os.PathLike[str], account: str) -> Path:
+    return Path(store_dir) / "jetstream" / account / "restores"
+
+
 def restore_staging_dir(store_dir: str | os.PathLike[str], name: str, account: str = ACCOUNT) -> Path:
     """A fresh staging directory, beside (never inside) the streams directory."""
-    return Path(store_dir) / "jetstream" / account / "restores" / f"{name}.{secrets.token_hex(8)}"
+    return _staging_root(store_dir, account) / f"{name}.{secrets.token_hex(8)}"
+
+
+def clear_stale_staging(store_dir: str | os.PathLike[str], account: str = ACCOUNT) -> None:
+    """At start: restores cut off by a stop or a crash left their staged data; drop it
+    (it never was a stream)."""
+    root = _staging_root(store_dir, account)
+    if root.is_dir():
+        logger.warning("dropping the data of unfinished stream restores in %s", root)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def adopt_consumers(host: ConsumerHost, stream: Stream, consumers: list[StagedConsumer]) -> None:
