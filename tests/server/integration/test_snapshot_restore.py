@@ -24,8 +24,8 @@ from js_helpers import api
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
 from jetstream_server.store import s2frame
+from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
 from jetstream_server.store.s2frame import FrameDecoder, FrameEncoder
 from jetstream_testing.process import ServerProcess, start_server
 
