@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import random
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from nats.aio.msg import Msg
 from jetstream_server.store import s2frame
 from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
 from jetstream_server.store.s2frame import FrameDecoder, FrameEncoder
-from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess, start_server, write_config
 
 KINDS = ("bundled", "nats-server")
 
@@ -281,3 +282,73 @@ async def test_good_upload_and_request_errors(clients: dict[str, NATS]) -> None:
             assert (await api(nc, "STREAM.SNAPSHOT.X", body))["error"]["err_code"] == 10003, kind
         wild = await api(nc, "STREAM.SNAPSHOT.X", {"deliver_subject": "a.*"})
         assert wild["error"]["err_code"] == 10059, kind  # the stream is looked up first
+
+
+async def test_no_flow_response(clients: dict[str, NATS]) -> None:
+    """A receiver that never acks: one window is sent, then after 5 s the snapshot ends with
+    `408 No Flow Response` (both servers at once, so the wait is paid once)."""
+
+    async def stalled(kind: str, nc: NATS) -> tuple[int, Any]:
+        await api(nc, "STREAM.CREATE.SLOW", {"name": "SLOW", "subjects": ["slow"]})
+        rng = random.Random(11)
+        for _ in range(4):
+            await nc.request("slow", rng.randbytes(1500), timeout=5)
+        inbox = nc.new_inbox()
+        got: asyncio.Queue[Msg] = asyncio.Queue()
+
+        async def on_chunk(msg: Msg) -> None:
+            await got.put(msg)
+
+        sub = await nc.subscribe(inbox, cb=on_chunk)
+        await api(nc, "STREAM.SNAPSHOT.SLOW", {"deliver_subject": inbox, "chunk_size": 1024,
+                                               "window_size": 2048})
+        chunks = 0
+        try:
+            while True:
+                msg = await asyncio.wait_for(got.get(), 10)
+                if not msg.data:
+                    return chunks, msg.headers
+                chunks += 1
+        finally:
+            await sub.unsubscribe()
+            await api(nc, "STREAM.DELETE.SLOW")
+
+    results = await asyncio.gather(*(stalled(k, nc) for k, nc in clients.items()))
+    for kind, (chunks, headers) in zip(clients, results, strict=True):
+        assert (chunks, headers) == (2, {"Status": "408", "Description": "No Flow Response"}), kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_restore_within_store_limits(kind: str, tmp_path: Path) -> None:
+    """A backup bigger than the server's max_file_store is refused with nats-server's
+    10047; one that fits is restored."""
+    config = write_config(tmp_path / "server.conf", "jetstream { max_file_store: 1MB }\n")
+    proc = start_server(kind, tmp_path / "store", config=config)
+    try:
+        nc = await nats.connect(proc.url, max_reconnect_attempts=0)
+        big = _archive(
+            encode_entry("state.json", 1, 0, b"", json.dumps(
+                {"messages": 3, "bytes": 3 * 600_000, "first_seq": 1, "last_seq": 3}).encode()),
+            *(encode_entry("big", 1, seq, b"", b"%d" % seq * 600_000) for seq in (1, 2, 3)),
+            end_entry())
+        done = await restore(nc, "BIG", {"config": {"name": "BIG", "subjects": ["big"]}}, big)
+        assert done["error"] == {"code": 500, "err_code": 10047,
+                                 "description": "insufficient storage resources available"}
+        if kind == "nats-server":
+            await api(nc, "STREAM.DELETE.BIG")  # what nats-server keeps of a failed restore
+        done = await restore(nc, "OK", {"config": {"name": "OK", "subjects": ["ok"]}}, _GOOD)
+        assert done["state"]["messages"] == 1, done
+        await nc.close()
+    finally:
+        proc.stop()
+
+
+async def test_restore_overlapping_subjects(clients: dict[str, NATS]) -> None:
+    for kind, nc in clients.items():
+        await api(nc, "STREAM.CREATE.HAS", {"name": "HAS", "subjects": ["bad.>"]})
+        done = await restore(nc, "OVL", {"config": {"name": "OVL", "subjects": ["bad.a"]}}, _GOOD)
+        assert done["error"] == {"code": 500, "err_code": 10062, "description": (
+            "restore failed: error adding stream: subjects overlap with an existing stream "
+            "(10065)")}, kind
+        await api(nc, "STREAM.DELETE.OVL")
+        await api(nc, "STREAM.DELETE.HAS")

@@ -7,7 +7,9 @@ empty request that ends the upload is answered with the stream create
 response (the stream info) or the error. Errors are nats-server's 10062
 `restore failed: <what>`, naming the problem (bad S2 framing or checksum, a
 bad archive entry, an entry bigger than `MAX_ENTRY`, sequences out of order, a
-truncated backup, the account's or the server's store limits).
+truncated backup, a stream that cannot be added: "error adding stream: ..."),
+except the account's or the server's store limits, answered with their own
+error (10047/10028), as nats-server does.
 
 Nothing is visible while the data comes in: messages go into a private store
 (for a file stream in a staging directory outside the streams directory),
@@ -138,8 +140,8 @@ class RestoreSession:
         except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
             self._fail(reply, str(exc))
             return
-        except ApiError as exc:
-            self._fail(reply, exc.description)
+        except ApiError as exc:  # a store limit: nats-server answers its error as it is
+            self._fail(reply, exc.description, exc)
             return
         self._arm_stall()
         self.host.publish(reply, None, None, b"")
@@ -273,9 +275,9 @@ class RestoreSession:
         try:
             self.store.sync()
             info = self._adopt(staged)
-        except ApiError as exc:
+        except ApiError as exc:  # nats-server: "error adding stream: ..." (a wrapped error)
             self._discard()
-            self._answer_error(reply, exc.description)
+            self._answer_error(reply, f"error adding stream: {exc.description} ({exc.err_code})")
             return
         except (StoreError, OSError, ValueError) as exc:
             self._discard()
@@ -285,14 +287,15 @@ class RestoreSession:
                           json.dumps({"type": CREATE_RESPONSE, **info}).encode())
         logger.info("restored stream %s (%d bytes received)", self.config.name, self.received)
 
-    def _fail(self, reply: str, why: str) -> None:
+    def _fail(self, reply: str, why: str, error: ApiError | None = None) -> None:
         logger.warning("restore of stream %s failed: %s", self.config.name, why)
         self._stop()
         self._discard()
-        self._answer_error(reply, why)
+        self._answer_error(reply, why, error)
 
-    def _answer_error(self, reply: str, why: str) -> None:
-        error = ApiError(Err.STREAM_RESTORE, err=why)
+    def _answer_error(self, reply: str, why: str, error: ApiError | None = None) -> None:
+        if error is None:
+            error = ApiError(Err.STREAM_RESTORE, err=why)
         self.host.publish(reply, None, None, json.dumps(
             {"type": CREATE_RESPONSE, "error": error.to_json()}).encode())
 
