@@ -352,3 +352,45 @@ async def test_restore_overlapping_subjects(clients: dict[str, NATS]) -> None:
             "(10065)")}, kind
         await api(nc, "STREAM.DELETE.OVL")
         await api(nc, "STREAM.DELETE.HAS")
+
+
+@pytest.mark.crash
+async def test_kill_during_restore_leaves_nothing(tmp_path: Path) -> None:
+    """SIGKILL while a restore's chunks are arriving (after a random number of them, seeds
+    printed): after the restart there is no stream and no staged data, and the same backup
+    then restores whole."""
+    rng = random.Random()
+    seeds = [rng.randrange(1 << 30) for _ in range(3)]
+    print("seeds", seeds)
+    payloads = [random.Random(s).randbytes(300) for s in range(200)]
+    backup = _archive(
+        encode_entry("state.json", 1, 0, b"", json.dumps(
+            {"messages": 200, "first_seq": 1, "last_seq": 200}).encode()),
+        *(encode_entry("k.a", 1_700_000_000_000_000_000 + seq, seq, b"", payloads[seq - 1])
+          for seq in range(1, 201)),
+        end_entry())
+    meta = {"config": {"name": "K", "subjects": ["k.>"]}}
+    proc = start_server("bundled", tmp_path / "store")
+    try:
+        for seed in seeds:
+            nc = await nats.connect(proc.url, max_reconnect_attempts=0)
+            answer = await api(nc, "STREAM.RESTORE.K", meta)
+            cut = random.Random(seed).randrange(1, len(backup) // 1000)
+            for i in range(cut):
+                await nc.request(answer["deliver_subject"], backup[i * 1000:(i + 1) * 1000],
+                                 timeout=5)
+            proc.kill()
+            await nc.close()
+            proc.restart()
+            assert not (tmp_path / "store" / "jetstream" / "$G" / "restores").exists(), seed
+            nc = await nats.connect(proc.url, max_reconnect_attempts=0)
+            assert (await api(nc, "STREAM.INFO.K"))["error"]["err_code"] == 10059, seed
+            await nc.close()
+        nc = await nats.connect(proc.url, max_reconnect_attempts=0)
+        done = await restore(nc, "K", meta, backup, chunk=1000)
+        assert done["state"]["messages"] == 200, done
+        got = await api(nc, "STREAM.MSG.GET.K", {"seq": 77})
+        assert base64.b64decode(got["message"]["data"]) == payloads[76]
+        await nc.close()
+    finally:
+        proc.stop()
