@@ -1,9 +1,10 @@
 """What a snapshot holds, in nats-server 2.15's backup format (the `NATSARC1` archive).
 
 `SnapshotContent(stream, include_consumers)` produces the S2-framed archive
-lazily: `read(n)` returns at most about `n` compressed bytes (plus at most one
-message and one 64 KiB block), loading messages from the store as it goes, so
-a snapshot of any size costs bounded memory and each call bounded time. The
+lazily: `fill(budget)` encodes about `budget` uncompressed bytes of entries
+(loading messages from the store as it goes), `take(n)` hands out compressed
+bytes; so a snapshot of any size costs bounded memory (what was filled and not
+taken) and each call bounded time. The
 entries are nats-server's: `state.json` (the stream state at the start;
 `consumer_count` = the consumer entries that follow), `consumers/<name>`
 (`{"config", "state"}` with nats-server's consumer state JSON), every message
@@ -129,6 +130,7 @@ class SnapshotContent:
         self._entries = self._generate()
         self._raw = bytearray()
         self._out = bytearray()
+        self._encoded = 0
         self.done = False
 
     def _generate(self) -> Iterator[bytes]:
@@ -146,19 +148,36 @@ class SnapshotContent:
                 )
         yield end_entry()
 
-    def read(self, n: int) -> bytes:
-        """Up to `n` compressed bytes (fewer only at the end; b"" when everything was read)."""
+    @property
+    def available(self) -> int:
+        """Compressed bytes ready to be taken."""
+        return len(self._out)
+
+    def fill(self, budget: int) -> None:
+        """Encode entries worth about `budget` uncompressed bytes (at least one entry);
+        `done` once everything is encoded."""
         block = 64 << 10
-        while len(self._out) < n and not self.done:
+        start = self._encoded
+        while not self.done and self._encoded - start < budget:
             entry = next(self._entries, None)
             if entry is None:
                 self.done = True
             else:
                 self._raw += entry
+                self._encoded += len(entry)
             if len(self._raw) >= block or (self.done and self._raw):
                 cut = len(self._raw) if self.done else len(self._raw) - len(self._raw) % block
                 self._out += self._encoder.encode(self._raw[:cut])
                 del self._raw[:cut]
+
+    def take(self, n: int) -> bytes:
+        """Up to `n` of the compressed bytes ready."""
         out = bytes(self._out[:n])
         del self._out[:n]
         return out
+
+    def read(self, n: int) -> bytes:
+        """Up to `n` compressed bytes (fewer only at the end; b"" when everything was read)."""
+        while len(self._out) < n and not self.done:
+            self.fill(n)
+        return self.take(n)

@@ -17,8 +17,11 @@ and only a complete, checked backup becomes a stream (`adopt`, the engine's).
 Any failure, and 5 s without a chunk (nats-server's stall limit), deletes
 what was staged, so nothing half-created is left behind.
 
-Bounded: a chunk is decoded as it arrives (the decoders keep at most one S2
-chunk and one archive entry), so memory does not grow with the backup;
+Bounded: chunks are decoded and stored in loop turns of at most
+`TURN_RAW_BYTES`, and a chunk is answered only once all of it is stored (the
+client waits for that answer before the next one, so it is paced by the
+server; at most `MAX_QUEUED` unanswered chunks are held); the decoders keep at
+most one S2 chunk and one archive entry, so memory does not grow with the backup;
 sequence gaps are filled in this store by storing and removing a placeholder
 per missing sequence (the store has no bulk skip), at most `MAX_GAP_FILL` per
 restore (more is refused with a message saying so).
@@ -31,6 +34,7 @@ import logging
 import os
 import secrets
 import shutil
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,8 +64,17 @@ logger = logging.getLogger(__name__)
 STALL_S: Final = 5.0
 MAX_ENTRY: Final = 16 << 20
 MAX_GAP_FILL: Final = 250_000
+TURN_RAW_BYTES: Final = 32 << 10  # archive bytes stored per loop turn (~20 ms)
+MAX_QUEUED: Final = 64  # chunks received and not yet answered
 GAP_SUBJECT: Final = "_restore_gap_"
 CREATE_RESPONSE: Final = "io.nats.jetstream.api.v1.stream_create_response"
+
+
+@dataclass
+class _Chunk:
+    reply: str
+    payload: bytes
+    blocks: deque[bytes] | None = None  # decoded, not yet stored
 
 
 class RestoreFailed(Exception):
@@ -116,6 +129,8 @@ class RestoreSession:
         self.closed = False
         self._sid: int | None = None
         self._stall: TimerHandle | None = None
+        self._turn: TimerHandle | None = None
+        self._queue: deque[_Chunk] = deque()
 
     def start(self) -> None:
         self._sid = self.host.subscribe(self.deliver, self._on_chunk)
@@ -129,22 +144,51 @@ class RestoreSession:
         if not reply:
             self._abort(f"restore of stream {self.config.name} needs a reply subject per chunk")
             return
-        if not payload:
-            self._complete(reply)
+        if len(self._queue) >= MAX_QUEUED:
+            self._fail(reply, f"more than {MAX_QUEUED} chunks sent without waiting for answers")
             return
         self.received += len(payload)
-        try:
-            for block in self._frames.feed(payload):
-                for entry in self._archive.feed(block):
-                    self._apply(entry)
-        except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
-            self._fail(reply, str(exc))
-            return
-        except ApiError as exc:  # a store limit: nats-server answers its error as it is
-            self._fail(reply, exc.description, exc)
-            return
+        self._queue.append(_Chunk(reply, payload))
         self._arm_stall()
-        self.host.publish(reply, None, None, b"")
+        if self._turn is None:
+            self._turn = self.host.clock.call_later(0, self._work)
+
+    def _work(self) -> None:
+        """One bounded turn: decode and store at most `TURN_RAW_BYTES` of the archive,
+        answer each chunk once all of it is stored."""
+        self._turn = None
+        budget = TURN_RAW_BYTES
+        while self._queue and not self.closed:
+            chunk = self._queue[0]
+            if not chunk.payload:
+                self._queue.popleft()
+                self._complete(chunk.reply)
+                return
+            try:
+                if chunk.blocks is None:
+                    chunk.blocks = deque(self._frames.feed(chunk.payload))
+                while chunk.blocks and budget > 0:
+                    block = chunk.blocks.popleft()
+                    budget -= len(block)
+                    for entry in self._archive.feed(block):
+                        self._apply(entry)
+            except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
+                self._fail(chunk.reply, str(exc))
+                return
+            except ApiError as exc:  # a store limit: nats-server answers its error as it is
+                self._fail(chunk.reply, exc.description, exc)
+                return
+            if chunk.blocks:
+                break  # budget spent: the rest of this chunk in the next turn
+            self._queue.popleft()
+            self.host.publish(chunk.reply, None, None, b"")
+            if budget <= 0:
+                break
+        if self.closed:
+            return
+        if self._queue:
+            self._turn = self.host.clock.call_later(0, self._work)
+        self._arm_stall()
 
     def _apply(self, entry: Entry) -> None:
         if self._state is None:
@@ -316,9 +360,11 @@ class RestoreSession:
 
     def _stop(self) -> None:
         self.closed = True
-        if self._stall is not None:
-            self._stall.cancel()
-            self._stall = None
+        self._queue.clear()
+        for timer in (self._stall, self._turn):
+            if timer is not None:
+                timer.cancel()
+        self._stall = self._turn = None
         if self._sid is not None:
             self.host.unsubscribe(self._sid)
             self._sid = None

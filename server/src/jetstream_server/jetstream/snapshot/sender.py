@@ -8,11 +8,13 @@ any message on that ack prefix frees one slot. The last, partial chunk has no
 reply. Then an empty message ends the snapshot: header `NATS/1.0 204` when any
 full chunk was sent (none at all otherwise, nats-server's quirk), `408 No Flow
 Response` when no ack came for 5 s, `408 No Interest` when the deliver subject
-lost its subscribers, `500 <error>` when reading the stream failed.
+lost its subscribers (checked at each turn and when the ack wait ends; nats-server
+is told at once), `500 <error>` when reading the stream failed.
 
-Bounded work per loop turn: a turn sends at most `TURN_BYTES` and then
-schedules the next turn with `clock.call_later(0)`, so a big snapshot never
-stalls other clients; memory is a chunk plus what `SnapshotContent` buffers.
+Bounded work per loop turn: a turn encodes at most `TURN_RAW_BYTES` of
+messages (sending every full chunk that makes) and then schedules the next
+turn with `clock.call_later(0)`, so a big snapshot never stalls other
+clients; memory is a chunk plus what `SnapshotContent` buffers.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ DEFAULT_CHUNK: Final = 128 * 1024
 DEFAULT_WINDOW: Final = 8 * 1024 * 1024
 ACK_TIMEOUT_S: Final = 5.0
 INTEREST_WAIT_S: Final = 2.0
-TURN_BYTES: Final = 1 << 20
+TURN_RAW_BYTES: Final = 64 << 10  # uncompressed bytes encoded per loop turn (~20 ms)
+FILL_STEP: Final = 16 << 10
 
 HDR_OK: Final = b"NATS/1.0 204\r\n\r\n"
 HDR_NO_FLOW: Final = b"NATS/1.0 408 No Flow Response\r\n\r\n"
@@ -88,22 +91,23 @@ class SnapshotSender:
         if not self.host.has_interest(self.deliver):
             self._finish(HDR_NO_INTEREST, "no interest")
             return
-        sent = 0
+        budget = TURN_RAW_BYTES
+        content = self.content
         try:
-            while self.slots > 0 and sent < TURN_BYTES:
-                data = self.content.read(self.chunk)
-                if len(data) < self.chunk:
-                    if data:
-                        self.host.publish(self.deliver, None, None, data)
+            while self.slots > 0:
+                if content.available >= self.chunk:
+                    self._send_chunk(content.take(self.chunk))
+                    continue
+                if content.done:
+                    rest = content.take(self.chunk)
+                    if rest:
+                        self.host.publish(self.deliver, None, None, rest)
                     self._finish(HDR_OK if self.sent_full else None, "")
                     return
-                self.slots -= 1
-                reply = f"{self.ack_prefix}.{len(data)}.{self.index}"
-                self.index += 1
-                self.sent_full = True
-                self.host.publish(self.deliver, reply, None, data)
-                sent += len(data)
-                self._arm_ack_timer()
+                if budget <= 0:
+                    break
+                content.fill(min(budget, FILL_STEP))
+                budget -= FILL_STEP
         except Exception as exc:  # the store failed (stream deleted meanwhile, I/O error)
             logger.warning("snapshot of stream %s failed: %s", self.content.stream.name, exc)
             text = str(exc).replace("\r", " ").replace("\n", " ")
@@ -112,6 +116,14 @@ class SnapshotSender:
         if self.slots > 0:
             self._schedule()
 
+    def _send_chunk(self, data: bytes) -> None:
+        self.slots -= 1
+        reply = f"{self.ack_prefix}.{len(data)}.{self.index}"
+        self.index += 1
+        self.sent_full = True
+        self.host.publish(self.deliver, reply, None, data)
+        self._arm_ack_timer()
+
     def _arm_ack_timer(self) -> None:
         if self._ack_timer is not None:
             self._ack_timer.cancel()
@@ -119,7 +131,11 @@ class SnapshotSender:
 
     def _no_flow(self) -> None:
         self._ack_timer = None
-        if not self.finished:
+        if self.finished:
+            return
+        if not self.host.has_interest(self.deliver):  # the receiver went away meanwhile
+            self._finish(HDR_NO_INTEREST, "no interest")
+        else:
             self._finish(HDR_NO_FLOW, "no flow response")
 
     def _finish(self, header: bytes | None, error: str) -> None:
