@@ -399,3 +399,24 @@ async def test_kill_during_restore_leaves_nothing(tmp_path: Path) -> None:
         await nc.close()
     finally:
         proc.stop()
+
+
+@pytest.mark.parametrize("limit", [{"max_msgs": 5}, {"max_msgs_per_subject": 2},
+                                   {"max_bytes": 200}])
+async def test_restore_applies_the_config_limits(clients: dict[str, NATS],
+                                                 limit: dict[str, int]) -> None:
+    """A config with tighter limits than the backup keeps what nats-server keeps."""
+    states = {}
+    name = "LIM" + "".join(limit).upper().replace("_", "")
+    for kind, nc in clients.items():
+        await api(nc, f"STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name}.*"]})
+        for i in range(10):
+            await nc.request(f"{name}.{i % 2}", b"x%d" % i, timeout=5)
+        first, data, _ = await snapshot(nc, name)
+        assert (await api(nc, f"STREAM.DELETE.{name}"))["success"], kind
+        done = await restore(nc, name, {"config": {**first["config"], **limit}}, data)
+        states[kind] = {k: done["state"][k] for k in ("messages", "bytes", "first_seq",
+                                                      "last_seq", "num_subjects")}
+        deleted = await api(nc, f"STREAM.DELETE.{name}")
+        assert deleted.get("success"), (kind, deleted)
+    assert states["bundled"] == states["nats-server"]

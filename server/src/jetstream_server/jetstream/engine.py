@@ -472,6 +472,9 @@ class JetStream:
             restore_consumers(self, stream)
         else:
             adopt_consumers(self.consumer_host, stream, staged.consumers)
+        # the config's limits hold for what was restored too (nats-server's store enforces
+        # them as it stores): setting the same config applies them all
+        stream.update_config(config)
         logger.info("restored stream %s from a snapshot", config.name)
         info = stream_info(stream, self.clock.now_ns())
         return {**info, "config": with_dynamic(info["config"]), "did_create": True}
