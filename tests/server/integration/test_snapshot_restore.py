@@ -26,7 +26,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from jetstream_server.store import s2frame
-from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
+from jetstream_server.store.natsarc import MAGIC, ArchiveReader, Entry, encode_entry, end_entry
 from jetstream_server.store.s2frame import FrameDecoder, FrameEncoder
 from jetstream_testing.process import ServerProcess, start_server, write_config
 
@@ -420,3 +420,64 @@ async def test_restore_applies_the_config_limits(clients: dict[str, NATS],
         deleted = await api(nc, f"STREAM.DELETE.{name}")
         assert deleted.get("success"), (kind, deleted)
     assert states["bundled"] == states["nats-server"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_snapshot_while_publishing_and_deleting(clients: dict[str, NATS], kind: str) -> None:
+    """Publishes and deletes in small bursts while the chunks go out (a small window, so the
+    snapshot is in flight): the snapshot holds the stream as of its start, up to its last
+    sequence, each message intact; what was deleted meanwhile may or may not be in it."""
+    nc = clients[kind]
+    seeds = [random.randrange(1 << 30) for _ in range(3)]
+    print("seeds", seeds)
+    for n, seed in enumerate(seeds):
+        rng = random.Random(seed)
+        name = f"RACE{n}"
+        await api(nc, f"STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name}.>"]})
+        sent = {}
+        for seq in range(1, 301):
+            sent[seq] = rng.randbytes(rng.randrange(50, 400))
+            await nc.publish(f"{name}.{seq % 5}", sent[seq])
+        await nc.request(f"{name}.sync", b"", timeout=5)  # stored after (so with) all above
+        sent[301] = b""
+        inbox = nc.new_inbox()
+        got: asyncio.Queue[Msg] = asyncio.Queue()
+
+        async def on_chunk(msg: Msg, got: asyncio.Queue[Msg] = got) -> None:
+            await got.put(msg)
+
+        sub = await nc.subscribe(inbox, cb=on_chunk)
+        first = await api(nc, f"STREAM.SNAPSHOT.{name}", {
+            "deliver_subject": inbox, "chunk_size": 1024, "window_size": 2048})
+        deleted: set[int] = set()
+        data = bytearray()
+        next_seq = 302
+        while True:
+            msg = await asyncio.wait_for(got.get(), 10)
+            if not msg.data:
+                break
+            data += msg.data
+            for _ in range(rng.randrange(0, 4)):  # a burst of publishes and deletes
+                sent[next_seq] = rng.randbytes(100)
+                await nc.publish(f"{name}.new", sent[next_seq])
+                next_seq += 1
+            victim = rng.randrange(1, 301)
+            if victim not in deleted:
+                deleted.add(victim)
+                await api(nc, f"STREAM.MSG.DELETE.{name}", {"seq": victim, "no_erase": True})
+            if msg.reply:
+                await nc.publish(msg.reply, b"")
+        await sub.unsubscribe()
+        entries: list[Entry] = []
+        reader = ArchiveReader(1 << 24)
+        for block in FrameDecoder().feed(bytes(data)):
+            entries.extend(reader.feed(block))
+        assert reader.finished, seed
+        seqs = [e.sequence for e in entries if e.sequence]
+        assert first["state"]["last_seq"] == 301, seed
+        assert seqs == sorted(set(seqs)) and seqs[-1] <= 301, seed  # none published later
+        assert set(range(1, 302)) - deleted <= set(seqs), seed
+        for e in entries:
+            if e.sequence:
+                assert e.payload == sent[e.sequence], (seed, e.sequence)
+        await api(nc, f"STREAM.DELETE.{name}")
