@@ -289,9 +289,11 @@ async def test_good_upload_and_request_errors(clients: dict[str, NATS]) -> None:
         assert wild["error"]["err_code"] == 10059, kind  # the stream is looked up first
 
 
-async def test_no_flow_response(clients: dict[str, NATS]) -> None:
-    """A receiver that never acks: one window is sent, then after 5 s the snapshot ends with
-    `408 No Flow Response` (both servers at once, so the wait is paid once)."""
+async def test_stalled_transfers(clients: dict[str, NATS],
+                                 servers: dict[str, ServerProcess]) -> None:
+    """A snapshot receiver that never acks: one window is sent, then after 5 s the snapshot
+    ends with `408 No Flow Response`; a restore client that stops sending is dropped after
+    5 s, staged data included (all at once, so the wait is paid once)."""
 
     async def stalled(kind: str, nc: NATS) -> tuple[int, Any]:
         await api(nc, "STREAM.CREATE.SLOW", {"name": "SLOW", "subjects": ["slow"]})
@@ -318,9 +320,24 @@ async def test_no_flow_response(clients: dict[str, NATS]) -> None:
             await sub.unsubscribe()
             await api(nc, "STREAM.DELETE.SLOW")
 
-    results = await asyncio.gather(*(stalled(k, nc) for k, nc in clients.items()))
-    for kind, (chunks, headers) in zip(clients, results, strict=True):
+    async def abandoned(kind: str, nc: NATS) -> None:
+        """A restore whose client sends one chunk and then nothing is dropped after 5 s."""
+        answer = await api(nc, "STREAM.RESTORE.GONE", {"config": {"name": "GONE"}})
+        await nc.request(answer["deliver_subject"], _GOOD[:20], timeout=5)
+        await asyncio.sleep(6)  # nats-server's stall limit is 5 s; nothing to poll for
+        with pytest.raises(nats.errors.NoRespondersError):
+            await nc.request(answer["deliver_subject"], _GOOD[20:], timeout=5)
+        done = await restore(nc, "GONE", {"config": {"name": "GONE", "subjects": ["bad.>"]}},
+                             _GOOD)
+        assert done["state"]["messages"] == 1, (kind, done)
+        await api(nc, "STREAM.DELETE.GONE")
+
+    results = await asyncio.gather(*(stalled(k, nc) for k, nc in clients.items()),
+                                   *(abandoned(k, nc) for k, nc in clients.items()))
+    for kind, (chunks, headers) in zip(clients, results[:2], strict=True):
         assert (chunks, headers) == (2, {"Status": "408", "Description": "No Flow Response"}), kind
+    store = Path(servers["bundled"].store_dir or "") / "jetstream" / "$G" / "restores"
+    assert not store.exists() or not any(store.iterdir())
 
 
 @pytest.mark.parametrize("kind", KINDS)
