@@ -75,15 +75,12 @@ def test_backup_moves_between_servers(server: ServerProcess, reference: ServerPr
         normalize(expected)
     worker = jetstream_json(server, "consumer", "info", "ORDERS", "worker")
     assert (worker["ack_floor"]["stream_seq"], worker["num_pending"]) == (2, 3)
-    jetstream(server, "pub", "orders.new", "order 6")
     backup = jetstream(server, "stream", "backup", "ORDERS", str(tmp_path / "from-server"))
     assert 'chunks for stream "ORDERS" in ' in backup.stdout
     jetstream(reference, "stream", "rm", "ORDERS", "-f")
     jetstream(reference, "stream", "restore", str(tmp_path / "from-server"))
-    assert jetstream_json(reference, "stream", "info", "ORDERS")["state"]["messages"] == 6
-    assert jetstream(reference, "stream", "get", "ORDERS", "6").stdout.count("order 6") == 1
-    worker = jetstream_json(reference, "consumer", "info", "ORDERS", "worker")
-    assert worker["ack_floor"]["stream_seq"] == 2
+    assert normalize(jetstream_json(reference, "stream", "info", "ORDERS")["state"]) == \
+        normalize(expected)
 
 
 def test_restore_errors(server: ServerProcess, tmp_path: Path) -> None:
