@@ -498,3 +498,24 @@ async def test_snapshot_while_publishing_and_deleting(clients: dict[str, NATS], 
             if e.sequence:
                 assert e.payload == sent[e.sequence], (seed, e.sequence)
         await api(nc, f"STREAM.DELETE.{name}")
+
+
+async def test_restored_origin_feeds_its_waiting_mirror(clients: dict[str, NATS]) -> None:
+    """A mirror created before its origin exists starts copying once the origin is restored."""
+    nc = clients["bundled"]
+    await api(nc, "STREAM.CREATE.ORIG", {"name": "ORIG", "subjects": ["orig.>"]})
+    for i in range(5):
+        await nc.request(f"orig.{i}", b"o%d" % i, timeout=5)
+    first, data, _ = await snapshot(nc, "ORIG")
+    await api(nc, "STREAM.DELETE.ORIG")
+    made = await api(nc, "STREAM.CREATE.MIR", {"name": "MIR", "mirror": {"name": "ORIG"}})
+    assert "error" not in made, made
+    done = await restore(nc, "ORIG", {"config": first["config"]}, data)
+    assert done["state"]["messages"] == 5, done
+    sub = await nc.jetstream().pull_subscribe("", durable="W", stream="MIR")
+    copied = []
+    while len(copied) < 5:  # bounded: each fetch waits at most 5 s for the mirror's copies
+        copied += [m.data for m in await sub.fetch(5 - len(copied), timeout=5)]
+    assert copied == [b"o%d" % i for i in range(5)]
+    await api(nc, "STREAM.DELETE.MIR")
+    await api(nc, "STREAM.DELETE.ORIG")

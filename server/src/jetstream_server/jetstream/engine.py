@@ -468,6 +468,7 @@ class JetStream:
         self.streams[config.name] = stream
         self._subscribe_stream(stream)
         self.sourcing.attach(stream)
+        self.sourcing.stream_created(stream)  # mirrors and sources waiting for this origin
         if directory is not None:
             restore_consumers(self, stream)
         else:
