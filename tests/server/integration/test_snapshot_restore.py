@@ -25,6 +25,7 @@ from js_helpers import api
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from jetstream_server.embedded import EmbeddedServer
 from jetstream_server.store import s2frame
 from jetstream_server.store.natsarc import MAGIC, ArchiveReader, Entry, encode_entry, end_entry
 from jetstream_server.store.s2frame import FrameDecoder, FrameEncoder
@@ -519,3 +520,16 @@ async def test_restored_origin_feeds_its_waiting_mirror(clients: dict[str, NATS]
     assert copied == [b"o%d" % i for i in range(5)]
     await api(nc, "STREAM.DELETE.MIR")
     await api(nc, "STREAM.DELETE.ORIG")
+
+
+async def test_server_stop_ends_a_restore_in_progress(tmp_path: Path) -> None:
+    """An in-process server stopped mid-restore closes the staged store and removes its
+    data at once (not only at the next start)."""
+    staging = tmp_path / "jetstream" / "$G" / "restores"
+    with EmbeddedServer(store_dir=str(tmp_path), port=0) as srv:
+        nc = await nats.connect(srv.url, max_reconnect_attempts=0)
+        answer = await api(nc, "STREAM.RESTORE.HALF", {"config": {"name": "HALF"}})
+        await nc.request(answer["deliver_subject"], _GOOD[:30], timeout=5)
+        assert any(staging.iterdir())
+        await nc.close()
+    assert not any(staging.iterdir())

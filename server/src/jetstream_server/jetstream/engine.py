@@ -71,6 +71,7 @@ from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.snapshot.restore import (
     Staged,
+    Transfer,
     adopt_consumers,
     clear_stale_staging,
     restore_staging_dir,
@@ -155,6 +156,8 @@ class JetStream:
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
+        # snapshots being sent and restores being received (snapshot/): ended at close
+        self.transfers: set[Transfer] = set()
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -202,6 +205,8 @@ class JetStream:
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
         self.sourcing.close()
+        for transfer in list(self.transfers):
+            transfer.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
-from jetstream_server.jetstream.snapshot.restore import Staged
+from jetstream_server.jetstream.snapshot.restore import Staged, Transfer
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
 from jetstream_server.store.base import StreamStore
@@ -36,6 +36,7 @@ class ApiHost(Protocol):
     account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
     sync_always: bool  # fsync every write (stream stores and consumer state)
     max_pending: int  # the server's max_pending: a direct-get batch sends no more bytes
+    transfers: set[Transfer]  # snapshots and restores in progress (ended when the server stops)
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""

@@ -43,7 +43,7 @@ def stream_snapshot(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     window_size = int_field(body, "window_size")
     content = SnapshotContent(stream, not body.get("no_consumers"), host.clock.now_ns())
     sender = SnapshotSender(host.consumer_host, stream.name, content, deliver,
-                            chunk_size, window_size)
+                            chunk_size, window_size, host.transfers)
     sender.start()  # its first turn runs after this answer has gone out
     return {"config": stream.config.to_json(), "state": views.stream_state(stream)}
 
@@ -74,6 +74,6 @@ def stream_restore(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     store, staging = host.stage_restore(config)
     deliver = f"$JS.SNAPSHOT.RESTORE.{name}.{secrets.token_hex(11)}"
     session = RestoreSession(host.consumer_host, config, store, staging, deliver,
-                             host.adopt_restored, host.check_restore_room)
+                             host.adopt_restored, host.check_restore_room, host.transfers)
     session.start()
     return {"deliver_subject": deliver}

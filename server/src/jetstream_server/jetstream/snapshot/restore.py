@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from jetstream_server.core.clock import TimerHandle
 from jetstream_server.jetstream.consumer.config import ConsumerConfig
@@ -99,6 +99,13 @@ class Staged:
     consumers: list[StagedConsumer] = field(default_factory=list)
 
 
+class Transfer(Protocol):
+    """A snapshot being sent or a restore being received; `close()` ends it now
+    (the server stops), and it leaves the set it was registered in when it ends."""
+
+    def close(self) -> None: ...
+
+
 Adopt = Callable[[Staged], dict[str, Any]]  # -> the stream info; raises ApiError
 RoomCheck = Callable[[str, int], None]  # (storage, more bytes) -> raises ApiError
 
@@ -107,8 +114,10 @@ class RestoreSession:
     """One restore in progress (module docstring)."""
 
     def __init__(self, host: ConsumerHost, config: StreamConfig, store: StreamStore,
-                 staging: Path | None, deliver: str, adopt: Adopt, room: RoomCheck) -> None:
+                 staging: Path | None, deliver: str, adopt: Adopt, room: RoomCheck,
+                 registry: set[Transfer] | None = None) -> None:
         self.host = host
+        self._registry = registry if registry is not None else set()
         self.config = config
         self.store = store
         self.staging = staging
@@ -134,7 +143,12 @@ class RestoreSession:
 
     def start(self) -> None:
         self._sid = self.host.subscribe(self.deliver, self._on_chunk)
+        self._registry.add(self)
         self._arm_stall()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._abort("the server is stopping")
 
     # -- the chunks ------------------------------------------------------------------
     def _on_chunk(self, subject: str, reply: str | None, headers: bytes | None,
@@ -360,6 +374,7 @@ class RestoreSession:
 
     def _stop(self) -> None:
         self.closed = True
+        self._registry.discard(self)
         self._queue.clear()
         for timer in (self._stall, self._turn):
             if timer is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Final
+from typing import Any, Final
 
 from jetstream_server.core.clock import TimerHandle
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
@@ -51,8 +51,10 @@ class SnapshotSender:
     """Sends one snapshot (module docstring); `start()` once, it ends by itself."""
 
     def __init__(self, host: ConsumerHost, stream_name: str, content: SnapshotContent,
-                 deliver: str, chunk_size: int, window_size: int) -> None:
+                 deliver: str, chunk_size: int, window_size: int,
+                 registry: set[Any] | None = None) -> None:
         self.host = host
+        self._registry = registry if registry is not None else set()
         self.content = content
         self.deliver = deliver
         self.chunk, window = clamp_sizes(chunk_size, window_size)
@@ -68,6 +70,7 @@ class SnapshotSender:
 
     def start(self) -> None:
         self._sid = self.host.subscribe(self.ack_prefix + ".>", self._on_ack)
+        self._registry.add(self)
         if self.host.has_interest(self.deliver):
             self._schedule()
         else:  # nats-server allows the receiver about 2 s to subscribe
@@ -138,9 +141,14 @@ class SnapshotSender:
         else:
             self._finish(HDR_NO_FLOW, "no flow response")
 
-    def _finish(self, header: bytes | None, error: str) -> None:
+    def close(self) -> None:
+        """The server is stopping: the receiver gets nothing more (nor a final message)."""
+        if not self.finished:
+            self._end()
+
+    def _end(self) -> None:
         self.finished = True
-        self.error = error
+        self._registry.discard(self)
         for timer in (self._ack_timer, self._turn):
             if timer is not None:
                 timer.cancel()
@@ -148,6 +156,10 @@ class SnapshotSender:
         if self._sid is not None:
             self.host.unsubscribe(self._sid)
             self._sid = None
+
+    def _finish(self, header: bytes | None, error: str) -> None:
+        self._end()
+        self.error = error
         self.host.publish(self.deliver, None, header, b"")
         if error:
             logger.warning("snapshot of stream %s ended: %s", self.content.stream.name, error)
