@@ -115,7 +115,8 @@ class ServerProcess:
                 self.monitor_port = int(m.group(2))
             elif _READY_RE.search(line) is not None:
                 self._ready.set()
-        self._ready.set()
+        if proc is self.proc:  # a process that ended before it was ready; not a restarted one
+            self._ready.set()
 
     def restart(self, *, same_port: bool = True) -> ServerProcess:
         """Stop (if running) and start again on the same store directory and port."""
