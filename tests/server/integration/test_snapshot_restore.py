@@ -96,7 +96,8 @@ async def restore(nc: NATS, stream: str, meta: dict[str, Any], data: bytes,
 
 
 async def fill(nc: NATS, name: str, count: int = 40) -> None:
-    """A stream starting at 3, headers on odd messages, gaps, a consumer with ack floor 6."""
+    """A stream starting at 3, headers on odd messages, gaps, a consumer with ack floor 6 and
+    two messages pending."""
     resp = await api(nc, f"STREAM.CREATE.{name}", {
         "name": name, "subjects": [f"{name.lower()}.>"], "storage": "file", "first_seq": 3})
     assert "error" not in resp, resp
@@ -116,6 +117,7 @@ async def fill(nc: NATS, name: str, count: int = 40) -> None:
     msgs = await sub.fetch(4, timeout=5)
     for msg in msgs:
         await msg.ack_sync()
+    assert len(await sub.fetch(2, timeout=5)) == 2  # delivered, not acknowledged: pending
 
 
 async def contents(nc: NATS, name: str) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
@@ -147,6 +149,7 @@ async def test_round_trip(clients: dict[str, NATS], src: str, dst: str,
     name = f"RT{KINDS.index(src)}{KINDS.index(dst)}"
     await fill(clients[src], name)
     before = await contents(clients[src], name)
+    assert (before[2]["ack_floor"]["stream_seq"], before[2]["num_ack_pending"]) == (6, 2)
     first, data, end = await snapshot(clients[src], name, chunk_size=1024)
     if src == "nats-server":  # its S2 (repeat copies included) decodes the same without cramjam
         fast = b"".join(FrameDecoder().feed(data))
