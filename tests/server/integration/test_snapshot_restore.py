@@ -536,3 +536,28 @@ async def test_server_stop_ends_a_restore_in_progress(tmp_path: Path) -> None:
         assert any(staging.iterdir())
         await nc.close()
     assert not any(staging.iterdir())
+
+
+@pytest.mark.parametrize(("src", "dst"), [("nats-server", "bundled"), ("bundled", "nats-server")])
+@pytest.mark.parametrize("setup", ["never used", "first_seq 10", "all purged"])
+async def test_empty_streams(clients: dict[str, NATS], src: str, dst: str, setup: str) -> None:
+    name = f"E{KINDS.index(src)}{['never used', 'first_seq 10', 'all purged'].index(setup)}"
+    config: dict[str, Any] = {"name": name, "subjects": [f"{name}.>"]}
+    if setup == "first_seq 10":
+        config["first_seq"] = 10
+    await api(clients[src], f"STREAM.CREATE.{name}", config)
+    if setup == "all purged":
+        for i in range(3):
+            await clients[src].request(f"{name}.x", b"%d" % i, timeout=5)
+        await api(clients[src], f"STREAM.PURGE.{name}")
+    keep = ("messages", "bytes", "first_seq", "last_seq", "num_deleted")
+    before = {k: (await api(clients[src], f"STREAM.INFO.{name}"))["state"].get(k) for k in keep}
+    first, data, _ = await snapshot(clients[src], name)
+    await api(clients[src], f"STREAM.DELETE.{name}")
+    done = await restore(clients[dst], name, {"config": first["config"]}, data)
+    ack = json.loads((await clients[dst].request(f"{name}.y", b"n", timeout=5)).data)
+    assert ack["seq"] == max(before["last_seq"] + 1, before["first_seq"]), setup
+    if setup == "never used" and dst == "nats-server":
+        before["first_seq"] = 1  # nats-server's restore reports a never-used stream so
+    assert {k: done["state"].get(k) for k in keep} == before, (setup, done)
+    await api(clients[dst], f"STREAM.DELETE.{name}")
