@@ -561,3 +561,23 @@ async def test_empty_streams(clients: dict[str, NATS], src: str, dst: str, setup
         before["first_seq"] = 1  # nats-server's restore reports a never-used stream so
     assert {k: done["state"].get(k) for k in keep} == before, (setup, done)
     await api(clients[dst], f"STREAM.DELETE.{name}")
+
+
+@pytest.mark.parametrize(("src", "dst"), [("nats-server", "bundled"), ("bundled", "nats-server")])
+async def test_ephemeral_consumer_stays_ephemeral(clients: dict[str, NATS], src: str,
+                                                  dst: str) -> None:
+    name = f"EPH{KINDS.index(src)}"
+    await api(clients[src], f"STREAM.CREATE.{name}", {"name": name, "subjects": [f"{name}.>"]})
+    for i in range(3):
+        await clients[src].request(f"{name}.x", b"%d" % i, timeout=5)
+    made = await api(clients[src], f"CONSUMER.CREATE.{name}.E", {"stream_name": name, "config": {
+        "name": "E", "ack_policy": "explicit", "inactive_threshold": 60_000_000_000}})
+    assert "error" not in made, made
+    first, data, _ = await snapshot(clients[src], name)
+    await api(clients[src], f"STREAM.DELETE.{name}")
+    done = await restore(clients[dst], name, {"config": first["config"]}, data)
+    assert done["state"]["consumer_count"] == 1, done
+    info = await api(clients[dst], f"CONSUMER.INFO.{name}.E")
+    assert "durable_name" not in info["config"], info
+    assert (info["config"]["inactive_threshold"], info["num_pending"]) == (60_000_000_000, 3)
+    await api(clients[dst], f"STREAM.DELETE.{name}")

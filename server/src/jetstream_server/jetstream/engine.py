@@ -476,8 +476,7 @@ class JetStream:
         self.sourcing.stream_created(stream)  # mirrors and sources waiting for this origin
         if directory is not None:
             restore_consumers(self, stream)
-        else:
-            adopt_consumers(self.consumer_host, stream, staged.consumers)
+        adopt_consumers(self.consumer_host, stream, staged.consumers)
         # the config's limits hold for what was restored too (nats-server's store enforces
         # them as it stores): setting the same config applies them all
         stream.update_config(config)

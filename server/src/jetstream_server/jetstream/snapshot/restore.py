@@ -263,8 +263,6 @@ class RestoreSession:
         if body.get("state") is None:
             raise RestoreFailed(f"consumer {name!r} is missing state")
         raw = dict(body["config"])
-        if not raw.get("durable_name"):
-            raw["durable_name"] = name  # nats-server keeps ephemerals as durables while restoring
         raw.setdefault("name", name)
         try:
             config = ConsumerConfig.from_json(raw).with_defaults()
@@ -397,11 +395,18 @@ class RestoreSession:
             shutil.rmtree(self.staging, ignore_errors=True)
 
 
+def persistent(consumer: StagedConsumer) -> bool:
+    """Kept on disk with a file stream (durable, not `mem_storage`), as when created."""
+    return consumer.config.is_durable and not consumer.config.mem_storage
+
+
 def write_staged_consumers(staged: Staged, sync: bool, created_ns: int) -> None:
-    """A file stream's consumers go to disk with it, where the engine reopens them."""
+    """A file stream's durable consumers go to disk with it, where the engine reopens them."""
     if staged.directory is None:
         return
     for consumer in staged.consumers:
+        if not persistent(consumer):
+            continue
         store = ConsumerStore.for_stream(staged.directory, consumer.name, sync=sync)
         store.write_meta(consumer.config.to_json(), created_ns)
         store.write_state(consumer.state)
@@ -427,8 +432,11 @@ def clear_stale_staging(store_dir: str | os.PathLike[str], account: str = ACCOUN
 
 
 def adopt_consumers(host: ConsumerHost, stream: Stream, consumers: list[StagedConsumer]) -> None:
-    """A memory stream's consumers, created with their restored state."""
+    """Consumers kept in memory only (a memory stream's, ephemerals), created with their
+    restored state; an ephemeral one starts its inactivity clock now, as with nats-server."""
     for staged in consumers:
+        if stream.directory is not None and persistent(staged):
+            continue  # reopened from disk
         consumer = Consumer(host, stream, staged.config, name=staged.name, state=staged.state)
         stream.consumers[staged.name] = consumer
         host.clock.call_later(0, consumer.kick)
