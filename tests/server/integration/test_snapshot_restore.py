@@ -581,3 +581,28 @@ async def test_ephemeral_consumer_stays_ephemeral(clients: dict[str, NATS], src:
     assert "durable_name" not in info["config"], info
     assert (info["config"]["inactive_threshold"], info["num_pending"]) == (60_000_000_000, 3)
     await api(clients[dst], f"STREAM.DELETE.{name}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_wide_gap_restores_in_bounded_turns(clients: dict[str, NATS], kind: str,
+                                                  servers: dict[str, ServerProcess]) -> None:
+    """30,000 deleted sequences between two messages: the same state on both servers; the
+    bundled server fills the gap over many loop turns (none trips the 500 ms slow-step
+    warning; in one turn it took over a second)."""
+    backup = _archive(
+        encode_entry("state.json", 1, 0, b"", json.dumps(
+            {"messages": 2, "first_seq": 1, "last_seq": 30_002}).encode()),
+        encode_entry("gap.a", 1, 1, b"", b"first"),
+        encode_entry("gap.b", 2, 30_002, b"", b"last"),
+        end_entry())
+    nc = clients[kind]
+    done = await restore(nc, "GAP", {"config": {"name": "GAP", "subjects": ["gap.>"]}}, backup)
+    state = done["state"]
+    assert (state["messages"], state["first_seq"], state["last_seq"], state["num_deleted"]) == (
+        2, 1, 30_002, 30_000), done
+    got = await api(nc, "STREAM.MSG.GET.GAP", {"seq": 30_002})
+    assert base64.b64decode(got["message"]["data"]) == b"last"
+    await api(nc, "STREAM.DELETE.GAP")
+    if kind == "bundled":
+        slow = [line for line in servers[kind].log if "RestoreSession" in line]
+        assert not slow, slow

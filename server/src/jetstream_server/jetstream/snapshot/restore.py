@@ -17,14 +17,15 @@ and only a complete, checked backup becomes a stream (`adopt`, the engine's).
 Any failure, and 5 s without a chunk (nats-server's stall limit), deletes
 what was staged, so nothing half-created is left behind.
 
-Bounded: chunks are decoded and stored in loop turns of at most
-`TURN_RAW_BYTES`, and a chunk is answered only once all of it is stored (the
-client waits for that answer before the next one, so it is paced by the
-server; at most `MAX_QUEUED` unanswered chunks are held); the decoders keep at
-most one S2 chunk and one archive entry, so memory does not grow with the backup;
-sequence gaps are filled in this store by storing and removing a placeholder
-per missing sequence (the store has no bulk skip), at most `MAX_GAP_FILL` per
-restore (more is refused with a message saying so).
+Bounded: work happens in loop turns of at most `TURN_RAW_BYTES` of entries
+stored (a deleted sequence filled counts `GAP_COST`), so a big restore never
+stalls other clients. A chunk is decoded once fewer than `BACKLOG_BYTES` wait
+to be stored, and answered once the backlog is below that again: the client,
+which waits for each answer, is paced by the server, and memory holds about
+one chunk's entries plus the decoders' buffers (one S2 chunk, one archive
+entry). Sequence gaps are filled in this store by storing and removing a
+placeholder per missing sequence (the store has no bulk skip), at most
+`MAX_GAP_FILL` per restore (more is refused with a message saying so).
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ STALL_S: Final = 5.0
 MAX_ENTRY: Final = 16 << 20
 MAX_GAP_FILL: Final = 250_000
 TURN_RAW_BYTES: Final = 32 << 10  # archive bytes stored per loop turn (~20 ms)
-MAX_QUEUED: Final = 64  # chunks received and not yet answered
+GAP_COST: Final = 64  # budget bytes one filled gap sequence counts for (~500 per turn)
+BACKLOG_BYTES: Final = 1 << 20  # decoded, not yet stored: chunks are answered below this
+MAX_QUEUED: Final = 64  # chunks received and not yet decoded
 GAP_SUBJECT: Final = "_restore_gap_"
 CREATE_RESPONSE: Final = "io.nats.jetstream.api.v1.stream_create_response"
 
@@ -74,7 +77,6 @@ CREATE_RESPONSE: Final = "io.nats.jetstream.api.v1.stream_create_response"
 class _Chunk:
     reply: str
     payload: bytes
-    blocks: deque[bytes] | None = None  # decoded, not yet stored
 
 
 class RestoreFailed(Exception):
@@ -139,7 +141,13 @@ class RestoreSession:
         self._sid: int | None = None
         self._stall: TimerHandle | None = None
         self._turn: TimerHandle | None = None
-        self._queue: deque[_Chunk] = deque()
+        self._queue: deque[_Chunk] = deque()  # received, not decoded yet
+        self._entries: deque[Entry] = deque()  # decoded, not stored yet
+        self._backlog = 0  # their bytes
+        self._unanswered: deque[str] = deque()  # replies of decoded chunks
+        self._final_reply: str | None = None
+        self._failed: tuple[str, ApiError | None] | None = None
+        self._discarded = False
 
     def start(self) -> None:
         self._sid = self.host.subscribe(self.deliver, self._on_chunk)
@@ -158,53 +166,83 @@ class RestoreSession:
         if not reply:
             self._abort(f"restore of stream {self.config.name} needs a reply subject per chunk")
             return
+        if self._failed is not None:  # every earlier chunk was answered: this one says why
+            self._stop()
+            self._answer_error(reply, *self._failed)
+            return
         if len(self._queue) >= MAX_QUEUED:
             self._fail(reply, f"more than {MAX_QUEUED} chunks sent without waiting for answers")
             return
         self.received += len(payload)
         self._queue.append(_Chunk(reply, payload))
         self._arm_stall()
-        if self._turn is None:
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._turn is None and not self.closed:
             self._turn = self.host.clock.call_later(0, self._work)
 
     def _work(self) -> None:
-        """One bounded turn: decode and store at most `TURN_RAW_BYTES` of the archive,
-        answer each chunk once all of it is stored."""
+        """One bounded turn (module docstring): store entries (and fill gaps) worth at
+        most `TURN_RAW_BYTES`, decode the next chunk while the backlog is small, answer
+        the chunks decoded while it stays small, finish after the last one."""
         self._turn = None
         budget = TURN_RAW_BYTES
-        while self._queue and not self.closed:
-            chunk = self._queue[0]
-            if not chunk.payload:
-                self._queue.popleft()
-                self._complete(chunk.reply)
-                return
-            try:
-                if chunk.blocks is None:
-                    chunk.blocks = deque(self._frames.feed(chunk.payload))
-                while chunk.blocks and budget > 0:
-                    block = chunk.blocks.popleft()
-                    budget -= len(block)
-                    for entry in self._archive.feed(block):
-                        self._apply(entry)
-            except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
-                self._fail(chunk.reply, str(exc))
-                return
-            except ApiError as exc:  # a store limit: nats-server answers its error as it is
-                self._fail(chunk.reply, exc.description, exc)
-                return
-            if chunk.blocks:
-                break  # budget spent: the rest of this chunk in the next turn
-            self._queue.popleft()
-            self.host.publish(chunk.reply, None, None, b"")
-            if budget <= 0:
-                break
-        if self.closed:
+        try:
+            while budget > 0 and not self.closed:
+                if self._entries:
+                    entry = self._entries[0]
+                    cost, done = self._apply(entry, budget)
+                    budget -= cost
+                    if done:
+                        self._entries.popleft()
+                        self._backlog -= len(entry.payload)
+                elif self._queue and self._backlog < BACKLOG_BYTES:
+                    chunk = self._queue.popleft()
+                    if not chunk.payload:
+                        self._final_reply = chunk.reply
+                        break
+                    self._unanswered.append(chunk.reply)  # an error in it is answered there
+                    for block in self._frames.feed(chunk.payload):
+                        for entry in self._archive.feed(block):
+                            self._entries.append(entry)
+                            self._backlog += len(entry.payload)
+                    budget -= len(chunk.payload)
+                else:
+                    break
+        except (S2Error, ArchiveError, RestoreFailed, ValueError, StoreError, OSError) as exc:
+            self._fail_at_next(str(exc), None)
             return
-        if self._queue:
-            self._turn = self.host.clock.call_later(0, self._work)
+        except ApiError as exc:  # a store limit: nats-server answers its error as it is
+            self._fail_at_next(exc.description, exc)
+            return
+        if self._backlog < BACKLOG_BYTES:
+            while self._unanswered:
+                self.host.publish(self._unanswered.popleft(), None, None, b"")
+        if self._final_reply is not None and not self._entries and not self._queue:
+            self._complete(self._final_reply)
+            return
+        if self._entries or (self._queue and self._backlog < BACKLOG_BYTES):
+            self._schedule()
         self._arm_stall()
 
-    def _apply(self, entry: Entry) -> None:
+    def _fail_at_next(self, why: str, error: ApiError | None) -> None:
+        """Answer the error to the oldest chunk not answered yet (or the next to come)."""
+        reply = self._unanswered[0] if self._unanswered else self._final_reply
+        if reply is None and self._queue:
+            reply = self._queue[0].reply
+        if reply is not None:
+            self._fail(reply, why, error)
+            return
+        logger.warning("restore of stream %s failed: %s", self.config.name, why)
+        self._failed = (why, error)
+        self._discard()
+        self._entries.clear()
+        self._arm_stall()
+
+    def _apply(self, entry: Entry, budget: int) -> tuple[int, bool]:
+        """Apply (part of) one entry: (cost, done). A message or the end after a gap
+        first fills the gap, `budget // GAP_COST` sequences per call."""
         if self._state is None:
             self._begin(entry)
         elif self._consumers_left:
@@ -214,9 +252,16 @@ class RestoreSession:
             last_ts = parse_time((self._state or {}).get("last_ts"))
             if last_ts:
                 self._last_ts = last_ts
-            self._pad_to(self._state_last_seq() + 1)
+            cost = self._pad_to(self._state_last_seq() + 1, budget)
+            return cost, self._last_seq >= self._state_last_seq()
         else:
+            self._check_message(entry)
+            cost = self._pad_to(entry.sequence, budget)
+            if self._last_seq < entry.sequence - 1:
+                return cost, False
             self._message(entry)
+            return cost + len(entry.payload) + 1, True
+        return len(entry.payload) + 1, True
 
     def _begin(self, entry: Entry) -> None:
         if entry.name != STATE_ENTRY:
@@ -274,7 +319,7 @@ class RestoreSession:
             raise RestoreFailed(f"consumer {name!r} state: {exc}") from None
         self._consumers.append(StagedConsumer(name, config, raw, state))
 
-    def _message(self, entry: Entry) -> None:
+    def _check_message(self, entry: Entry) -> None:
         seq = entry.sequence
         if seq == 0:
             raise RestoreFailed("expected message sequence")
@@ -284,7 +329,9 @@ class RestoreSession:
             raise RestoreFailed(f"message sequence {seq} has no subject")
         if entry.header_size > len(entry.payload):
             raise RestoreFailed(f"failed to parse message sequence {seq}: invalid header length")
-        self._pad_to(seq)
+
+    def _message(self, entry: Entry) -> None:
+        seq = entry.sequence
         headers = entry.payload[:entry.header_size] or None
         data = entry.payload[entry.header_size:]
         size = self.store.msg_size(entry.name, headers, data)
@@ -296,25 +343,28 @@ class RestoreSession:
         self._last_seq = seq
         self._last_ts = entry.timestamp
 
-    def _pad_to(self, next_seq: int) -> None:
-        """Make `next_seq` the next sequence stored (the ones between stay deleted)."""
+    def _pad_to(self, next_seq: int, budget: int) -> int:
+        """Move toward `next_seq` being the next sequence stored (the ones between stay
+        deleted), at most `budget // GAP_COST` sequences; the cost."""
         gap = next_seq - self._last_seq - 1
         if gap <= 0:
-            return
+            return 0
         if self.store.state().msgs == 0:
             self.store.skip_to(next_seq)
             self._last_seq = next_seq - 1
-            return
-        self._gap_filled += gap
-        if self._gap_filled > MAX_GAP_FILL:
+            return 1
+        if self._gap_filled + gap > MAX_GAP_FILL:
             raise RestoreFailed(
                 f"more than {MAX_GAP_FILL} deleted sequences between messages: "
                 "this server restores at most that many"
             )
-        for _ in range(gap):
+        step = min(gap, max(1, budget // GAP_COST))
+        for _ in range(step):
             seq = self.store.store(GAP_SUBJECT, None, b"", self._last_ts)
             self.store.remove(seq)
-        self._last_seq = next_seq - 1
+        self._gap_filled += step
+        self._last_seq += step
+        return step * GAP_COST
 
     # -- the end -----------------------------------------------------------------------
     def _complete(self, reply: str) -> None:
@@ -374,6 +424,8 @@ class RestoreSession:
         self.closed = True
         self._registry.discard(self)
         self._queue.clear()
+        self._entries.clear()
+        self._unanswered.clear()
         for timer in (self._stall, self._turn):
             if timer is not None:
                 timer.cancel()
@@ -383,6 +435,9 @@ class RestoreSession:
             self._sid = None
 
     def _discard(self) -> None:
+        if self._discarded:
+            return
+        self._discarded = True
         try:
             if self.staging is not None:
                 self.store.close()
