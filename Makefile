@@ -24,7 +24,7 @@ $(DEPS): Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cl
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket]' ./testing ./cli '.[server,nkeys,jobs,test]'
+	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket,snapshot]' ./testing ./cli '.[server,nkeys,jobs,test]'
 	touch $(DEPS)
 
 # Our four packages (fast): whenever a source file changes.

@@ -13,8 +13,7 @@ Restore: `$JS.API.STREAM.RESTORE.<stream>` with `{"config", "state"}` answers a 
 subject; the file is sent in 64 KiB requests (each answered empty, or with an error), then
 an empty request, whose answer (after the server has restored) is a stream create answer.
 
-A server without these APIs (the bundled server, so far) is reported in one line that says
-so; memory streams cannot be snapshotted (nats-server's rule, checked before asking).
+A server without these APIs is reported in one line that says so; memory streams cannot be snapshotted (nats-server's rule, checked before asking).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 from router_double import RouterDouble
 
 from jetstream_server.core.clock import FakeClock
-from jetstream_server.jetstream.api import account, consumers, direct, streams
+from jetstream_server.jetstream.api import account, consumers, direct, snapshots, streams
 from jetstream_server.jetstream.api.dispatch import dispatch
 from jetstream_server.jetstream.api.routes import ROUTE_TABLE, ROUTES, Route
 from jetstream_server.jetstream.engine import JetStream
@@ -74,6 +74,8 @@ IMPLEMENTED: dict[str, tuple[Any, ...]] = {
     "STREAM.PURGE.*": (streams.stream_purge,),
     "STREAM.MSG.DELETE.*": (streams.stream_msg_delete,),
     "STREAM.MSG.GET.*": (streams.stream_msg_get,),
+    "STREAM.SNAPSHOT.*": (snapshots.stream_snapshot,),
+    "STREAM.RESTORE.*": (snapshots.stream_restore,),
     "DIRECT.GET.*": (direct.direct_get,),
     "DIRECT.GET.*.>": (direct.direct_get_last,),
     "CONSUMER.CREATE.*": (consumers.consumer_create_legacy,),

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ from jetstream_server.jetstream.account_limits import (
 )
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
+from jetstream_server.jetstream.api.views import stream_info
 from jetstream_server.jetstream.atomic_batch import (
     AtomicBatches,
     BatchAck,
@@ -67,10 +69,18 @@ from jetstream_server.jetstream.atomic_batch import (
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.snapshot.restore import (
+    Staged,
+    Transfer,
+    adopt_consumers,
+    clear_stale_staging,
+    restore_staging_dir,
+    write_staged_consumers,
+)
 from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
-from jetstream_server.jetstream.versioning import API_LEVEL
+from jetstream_server.jetstream.versioning import API_LEVEL, with_dynamic
 from jetstream_server.store.base import StoreError, StreamStore
 
 DEFAULT_MAX_PENDING = 64 * 1024 * 1024  # nats-server's MAX_PENDING_SIZE
@@ -146,6 +156,8 @@ class JetStream:
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
+        # snapshots being sent and restores being received (snapshot/): ended at close
+        self.transfers: set[Transfer] = set()
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -193,6 +205,8 @@ class JetStream:
     def close(self) -> None:
         """Flush pending acks, sync and close every stream."""
         self.sourcing.close()
+        for transfer in list(self.transfers):
+            transfer.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -215,6 +229,7 @@ class JetStream:
     def _open_existing(self) -> None:
         if self.store_dir is None:
             return
+        clear_stale_staging(self.store_dir, self.account)
         for directory in persistence.list_stream_dirs(self.store_dir, self.account):
             try:
                 meta = persistence.read_meta(directory)
@@ -430,6 +445,76 @@ class JetStream:
         logger.info("created stream %s", config.name)
         advisories.stream_action(self, self.clock.now_ns(), config.name, "create", self.domain)
         return stream
+
+    # -- restores (snapshot/restore.py) ----------------------------------------------
+    def check_restore_config(self, config: StreamConfig) -> None:
+        self.check_account_reservation(config)
+
+    def stage_restore(self, config: StreamConfig) -> tuple[StreamStore, Path | None]:
+        final = self.stream_dir(config.name, config.storage)
+        staging = None
+        if final is not None and self.store_dir is not None:
+            staging = restore_staging_dir(self.store_dir, config.name, self.account)
+        try:
+            store = open_stream_store(
+                config.storage, staging, sync_always=False, sync_interval_s=self.sync_interval_s
+            )
+        except Exception as exc:
+            logger.exception("could not create the staging store of restore %s", config.name)
+            raise ApiError(Err.STREAM_CREATE, err=str(exc)) from exc
+        return store, staging
+
+    def check_restore_room(self, storage: str, size: int) -> None:
+        exceeded = Err.MEMORY_RESOURCES_EXCEEDED if storage == "memory" else Err.STORAGE_RESOURCES_EXCEEDED
+        if self.account_limits.exceeded_by(storage, self.usage(storage), size):
+            raise ApiError(exceeded)
+        limit = self.max_memory if storage == "memory" else self.max_storage
+        if limit > 0 and self.server_usage(storage) + size > limit:
+            raise ApiError(exceeded)
+
+    def adopt_restored(self, staged: Staged) -> dict[str, Any]:
+        """The staged store becomes the stream (checks as a create; the staging
+        directory is moved into place, then opened as at start)."""
+        config = staged.config
+        if config.name in self.streams:
+            raise ApiError(Err.STREAM_NAME_EXIST_RESTORE_FAILED)
+        self.check_account_reservation(config)
+        self.check_overlap(config)
+        created = self.clock.now_ns()
+        store = staged.store
+        directory = self.stream_dir(config.name, config.storage)
+        if directory is not None and staged.directory is not None:
+            self._refuse_unloaded(config.name, directory)
+            store.close()
+            write_staged_consumers(staged, self.sync_always, created)
+            persistence.write_meta(
+                staged.directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
+            )
+            persistence.make_dirs(directory.parent)
+            os.rename(staged.directory, directory)
+            persistence.fsync_dir(directory.parent)
+            persistence.fsync_dir(staged.directory.parent)
+            store = open_stream_store(
+                config.storage, directory,
+                sync_always=self.sync_always, sync_interval_s=self.sync_interval_s,
+            )
+        stream = Stream(
+            config, store, self.clock, directory=directory, created_ns=created,
+            account_check=self._store_limit_check(),
+        )
+        self.streams[config.name] = stream
+        self._subscribe_stream(stream)
+        self.sourcing.attach(stream)
+        self.sourcing.stream_created(stream)  # mirrors and sources waiting for this origin
+        if directory is not None:
+            restore_consumers(self, stream)
+        adopt_consumers(self.consumer_host, stream, staged.consumers)
+        # the config's limits hold for what was restored too (nats-server's store enforces
+        # them as it stores): setting the same config applies them all
+        stream.update_config(config)
+        logger.info("restored stream %s from a snapshot", config.name)
+        info = stream_info(stream, self.clock.now_ns())
+        return {**info, "config": with_dynamic(info["config"]), "did_create": True}
 
     def _refuse_unloaded(self, name: str, directory: Path) -> None:
         """Never create a stream over data that exists but did not load: a damaged

@@ -12,13 +12,16 @@ in step); everything they send goes through `publish` or `respond`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
+from jetstream_server.jetstream.snapshot.restore import Staged, Transfer
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
+from jetstream_server.store.base import StreamStore
 
 
 class ApiHost(Protocol):
@@ -33,6 +36,7 @@ class ApiHost(Protocol):
     account_limits: AccountLimits  # the account's jetstream { max_mem, ... }
     sync_always: bool  # fsync every write (stream stores and consumer state)
     max_pending: int  # the server's max_pending: a direct-get batch sends no more bytes
+    transfers: set[Transfer]  # snapshots and restores in progress (ended when the server stops)
 
     def respond(self, reply: str | None, body: dict[str, Any]) -> None:
         """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
@@ -67,4 +71,22 @@ class ApiHost(Protocol):
 
     def account_info(self) -> dict[str, Any]:
         """Usage and limits of the account (`$JS.API.INFO` without the `api` block)."""
+        ...
+
+    # -- restores (snapshot/restore.py) ---------------------------------------------
+    def check_restore_config(self, config: StreamConfig) -> None:
+        """The checks a restore passes before any data (account limits); raises ApiError."""
+        ...
+
+    def stage_restore(self, config: StreamConfig) -> tuple[StreamStore, Path | None]:
+        """A private store for a restore's messages, and its staging directory (None
+        for memory)."""
+        ...
+
+    def check_restore_room(self, storage: str, size: int) -> None:
+        """`size` more bytes must fit the account's and the server's store limits."""
+        ...
+
+    def adopt_restored(self, staged: Staged) -> dict[str, Any]:
+        """Turn a complete restore into a stream; its create answer (ApiError if refused)."""
         ...

@@ -18,7 +18,7 @@ DIRECT.GET answers with messages). Raising `ApiError` produces the error
 envelope; `error_fields` are the zero-valued fields nats-server keeps in an
 error response of that type.
 
-nats-server subjects not in the table (snapshots and restores, peer and
+nats-server subjects not in the table (peer and
 leader management, server removal, account purge, stream moves, consumer
 unpin) belong to clustering or features this server does not have; like any
 subject without a route, they get no answer.
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from jetstream_server.jetstream.api import account, consumers, direct, streams
+from jetstream_server.jetstream.api import account, consumers, direct, snapshots, streams
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 
@@ -88,6 +88,9 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("STREAM.PURGE.*", streams.stream_purge, "stream_purge", {"purged": 0}),
     Route("STREAM.MSG.GET.*", streams.stream_msg_get, "stream_msg_get"),
     Route("STREAM.MSG.DELETE.*", streams.stream_msg_delete, "stream_msg_delete"),
+    Route("STREAM.SNAPSHOT.*", snapshots.stream_snapshot, "stream_snapshot"),
+    Route("STREAM.RESTORE.*", snapshots.stream_restore, "stream_restore",
+          {"deliver_subject": ""}),
     # direct gets: answered with messages, not counted as API calls
     Route("DIRECT.GET.*", direct.direct_get, "direct_get", counted=False),
     Route("DIRECT.GET.*.>", direct.direct_get_last, "direct_get", counted=False),
