@@ -18,14 +18,13 @@ Any failure, and 5 s without a chunk (nats-server's stall limit), deletes
 what was staged, so nothing half-created is left behind.
 
 Bounded: work happens in loop turns of at most `TURN_RAW_BYTES` of entries
-stored (a deleted sequence filled counts `GAP_COST`), so a big restore never
+stored (a skipped gap counts `GAP_COST`), so a big restore never
 stalls other clients. A chunk is decoded once fewer than `BACKLOG_BYTES` wait
 to be stored, and answered once the backlog is below that again: the client,
 which waits for each answer, is paced by the server, and memory holds about
 one chunk's entries plus the decoders' buffers (one S2 chunk, one archive
-entry). Sequence gaps are filled in this store by storing and removing a
-placeholder per missing sequence (the store has no bulk skip), at most
-`MAX_GAP_FILL` per restore (more is refused with a message saying so).
+entry). A sequence gap of any length is one `skip_msgs` (one marker record in the file
+store), as nats-server's restore skips deleted sequences.
 """
 
 from __future__ import annotations
@@ -64,12 +63,11 @@ logger = logging.getLogger(__name__)
 
 STALL_S: Final = 5.0
 MAX_ENTRY: Final = 16 << 20
-MAX_GAP_FILL: Final = 250_000
 TURN_RAW_BYTES: Final = 32 << 10  # archive bytes stored per loop turn (~20 ms)
-GAP_COST: Final = 64  # budget bytes one filled gap sequence counts for (~500 per turn)
+GAP_COST: Final = 64  # budget bytes a skipped gap (one marker record) counts for
+GAP_SUBJECT: Final = "_restore_gap_"
 BACKLOG_BYTES: Final = 1 << 20  # decoded, not yet stored: chunks are answered below this
 MAX_QUEUED: Final = 64  # chunks received and not yet decoded
-GAP_SUBJECT: Final = "_restore_gap_"
 CREATE_RESPONSE: Final = "io.nats.jetstream.api.v1.stream_create_response"
 
 
@@ -135,7 +133,6 @@ class RestoreSession:
         self._last_ts = 0
         self._reserved = 0
         self._stored_bytes = 0
-        self._gap_filled = 0
         self.received = 0
         self.closed = False
         self._sid: int | None = None
@@ -241,8 +238,8 @@ class RestoreSession:
         self._arm_stall()
 
     def _apply(self, entry: Entry, budget: int) -> tuple[int, bool]:
-        """Apply (part of) one entry: (cost, done). A message or the end after a gap
-        first fills the gap, `budget // GAP_COST` sequences per call."""
+        """Apply one entry: (cost, done). A message or the end after a gap first
+        skips the gap."""
         if self._state is None:
             self._begin(entry)
         elif self._consumers_left:
@@ -252,11 +249,11 @@ class RestoreSession:
             last_ts = parse_time((self._state or {}).get("last_ts"))
             if last_ts:
                 self._last_ts = last_ts
-            cost = self._pad_to(self._state_last_seq() + 1, budget)
+            cost = self._pad_to(self._state_last_seq() + 1)
             return cost, self._last_seq >= self._state_last_seq()
         else:
             self._check_message(entry)
-            cost = self._pad_to(entry.sequence, budget)
+            cost = self._pad_to(entry.sequence)
             if self._last_seq < entry.sequence - 1:
                 return cost, False
             self._message(entry)
@@ -343,9 +340,9 @@ class RestoreSession:
         self._last_seq = seq
         self._last_ts = entry.timestamp
 
-    def _pad_to(self, next_seq: int, budget: int) -> int:
+    def _pad_to(self, next_seq: int) -> int:
         """Move toward `next_seq` being the next sequence stored (the ones between stay
-        deleted), at most `budget // GAP_COST` sequences; the cost."""
+        deleted, in one skip); the cost."""
         gap = next_seq - self._last_seq - 1
         if gap <= 0:
             return 0
@@ -353,18 +350,14 @@ class RestoreSession:
             self.store.skip_to(next_seq)
             self._last_seq = next_seq - 1
             return 1
-        if self._gap_filled + gap > MAX_GAP_FILL:
-            raise RestoreFailed(
-                f"more than {MAX_GAP_FILL} deleted sequences between messages: "
-                "this server restores at most that many"
-            )
-        step = min(gap, max(1, budget // GAP_COST))
-        for _ in range(step):
-            seq = self.store.store(GAP_SUBJECT, None, b"", self._last_ts)
-            self.store.remove(seq)
-        self._gap_filled += step
-        self._last_seq += step
-        return step * GAP_COST
+        if gap > 1:
+            self.store.skip_msgs(self._last_seq + 1, gap - 1)
+        # the last one as a stored-and-removed placeholder: the stream's last time is the
+        # one it had (the end's trailing deletes keep state.json's last_ts)
+        seq = self.store.store(GAP_SUBJECT, None, b"", self._last_ts)
+        self.store.remove(seq)
+        self._last_seq += gap
+        return GAP_COST
 
     # -- the end -----------------------------------------------------------------------
     def _complete(self, reply: str) -> None:
