@@ -62,8 +62,8 @@ def test_without_min_partitions_a_range_splits_by_parallelism_in_big_enough_part
     big = AUTO_MIN_MESSAGES
     assert split_range(0, big - 1, min_partitions=None, parallelism=8) == [(0, big - 1)]  # a small batch: one task
     assert split_range(0, 2 * big, min_partitions=None, parallelism=8) == [(0, big), (big, 2 * big)]
-    assert len(split_range(0, 10 * big, min_partitions=None, parallelism=8)) == 8
-    assert len(split_range(0, 10 * big, min_partitions=None, parallelism=1)) == 1
+    assert len(split_range(0, 10 * big, min_partitions=None, max_per_partition=10**9, parallelism=8)) == 8
+    assert len(split_range(0, 10 * big, min_partitions=None, max_per_partition=10**9, parallelism=1)) == 1
     # a given minPartitions is what it says, whatever the parallelism
     assert split_range(0, 10, min_partitions=3, parallelism=8) == [(0, 4), (4, 7), (7, 10)]
     # maxMessagesPerPartition still bounds every partition
