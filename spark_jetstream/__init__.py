@@ -21,10 +21,19 @@ __all__ = ["JetStreamDataSource", "register"]
 
 
 def register(spark: Any) -> None:
-    """Register the `jetstream` format with a SparkSession."""
+    """Register the `jetstream` format with a SparkSession (reads split by its default parallelism)."""
     from spark_jetstream.datasource import JetStreamDataSource
 
-    spark.dataSource.register(JetStreamDataSource)
+    spark.dataSource.register(JetStreamDataSource.with_parallelism(_default_parallelism(spark)))
+
+
+def _default_parallelism(spark: Any) -> int:
+    """`spark.default.parallelism` (else the cores of the cluster); 1 when the session does not say."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except (AttributeError, NotImplementedError, RuntimeError):  # Spark Connect: no SparkContext
+        value = spark.conf.get("spark.default.parallelism", None)
+        return int(value) if value and str(value).isdigit() else 1
 
 
 def __getattr__(name: str) -> Any:

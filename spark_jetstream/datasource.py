@@ -7,10 +7,17 @@ imported lazily so that the read half works on its own. The read schema is
 fixed: `subject string, data binary, headers map<string,array<string>>,
 stream string, seq long, timestamp timestamp` (no `headers` column when
 includeHeaders=false).
+
+Spark's default parallelism (what an unset `minPartitions` splits by, see
+read/partitions.py) is not visible where Spark plans a Python data source's
+read; `register(spark)` reads it from the session and registers
+`with_parallelism(n)`, a subclass carrying it (pickled by value with the
+class). The class registered by itself splits by 1.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -32,9 +39,20 @@ from spark_jetstream.read.stream_reader import JetStreamStreamReader
 class JetStreamDataSource(DataSource):
     """`spark.read/readStream/write/writeStream.format("jetstream")`."""
 
+    parallelism: int = 1  # Spark's default parallelism, see with_parallelism
+
     @classmethod
     def name(cls) -> str:
         return "jetstream"
+
+    @classmethod
+    def with_parallelism(cls, parallelism: int) -> type[JetStreamDataSource]:
+        """This data source splitting reads by `parallelism` when minPartitions is not given."""
+        # a name that does not resolve to the class: cloudpickle then pickles it by value
+        return type(cls.__name__, (cls,), {"parallelism": max(1, int(parallelism)), "__qualname__": f"{cls.__qualname__}_{parallelism}"})
+
+    def _read_options(self, streaming: bool) -> ReadOptions:
+        return replace(ReadOptions.from_options(self.options, streaming=streaming), parallelism=self.parallelism)
 
     def _include_headers(self) -> bool:
         return bool(option_value(self.options, "includeHeaders", Scope.READ))
@@ -53,11 +71,11 @@ class JetStreamDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_schema(schema)
-        return JetStreamBatchReader(ReadOptions.from_options(self.options, streaming=False))
+        return JetStreamBatchReader(self._read_options(streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         self._check_schema(schema)
-        return JetStreamStreamReader(ReadOptions.from_options(self.options, streaming=True))
+        return JetStreamStreamReader(self._read_options(streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from spark_jetstream.write.batch_writer import JetStreamBatchWriter

@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import re
 import secrets
 import socket
 import time
@@ -66,6 +65,7 @@ from spark_jetstream.client.errors import (
     ServerError,
     Status,
 )
+from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner
 from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
 from spark_jetstream.options.connection import ConnectionOptions
 from spark_jetstream.options.secrets import redact_text, redact_url
@@ -75,6 +75,7 @@ __all__ = [
     "FetchSpec",
     "Frame",
     "LeanConnection",
+    "RawChunk",
     "ServerInfo",
     "consumer_config",
     "encode_headers",
@@ -680,20 +681,6 @@ class FetchSpec:
         return max(16, min(131072, REQUEST_BYTES // per_msg))
 
 
-@dataclass(slots=True)
-class Chunk:
-    """Column lists for up to `chunk_rows` messages (sequence order)."""
-
-    subjects: list[bytes]
-    data: list[bytes]
-    headers: list[bytes] | None  # raw header blocks ('' when none); None when not wanted
-    seqs: list[int]
-    ts_ns: list[int]
-
-    def __len__(self) -> int:
-        return len(self.seqs)
-
-
 def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 300_000_000_000) -> dict[str, Any]:
     """The bounded read consumer: ack none, from start+1, in memory.
 
@@ -718,7 +705,7 @@ def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 300
     return cfg
 
 
-def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
+def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk | RawChunk]:
     """Yield every message of (start, end] matching the filter, in chunks, exactly once.
 
     Deterministic: the same spec yields the same messages as long as the stream
@@ -738,7 +725,7 @@ def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
     while True:
         try:
             for chunk in _fetch_once(conn, part):
-                part = replace(part, start=chunk.seqs[-1])
+                part = replace(part, start=chunk.last_seq)
                 if budget is not None:
                     budget.progressed()
                 yield chunk
@@ -754,7 +741,7 @@ def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
                 conn.reconnect(budget)
 
 
-def _fetch_once(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
+def _fetch_once(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk | RawChunk]:
     """One attempt at `fetch_range`: one read consumer (or message gets), no resuming."""
     name = "sjr_" + secrets.token_hex(8)
     try:
@@ -857,32 +844,18 @@ def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:
         log.warning("could not delete ephemeral consumer %s on stream %s: %s", name, stream, exc)
 
 
-# The fast path of a range read: one regex match per delivered MSG or HMSG, on
-# the raw buffer. Groups: subject, sid, stream_seq, timestamp_ns, num_pending,
-# header size (None for MSG), total size. Only used once the first message
-# showed the 9- or 11-token ack reply layout (the 12-token one ends with a
-# non-numeric token).
-_MSG_ACK = re.compile(
-    rb"H?MSG (\S+) (\S+) \$JS\.ACK\.\S+\.(\d+)\.\d+\.(\d+)\.(\d+) (?:(\d+) )?(\d+)\r\n"
-)
 
 
-def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Chunk]:
+def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[RawChunk]:
+    """Pull the range with no_wait requests; data frames are collected raw (msg_runs.py),
+    everything else is handled here one frame at a time."""
     # not under the connection's request wildcard: every message would arrive twice
     inbox = conn.new_inbox()
     sid = conn.subscribe(inbox)
     next_subject = conn.api_subject(f"CONSUMER.MSG.NEXT.{spec.stream}.{name}")
     end = spec.end
-    want_headers = spec.with_headers
     chunk_rows = spec.chunk_rows
-    subjects: list[bytes] = []
-    data: list[bytes] = []
-    hdrs: list[bytes] = []
-    seqs: list[bytes] = []
-    tss: list[bytes] = []
-    msg_match = _MSG_ACK.match
-    fast = False
-    split_n = 4
+    runs = RunScanner(sid, spec.with_headers)
     done = False
 
     batch = spec.request_batch
@@ -898,38 +871,19 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
     try:
         while True:
             buf, pos = conn._buf, conn._pos
-            n = len(buf)
             while not done:
-                if fast:
-                    m = msg_match(buf, pos)
-                    if m is not None:
-                        subject, msid, sseq, ts, pending, hsize, size = m.groups()
-                        start = m.end()
-                        stop = start + int(size)
-                        if stop + 2 > n:
-                            break
-                        if msid == sid:
-                            subjects.append(subject)
-                            if hsize is None:
-                                data.append(buf[start:stop])
-                                if want_headers:
-                                    hdrs.append(b"")
-                            else:
-                                hend = start + int(hsize)
-                                data.append(buf[hend:stop])
-                                if want_headers:
-                                    hdrs.append(buf[start:hend])
-                            seqs.append(sseq)
-                            tss.append(ts)
-                            outstanding -= 1
-                            done = pending == b"0"
-                        pos = stop + 2
-                        continue
-                # anything else, one frame at a time: statuses, PING, errors, other layouts
+                had = len(runs)
+                pos = runs.scan(buf, pos)
+                if len(runs) > had:
+                    outstanding -= len(runs) - had
+                    if runs.last_fields()[2] == 0:
+                        done = True  # nothing more pending for this consumer
+                        break
+                # anything else, one frame at a time: statuses, PING, errors
                 frames, new_pos = parse_frames(buf, pos, max_frames=1)
                 if not frames:
                     break
-                pos = new_pos
+                frame_start, pos = pos, new_pos
                 op, subject, msid, reply, hdr, payload = frames[0]
                 if op == b"PING":
                     conn.send(b"PONG\r\n")
@@ -937,7 +891,11 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                     raise conn.server_error(payload)
                 elif op != b"MSG" or msid != sid:
                     continue
-                elif not reply.startswith(b"$JS.ACK."):
+                elif reply.startswith(b"$JS.ACK."):  # a data frame the scan did not take (not expected)
+                    runs.add_frame(buf[frame_start:pos])
+                    outstanding -= 1
+                    done = runs.last_fields()[2] == 0
+                else:
                     status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
                     if status == Status.NO_MESSAGES or (
                         status == Status.REQUEST_TIMEOUT and desc.lower().startswith("request timeout")
@@ -961,30 +919,16 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
                         )
                     elif status != Status.CONTROL:
                         raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
-                else:
-                    ntok = reply.count(b".") + 1
-                    fast = ntok in (9, 11)
-                    split_n = 5 if ntok == 12 else 4
-                    tok = reply.rsplit(b".", split_n)
-                    subjects.append(subject)
-                    data.append(payload)
-                    if want_headers:
-                        hdrs.append(hdr)
-                    seqs.append(tok[1])
-                    tss.append(tok[3])
-                    outstanding -= 1
-                    done = tok[4] == b"0"
             conn._buf, conn._pos = buf, pos
-            if seqs and int(seqs[-1]) >= end:
+            if len(runs) and runs.last_fields()[0] >= end:
                 done = True
-            while len(seqs) >= chunk_rows or (done and seqs):
-                k = chunk_rows
-                chunk = _make_chunk(subjects[:k], data[:k], hdrs[:k] if want_headers else None, seqs[:k], tss[:k], end)
+            while len(runs) >= chunk_rows or (done and len(runs)):
+                raw = runs.take(chunk_rows)
+                chunk = raw.up_to(end)
                 if len(chunk):
                     yield chunk
-                if len(chunk) < len(seqs[:k]):  # cut at the end of the range: nothing more is ours
+                if len(chunk) < len(raw):  # cut at the end of the range: nothing more is ours
                     return
-                subjects, data, hdrs, seqs, tss = subjects[k:], data[k:], hdrs[k:], seqs[k:], tss[k:]
             if done:
                 return
             if outstanding <= 0:
@@ -993,27 +937,3 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ch
             conn.fill()
     finally:
         conn.unsubscribe(sid)
-
-
-def _make_chunk(
-    subjects: list[bytes],
-    data: list[bytes],
-    hdrs: list[bytes] | None,
-    seqs_b: list[bytes],
-    tss_b: list[bytes],
-    end: int,
-) -> Chunk:
-    seqs = list(map(int, seqs_b))
-    if seqs[-1] > end:
-        # cut at the first seq beyond the range (sequences are ascending)
-        lo, hi = 0, len(seqs)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if seqs[mid] > end:
-                hi = mid
-            else:
-                lo = mid + 1
-        subjects, data, seqs, tss_b = subjects[:lo], data[:lo], seqs[:lo], tss_b[:lo]
-        if hdrs is not None:
-            hdrs = hdrs[:lo]
-    return Chunk(subjects, data, hdrs, seqs, list(map(int, tss_b)))

@@ -54,7 +54,8 @@ class ReadOptions:
     max_bytes_per_trigger: int | None = None
     min_messages_per_trigger: int | None = None
     max_trigger_delay_s: float = 900.0
-    min_partitions: int = 1
+    min_partitions: int | None = None  # None: split by `parallelism` (read/partitions.py)
+    parallelism: int = 1  # Spark's default parallelism, when the source was registered with it
     max_messages_per_partition: int = 500_000
     fail_on_data_loss: bool = True
     include_headers: bool = True

@@ -378,8 +378,11 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "before a micro-batch."),
     Option("maxTriggerDelay", Duration(), "15m", S,
            "Longest wait for minMessagesPerTrigger (a duration: 500ms, 30s, 15m, 1h30m)."),
-    Option("minPartitions", Count(1), "1", R,
-           "Split each range into at least this many Spark partitions."),
+    Option("minPartitions", Count(1), None, R,
+           "Split each range into at least this many Spark partitions. Not given: up to Spark's "
+           "default parallelism, each of at least 150,000 messages (one partition when the source "
+           "was not registered with `spark_jetstream.register(spark)`).",
+           shown="parallelism"),
     Option("maxMessagesPerPartition", Count(1), "500000", R,
            "Split so that no partition spans more stream sequences than this."),
     Option("failOnDataLoss", Bool(), "true", R,

@@ -1,4 +1,14 @@
-"""Bulk conversion of fetched messages (`client.lean_client.Chunk`) to Arrow record batches.
+"""Bulk conversion of fetched messages to Arrow record batches.
+
+A range read delivers `RawChunk`s (client/msg_runs.py: whole frames back to
+back and where each starts); `chunk_to_batch` parses them with Arrow kernels
+on the whole chunk, never message by message in Python: the frame lines are
+cut out by offsets (`find_substring`), split into tokens (subject, reply,
+header size), the reply's stream sequence and timestamp split off and cast;
+payloads and header blocks are taken by offsets into one buffer each. A
+chunk whose lines or replies do not have the expected shape takes the
+per-message parse (`RawChunk.to_chunk`), which gives the same values or the
+same error. The message-get path delivers `Chunk`s (column lists).
 
 The read schema is fixed (see `read_schema`); `arrow_schema` is exactly what
 Spark expects for it (`to_arrow_schema(..., timezone="UTC")`), because Spark
@@ -17,6 +27,7 @@ result (or the same error).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import accumulate
 
 import pyarrow as pa
@@ -32,7 +43,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jetstream.client.lean_client import Chunk, parse_headers
+from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.client.msg_runs import Chunk, RawChunk
 
 HEADERS_TYPE = pa.map_(pa.string(), pa.list_(pa.string()))
 
@@ -77,13 +89,14 @@ def headers_value(block: bytes) -> list[tuple[str, list[str]]] | None:
     return list(grouped.items())
 
 
-def headers_column(blocks: list[bytes]) -> pa.Array:
+def headers_column(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
     """Raw header blocks ('' = none) -> the `headers` column, parsed in bulk."""
     n = len(blocks)
-    if not any(blocks):
+    raw = blocks if isinstance(blocks, pa.Array) else pa.array(blocks, type=pa.binary())
+    if not n or not pc.max(pc.binary_length(raw)).as_py():
         return pa.nulls(n, type=HEADERS_TYPE)
     try:
-        text = pa.array(blocks, type=pa.binary()).cast(pa.string())
+        text = raw.cast(pa.string())
     except pa.ArrowInvalid:  # not UTF-8: the per-message path decodes with replacement
         return _headers_per_message(blocks)
     present = pc.greater(pc.binary_length(text), 0)
@@ -112,22 +125,111 @@ def headers_column(blocks: list[bytes]) -> pa.Array:
     return pa.MapArray.from_arrays(offsets, names, items, type=HEADERS_TYPE, mask=mask)
 
 
-def _headers_per_message(blocks: list[bytes]) -> pa.Array:
-    return pa.array([headers_value(b) for b in blocks], type=HEADERS_TYPE)
+def _headers_per_message(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
+    values = blocks.to_pylist() if isinstance(blocks, pa.Array) else blocks
+    return pa.array([headers_value(b) for b in values], type=HEADERS_TYPE)
 
 
-def chunk_to_batch(chunk: Chunk, stream: str, schema: pa.Schema) -> pa.RecordBatch:
-    n = len(chunk.seqs)
-    cols: list[pa.Array] = [
-        pa.array(chunk.subjects, type=pa.binary()).cast(pa.string()),
-        pa.array(chunk.data, type=pa.binary()),
-    ]
-    if "headers" in schema.names:
-        cols.append(headers_column(chunk.headers) if chunk.headers else pa.nulls(n, type=HEADERS_TYPE))
-    ts_us = pc.divide(pa.array(chunk.ts_ns, type=pa.int64()), 1000).cast(pa.timestamp("us", tz="UTC"))
+def chunk_to_batch(chunk: Chunk | RawChunk, stream: str, schema: pa.Schema) -> pa.RecordBatch:
+    """One record batch of `schema` for the chunk's messages."""
+    want_headers = "headers" in schema.names
+    columns = _raw_columns(chunk, want_headers) if isinstance(chunk, RawChunk) else None
+    if columns is None:
+        listed = chunk.to_chunk() if isinstance(chunk, RawChunk) else chunk
+        columns = _list_columns(listed, want_headers)
+    subjects, payloads, blocks, seqs, ts_ns = columns
+    n = len(seqs)
+    cols: list[pa.Array] = [subjects, payloads]
+    if want_headers:
+        cols.append(headers_column(blocks) if blocks is not None else pa.nulls(n, type=HEADERS_TYPE))
     cols += [
         pa.repeat(pa.scalar(stream, pa.string()), n) if n else pa.array([], pa.string()),
-        pa.array(chunk.seqs, type=pa.int64()),
-        ts_us,
+        seqs,
+        pc.divide(ts_ns, 1000).cast(pa.timestamp("us", tz="UTC")),
     ]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+Columns = tuple[pa.Array, pa.Array, "pa.Array | None", pa.Array, pa.Array]
+
+
+def _list_columns(chunk: Chunk, want_headers: bool) -> Columns:
+    """Columns from column lists (one `pa.array` call each)."""
+    return (
+        pa.array(chunk.subjects, type=pa.binary()).cast(pa.string()),
+        pa.array(chunk.data, type=pa.binary()),
+        pa.array(chunk.headers, type=pa.binary()) if want_headers and chunk.headers else None,
+        pa.array(chunk.seqs, type=pa.int64()),
+        pa.array(chunk.ts_ns, type=pa.int64()),
+    )
+
+
+def _arange(n: int) -> pa.Array:
+    """0, 1, ..., n-1 as int32."""
+    if not n:
+        return pa.array([], pa.int32())
+    return pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(n, pa.int32()), 1)), 1)
+
+
+def _interleave(cols: list[pa.Array]) -> pa.Array:
+    """[c0[0], c1[0], ..., c0[1], c1[1], ...] for int32 columns of equal length."""
+    k, n = len(cols), len(cols[0])
+    j = _arange(k * n)
+    q = pc.divide(j, k)
+    r = pc.subtract(j, pc.multiply(q, k))
+    return pc.take(pa.concat_arrays([c.cast(pa.int32()) for c in cols]), pc.add(pc.multiply(r, n), q))
+
+
+def _pieces(data: pa.Buffer, bounds: list[pa.Array], total: int) -> pa.Array:
+    """`data` cut at the interleaved `bounds` (int32, ascending): piece i*k + j starts at bounds[j][i]."""
+    offsets = pa.concat_arrays([_interleave(bounds), pa.array([total], pa.int32())])
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1, [None, offsets.buffers()[1], data])
+
+
+def _every(n: int, k: int, j: int) -> pa.Array:
+    return pc.add(pc.multiply(_arange(n), k), j)
+
+
+def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns | None:
+    """Columns of a raw chunk by Arrow kernels; None when its frames have an unexpected shape.
+
+    Pieces by the chunk's marks: per frame the op and subject (``MSG s``), the
+    tail of the line (`` <sid> <reply> [<hdr size> ]<size>``) and the body
+    (CRLF, header block, payload, CRLF). One reply layout per chunk (msg_runs.py).
+    """
+    n, total = len(raw), len(raw.buf)
+    if not n:
+        return None
+    reply0 = raw.buf[raw.marks[1] - raw.base : raw.marks[2] - raw.base].split(b" ")
+    if len(reply0) < 4:
+        return None
+    twelve = reply0[2].count(b".") == 11  # the layout with a random last token
+    data = pa.py_buffer(raw.buf)
+    marks = pa.array([*raw.marks, total + raw.base], pa.int64())
+    if raw.base:
+        marks = pc.subtract(marks, raw.base)
+    marks = marks.cast(pa.int32())
+    pieces = pa.Array.from_buffers(pa.binary(), 3 * n, [None, marks.buffers()[1], data])
+    heads = pc.take(pieces, _every(n, 3, 0))
+    tails = pc.take(pieces, _every(n, 3, 1))
+    parts = pc.split_pattern(tails, ".", max_splits=5, reverse=True)
+    if pc.min(pc.list_value_length(parts)).as_py() < 6:
+        return None
+    seqs = pc.list_element(parts, 1 if twelve else 2).cast(pa.string()).cast(pa.int64())
+    ts_ns = pc.list_element(parts, 3 if twelve else 4).cast(pa.string()).cast(pa.int64())
+    if b"HMSG " not in raw.buf:  # no frame has headers: bodies are CRLF payload CRLF
+        subjects = pc.binary_slice(heads, 4, total)
+        payloads = pc.binary_slice(pc.take(pieces, _every(n, 3, 2)), 2, -2)
+        blocks = None
+    else:
+        is_h = pc.equal(pc.binary_slice(heads, 0, 1), pa.scalar(b"H"))
+        subjects = pc.if_else(is_h, pc.binary_slice(heads, 5, total), pc.binary_slice(heads, 4, total))
+        hsize_text = pc.list_element(pc.split_pattern(tails, " ", max_splits=2, reverse=True), 1)
+        hsize = pc.if_else(is_h, hsize_text, pa.scalar(b"0")).cast(pa.string()).cast(pa.int32())
+        body = pc.add(pc.take(marks, _every(n, 3, 2)), 2)
+        pay_start = pc.add(body, hsize)
+        pay_end = pc.subtract(pc.take(marks, _every(n, 3, 3)), 2)
+        parts2 = _pieces(data, [body, pay_start, pay_end], total)
+        payloads = pc.take(parts2, _every(n, 3, 1))
+        blocks = pc.take(parts2, _every(n, 3, 0)) if want_headers and raw.with_headers else None
+    return subjects.cast(pa.string()), payloads, blocks, seqs, ts_ns

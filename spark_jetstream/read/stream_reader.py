@@ -345,6 +345,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 hi,
                 subjects=opts.subjects,
                 min_partitions=opts.min_partitions,
+                parallelism=opts.parallelism,
                 max_per_partition=opts.max_messages_per_partition,
                 avg_msg_bytes=state.avg_msg_bytes,
                 first_index=len(parts),

@@ -227,3 +227,28 @@ async def test_first_batch_of_an_old_checkpoint_is_read(server: ServerProcess, j
     assert [(p.start, p.end) for p in parts] == [(0, 6)]
     assert r.partitions(r.initialOffset(), off(6)) == []  # this version's batch 0: the recorded start
     r.stop()
+
+
+async def test_partitions_follow_the_registered_parallelism_and_replay_the_same(  # type: ignore[no-untyped-def]
+    server: ServerProcess, js, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark import cloudpickle
+
+    from spark_jetstream.datasource import JetStreamDataSource
+    from spark_jetstream.read import partitions
+
+    monkeypatch.setattr(partitions, "AUTO_MIN_MESSAGES", 10)
+    await fill(js, "S", [("s.a", b"x") for _ in range(40)], subjects=["s.>"])
+    source = cloudpickle.loads(cloudpickle.dumps(JetStreamDataSource.with_parallelism(3)))  # as Spark ships it
+    assert source.parallelism == 3 and JetStreamDataSource.parallelism == 1
+
+    def plan(lo: int, hi: int, **opts: str) -> list[tuple[int, int]]:
+        ds = source(options={"servers": server.url, "stream": "S", **opts})
+        return [(p.start, p.end) for p in ds.streamReader(ds.schema()).partitions(off(lo), off(hi))]
+
+    first = plan(0, 40)
+    assert first == [(0, 14), (14, 27), (27, 40)]
+    assert plan(0, 19) == [(0, 19)]  # under two partitions' worth: one task
+    assert plan(0, 40, minPartitions="2") == [(0, 20), (20, 40)]  # given: exactly that
+    await fill(js, "S", [("s.a", b"y") for _ in range(25)])
+    assert plan(0, 40) == first  # a replay after the stream grew (or a restart) plans the same partitions
