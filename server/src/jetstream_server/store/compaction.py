@@ -156,6 +156,15 @@ def unlink_block(sync: Callable[[], None] | None, path: Path, sync_dir: bool) ->
     return Written(True)
 
 
+def unlink_blocks(paths: list[Path], sync_dir: bool) -> None:
+    """Remove dead front blocks (everything in them is below a FLOOR record
+    already written); with `sync_dir` the directory is fsynced after."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+    if sync_dir and paths:
+        fsync_dir(paths[0].parent)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -95,6 +95,7 @@ from jetstream_server.store.compaction import (
     read_records,
     run_inline,
     unlink_block,
+    unlink_blocks,
     write_block,
 )
 from jetstream_server.store.index import DELETED, MessageIndex
@@ -167,7 +168,7 @@ class FileStore(IndexedStore):
         self._torn: int | None = None  # offset of a failed append still in the current block
         # block compaction: its disk work goes to `offload` (the server's disk
         # thread), one block at a time (`_op`; see `compaction`)
-        self._offload: Offload = offload or run_inline
+        self._offload: Offload = run_inline  # `offload` once open
         self._op: Compaction | None = None
         _make_dirs(self._msgs_dir)
         self._lock_fd = self._lock()
@@ -176,6 +177,7 @@ class FileStore(IndexedStore):
         except BaseException:
             self._release_fds()
             raise
+        self._offload = offload or run_inline
         self._last_sync_ns = self._now_ns()
         if clock is not None and not sync_always:
             self._arm_timer()
@@ -744,14 +746,26 @@ class FileStore(IndexedStore):
         current one, nor one being compacted: that waits until it is done)."""
         first = self._index.first_seq
         op = self._op
+        paths: list[Path] = []
         while len(self._blocks) > 1 and self._firsts[1] <= first:
             if op is not None and self._blocks[0] is op.blk:
-                return
+                break
             blk = self._blocks.pop(0)
             self._firsts.pop(0)
             self._close_block(blk)
-            blk.path.unlink()
+            paths.append(blk.path)
+        if paths:
+            # the FLOOR record that makes them dead is written: the files may
+            # go any time (a kill first leaves them, and recovery drops them)
             self._dir_dirty = True
+            self._offload(
+                functools.partial(unlink_blocks, paths, self._sync_always),
+                functools.partial(self._unlinked, paths),
+            )
+
+    def _unlinked(self, paths: list[Path], result: object) -> None:
+        if isinstance(result, BaseException):
+            log.error("store %s: removing %s failed: %s", self._dir, paths[0].name, result)
 
     # -- reading -------------------------------------------------------------
     def _block_for(self, seq: int) -> Block:

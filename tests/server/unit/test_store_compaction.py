@@ -1,0 +1,244 @@
+"""Block compaction off the event loop (store/compaction.py, FileStore).
+
+A real `FileStore` on a real directory with the server's `LoopClock`: its
+disk thread does the compaction's reads, writes, fsyncs, renames and
+unlinks. `os.fsync` is slowed down (and each call's thread recorded) so a
+compaction takes long enough to measure the loop meanwhile and to land
+deletes, erases and reads while it is in flight. The loop's stall while
+blocks are compacted must stay under LAG_BOUND_S (stated in the README's
+Reliability section); before, the whole compaction ran on the loop: its
+fsyncs alone stalled it FSYNC_S per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import stat
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.store.file import FileStore
+
+FSYNC_S = 0.4  # each fsync's time, on whichever thread makes it
+LAG_BOUND_S = 0.25  # the loop may stall this long at most while blocks are compacted
+BLOCK = 256 * 1024
+
+
+def payload(seq: int) -> bytes:
+    return b"<%08d>" % seq * 100  # 1000 bytes, unique per sequence
+
+
+class SlowFsync:
+    """os.fsync, FSYNC_S slower, recording (thread name, is a directory)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+        self.real = os.fsync
+
+    def __call__(self, fd: int) -> None:
+        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+        self.calls.append((threading.current_thread().name, is_dir))
+        time.sleep(FSYNC_S)
+        self.real(fd)
+
+
+class LagMeter:
+    """The longest the loop went without running a 5 ms ticker."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._stop = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while not self._stop:
+            start = time.monotonic()
+            await asyncio.sleep(0.005)
+            self.worst = max(self.worst, time.monotonic() - start - 0.005)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> float:
+        self._stop = True
+        assert self._task is not None
+        await self._task
+        return self.worst
+
+
+async def until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def block_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted((directory / "msgs").glob("*.blk")))
+
+
+def check_contents(store: FileStore, present: dict[int, str], gone: set[int]) -> None:
+    for seq, subject in present.items():
+        msg = store.load(seq)
+        assert msg is not None, f"message {seq} lost"
+        assert (msg.subject, msg.data) == (subject, payload(seq)), seq
+    for seq in gone:
+        assert store.load(seq) is None, f"message {seq} came back"
+    assert store.state().msgs == len(present)
+
+
+def kill_and_reopen(store: FileStore, directory: Path) -> FileStore:
+    """Drop the store as a killed process would (no sync, no snapshot)."""
+    store._closed = True
+    store._release_fds()
+    return FileStore(directory, block_size=BLOCK)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("sync_always", [False, True])
+async def test_rewrite_runs_on_the_disk_thread_and_keeps_every_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sync_always: bool
+) -> None:
+    """A subject purge leaves two thirds of every finished block dead: each is
+    rewritten on the disk thread while the loop keeps turning (stall measured
+    against LAG_BOUND_S); deletes, erases and reads land while a rewrite is in
+    flight; everything reads back right, after the swap and after a kill."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rnd = random.Random(seed)
+    clock = LoopClock(asyncio.get_running_loop())
+    directory = tmp_path / "s"
+    store = FileStore(directory, block_size=BLOCK, sync_always=sync_always, offload=clock.run_off_loop)
+    present: dict[int, str] = {}
+    for i in range(1, 751):
+        subject = "keep" if i % 3 == 0 else "drop"
+        assert store.store(subject, None, payload(i), i) == i
+        present[i] = subject
+    store.sync()
+    before = sum(p.stat().st_size for p in (directory / "msgs").glob("*.blk"))
+    slow = SlowFsync()
+    monkeypatch.setattr(os, "fsync", slow)
+    meter = LagMeter()
+    meter.start()
+    try:
+        store.purge(subject="drop")
+        gone = {seq for seq, subject in present.items() if subject == "drop"}
+        present = {seq: s for seq, s in present.items() if s == "keep"}
+        assert store._op is not None, "no compaction started"
+        # while a rewrite is being written: deletes (some erased) of messages in
+        # that very block, and reads of everything
+        await until(lambda: store._op is not None and store._op.writing)
+        op = store._op
+        assert op is not None
+        lo, hi = op.blk.first_seq, store._firsts[store._blocks.index(op.blk) + 1]
+        in_block = [seq for seq in present if lo <= seq < hi]
+        victims = rnd.sample(in_block, 6)
+        for n, seq in enumerate(victims):
+            assert store.remove(seq, erase=n % 2 == 0)
+            del present[seq]
+            gone.add(seq)
+        erased = victims[0::2]
+        check_contents(store, present, gone)
+        await until(lambda: store._op is None and not store._touched)
+    finally:
+        lag = await meter.stop()
+        monkeypatch.undo()
+    print(f"loop stall while compacting: {lag * 1000:.1f} ms (bound {LAG_BOUND_S * 1000:.0f} ms)")
+    threads = {name for name, _is_dir in slow.calls}
+    assert threads and all(t.startswith("jetstream-disk") for t in threads), threads
+    assert any(is_dir for _name, is_dir in slow.calls), "the renames were never made durable"
+    assert lag < LAG_BOUND_S, f"the loop stalled {lag:.3f} s while blocks were compacted"
+    check_contents(store, present, gone)
+    after = sum(p.stat().st_size for p in (directory / "msgs").glob("*.blk"))
+    assert after < before * 0.6, (before, after)
+    on_disk = block_bytes(directory)
+    for seq in erased:
+        assert payload(seq) not in on_disk, f"erased message {seq} is still on disk"
+    store = kill_and_reopen(store, directory)
+    check_contents(store, present, gone)
+    assert not list((directory / "msgs").glob("*.tmp"))
+    store.close()
+    store = FileStore(directory, block_size=BLOCK)
+    check_contents(store, present, gone)
+    store.close()
+    clock.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_retire_unlinks_on_the_disk_thread_after_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With sync_always, a block whose messages are all gone is retired on the
+    disk thread: the current block (with the tombstones kept from it) is
+    fsynced, the file unlinked, the directory fsynced, then the store forgets
+    the block; the loop keeps turning meanwhile."""
+    clock = LoopClock(asyncio.get_running_loop())
+    directory = tmp_path / "s"
+    store = FileStore(directory, block_size=BLOCK, sync_always=True, offload=clock.run_off_loop)
+    present: dict[int, str] = {}
+    for i in range(1, 1001):
+        subject = "mid" if 240 <= i < 760 else "edge"
+        store.store(subject, None, payload(i), i)
+        present[i] = subject
+    store.sync()
+    blocks = [b.path for b in store._blocks]
+    mid = [b for b in store._blocks[1:-1] if all(
+        present[s] == "mid" for s in range(b.first_seq, store._firsts[store._blocks.index(b) + 1])
+    )]
+    assert mid, "no block holds only 'mid' messages"
+    unlinked: list[str] = []
+    real_unlink = Path.unlink
+
+    def recording_unlink(self: Path, missing_ok: bool = False) -> None:
+        unlinked.append(threading.current_thread().name)
+        real_unlink(self, missing_ok=missing_ok)
+
+    slow = SlowFsync()
+    monkeypatch.setattr(os, "fsync", slow)
+    monkeypatch.setattr(Path, "unlink", recording_unlink)
+    meter = LagMeter()
+    meter.start()
+    try:
+        store.purge(subject="mid")
+        await until(lambda: store._op is None and not store._touched)
+    finally:
+        lag = await meter.stop()
+        monkeypatch.undo()
+    print(f"loop stall while retiring: {lag * 1000:.1f} ms (bound {LAG_BOUND_S * 1000:.0f} ms)")
+    assert unlinked and all(t.startswith("jetstream-disk") for t in unlinked), unlinked
+    assert all(name.startswith("jetstream-disk") for name, _d in slow.calls), slow.calls
+    # fsync of the current block before the unlink, the directory after it
+    assert [d for _n, d in slow.calls][:1] == [False] and slow.calls[-1][1], slow.calls
+    assert lag < LAG_BOUND_S, f"the loop stalled {lag:.3f} s while a block was retired"
+    for blk in mid:
+        assert not blk.path.exists() and blk not in store._blocks
+    assert len(list((directory / "msgs").glob("*.blk"))) < len(blocks)
+    gone = {s for s, subj in present.items() if subj == "mid"}
+    present = {s: subj for s, subj in present.items() if subj == "edge"}
+    check_contents(store, present, gone)
+    store = kill_and_reopen(store, directory)
+    check_contents(store, present, gone)
+    store.close()
+    clock.shutdown()
+
+
+def test_without_a_disk_thread_compaction_is_done_before_the_call_returns(tmp_path: Path) -> None:
+    """No offload (unit tests, tools): the same steps run inline."""
+    store: Any = FileStore(tmp_path / "s", block_size=BLOCK)
+    for i in range(1, 1201):
+        store.store("keep" if i % 3 == 0 else "drop", None, payload(i), i)
+    before = sum(b.size for b in store._blocks)
+    store.purge(subject="drop")
+    assert store._op is None and not store._touched
+    assert sum(b.size for b in store._blocks) < before * 0.6
+    for i in range(3, 1201, 3):
+        assert store.load(i).data == payload(i)
+    store.close()
