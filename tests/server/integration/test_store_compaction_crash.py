@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,12 +88,14 @@ def contents(store: FileStore) -> dict[int, str]:
     return found
 
 
-def wait_for_lines(journal: Path, lines: int, child: object, timeout_s: float = 20.0) -> None:
+def wait_for_lines(
+    journal: Path, lines: int, child: subprocess.Popen[bytes], timeout_s: float = 20.0
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if journal.exists() and journal.read_bytes().count(b"\n") >= lines:
             return
-        assert getattr(child, "poll")() is None, "the child died before the kill"
+        assert child.poll() is None, "the child died before the kill"
         time.sleep(0.01)
     raise AssertionError(f"the child journaled fewer than {lines} lines in {timeout_s} s")
 
