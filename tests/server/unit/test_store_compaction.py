@@ -15,14 +15,12 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import stat
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from disk_probe import LagMeter, SlowFsync, until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.store.file import FileStore
@@ -34,51 +32,6 @@ BLOCK = 256 * 1024
 
 def payload(seq: int) -> bytes:
     return b"<%08d>" % seq * 100  # 1000 bytes, unique per sequence
-
-
-class SlowFsync:
-    """os.fsync, FSYNC_S slower, recording (thread name, is a directory)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, bool]] = []
-        self.real = os.fsync
-
-    def __call__(self, fd: int) -> None:
-        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
-        self.calls.append((threading.current_thread().name, is_dir))
-        time.sleep(FSYNC_S)
-        self.real(fd)
-
-
-class LagMeter:
-    """The longest the loop went without running a 5 ms ticker."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._stop = False
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        while not self._stop:
-            start = time.monotonic()
-            await asyncio.sleep(0.005)
-            self.worst = max(self.worst, time.monotonic() - start - 0.005)
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> float:
-        self._stop = True
-        assert self._task is not None
-        await self._task
-        return self.worst
-
-
-async def until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 def block_bytes(directory: Path) -> bytes:
@@ -124,7 +77,7 @@ async def test_rewrite_runs_on_the_disk_thread_and_keeps_every_message(
         present[i] = subject
     store.sync()
     before = sum(p.stat().st_size for p in (directory / "msgs").glob("*.blk"))
-    slow = SlowFsync()
+    slow = SlowFsync(FSYNC_S)
     monkeypatch.setattr(os, "fsync", slow)
     meter = LagMeter()
     meter.start()
@@ -152,9 +105,9 @@ async def test_rewrite_runs_on_the_disk_thread_and_keeps_every_message(
         lag = await meter.stop()
         monkeypatch.undo()
     print(f"loop stall while compacting: {lag * 1000:.1f} ms (bound {LAG_BOUND_S * 1000:.0f} ms)")
-    threads = {name for name, _is_dir in slow.calls}
+    threads = slow.threads
     assert threads and all(t.startswith("jetstream-disk") for t in threads), threads
-    assert any(is_dir for _name, is_dir in slow.calls), "the renames were never made durable"
+    assert any(call.is_dir for call in slow.calls), "the renames were never made durable"
     assert lag < LAG_BOUND_S, f"the loop stalled {lag:.3f} s while blocks were compacted"
     check_contents(store, present, gone)
     after = sum(p.stat().st_size for p in (directory / "msgs").glob("*.blk"))
@@ -201,7 +154,7 @@ async def test_retire_unlinks_on_the_disk_thread_after_the_fsync(
         unlinked.append(threading.current_thread().name)
         real_unlink(self, missing_ok=missing_ok)
 
-    slow = SlowFsync()
+    slow = SlowFsync(FSYNC_S)
     monkeypatch.setattr(os, "fsync", slow)
     monkeypatch.setattr(Path, "unlink", recording_unlink)
     meter = LagMeter()
@@ -214,9 +167,9 @@ async def test_retire_unlinks_on_the_disk_thread_after_the_fsync(
         monkeypatch.undo()
     print(f"loop stall while retiring: {lag * 1000:.1f} ms (bound {LAG_BOUND_S * 1000:.0f} ms)")
     assert unlinked and all(t.startswith("jetstream-disk") for t in unlinked), unlinked
-    assert all(name.startswith("jetstream-disk") for name, _d in slow.calls), slow.calls
+    assert all(t.startswith("jetstream-disk") for t in slow.threads), slow.calls
     # fsync of the current block before the unlink, the directory after it
-    assert [d for _n, d in slow.calls][:1] == [False] and slow.calls[-1][1], slow.calls
+    assert not slow.calls[0].is_dir and slow.calls[-1].is_dir, slow.calls
     assert lag < LAG_BOUND_S, f"the loop stalled {lag:.3f} s while a block was retired"
     for blk in mid:
         assert not blk.path.exists() and blk not in store._blocks
