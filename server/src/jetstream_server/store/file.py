@@ -603,9 +603,13 @@ class FileStore(IndexedStore):
         raw = op.raw
         parts = [raw[pos : pos + length] for pos, length in op.spans]
         op.raw = b""
+        sync = None
         if parts:
             self._append(b"".join(parts), len(parts[-1]))
-        sync = self.begin_sync()
+            # its own fsync of the current block (a duplicate descriptor): the
+            # store's unsynced state stays as it is, so a group commit waiting
+            # on it still makes its own fsync (and acks after that one)
+            sync = SyncJob([os.dup(self._wfd)], None)
         op.writing = True
         self._offload(
             functools.partial(op.track, unlink_block, sync, op.blk.path, self._sync_always),
@@ -633,8 +637,6 @@ class FileStore(IndexedStore):
         blk = op.blk
         try:
             if not isinstance(result, Written):
-                if op.retire and isinstance(result, BaseException):
-                    self.sync_failed()  # the fsync it carried may not have happened
                 log.error(
                     "store %s: compacting %s failed: %s", self._dir, blk.path.name, result
                 )
