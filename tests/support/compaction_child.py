@@ -20,6 +20,7 @@ import sys
 import time
 
 from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.store import file as file_store
 from jetstream_server.store.file import FileStore
 
 BLOCK = 8192
@@ -40,6 +41,7 @@ async def run(directory: str, journal: str, seed: int, sync_always: bool) -> Non
         real_fsync(fd)
 
     os.fsync = slow_fsync
+    file_store.PLAN_BATCH = 8  # records are chosen over several turns, removals in between
     clock = LoopClock(asyncio.get_running_loop())
     store = FileStore(directory, block_size=BLOCK, sync_always=sync_always, offload=clock.run_off_loop)
     jfd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -16,6 +16,7 @@ import asyncio
 import os
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 from disk_probe import LagMeter, SlowFsync, until
 
 from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.store import file as file_store
 from jetstream_server.store.file import FileStore
 
 FSYNC_S = 0.4  # each fsync's time, on whichever thread makes it
@@ -199,4 +201,89 @@ def test_without_a_disk_thread_compaction_is_done_before_the_call_returns(tmp_pa
     assert sum(b.size for b in store._blocks) < before * 0.6
     for i in range(3, 1201, 3):
         assert store.load(i).data == payload(i)
+    store.close()
+
+
+class StepOffload:
+    """An offload the test steps through: jobs wait in a queue until `step()`."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[Callable[[], Any], Callable[[Any], None]]] = []
+
+    def __call__(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        self.queue.append((job, done))
+
+    def step(self) -> bool:
+        if not self.queue:
+            return False
+        job, done = self.queue.pop(0)
+        try:
+            result = job()
+        except Exception as exc:
+            result = exc
+        done(result)
+        return True
+
+
+def test_removals_between_every_step_of_a_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk thread's jobs stepped by hand, the choice of records in turns
+    of 10: between every two steps a message of the block being compacted is
+    deleted (every other one erased). Nothing removed comes back, nothing
+    else goes, erased payloads leave the disk, after the swap and after a kill."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rnd = random.Random(seed)
+    monkeypatch.setattr(file_store, "PLAN_BATCH", 10)
+    offload = StepOffload()
+    directory = tmp_path / "s"
+    store = FileStore(directory, block_size=64 * 1024, offload=offload)
+    present: dict[int, str] = {}
+    for i in range(1, 601):
+        present[i] = "keep" if i % 3 == 0 else "drop"
+        store.store(present[i], None, payload(i), i)
+    store.purge(subject="drop")
+    tombstones_from = store._blocks[-1].first_seq  # the deletes' tombstones go from here on
+    gone = {seq for seq, subject in present.items() if subject == "drop"}
+    present = {seq: s for seq, s in present.items() if s == "keep"}
+    erased: list[int] = []
+    steps = turns = 0
+    while offload.step():
+        steps += 1
+        op = store._op
+        if op is None:
+            continue
+        turns += 0 < op.planned < len(op.records)
+        i = store._blocks.index(op.blk)
+        in_block = [s for s in present if op.blk.first_seq <= s < store._firsts[i + 1]]
+        if not in_block:
+            continue
+        victim = rnd.choice(in_block)
+        erase = steps % 2 == 0
+        assert store.remove(victim, erase=erase)
+        del present[victim]
+        gone.add(victim)
+        if erase:
+            erased.append(victim)
+        check_contents(store, present, gone)
+    assert store._op is None and turns > 0, (store._op, turns)
+    check_contents(store, present, gone)
+    # the blocks holding those tombstones finished and emptied: compacted in
+    # turn, they keep exactly the tombstones still hiding a record
+    for i in range(601, 701):
+        store.store("filler", None, payload(i), i)
+        present[i] = "filler"
+    for seq in [s for s in present if tombstones_from <= s <= 600]:
+        assert store.remove(seq)
+        del present[seq]
+        gone.add(seq)
+    while offload.step():
+        pass
+    check_contents(store, present, gone)
+    on_disk = block_bytes(directory)
+    for seq in erased:
+        assert payload(seq) not in on_disk, f"erased message {seq} is still on disk"
+    store = kill_and_reopen(store, directory)
+    check_contents(store, present, gone)
     store.close()

@@ -5,9 +5,10 @@ time per store, so the event loop never waits for block I/O:
 
 1. `read_records` (disk thread): read the block through a duplicated
    descriptor and list its records `(kind, seq, ts, pos, rec_len)`;
-2. on the loop: the store keeps the records that still matter (present
+2. on the loop, in turns of a bounded number of records: the store takes a
+   new operation stamp, then keeps the records that still matter (present
    messages, tombstones that may hide records in earlier blocks, FLOOR
-   records; the index says which) and takes a new operation stamp;
+   records; the index says which);
 3. `write_block` (disk thread): temp file, fsync, rename over the block,
    fsync the directory; or `unlink_block` for a block with nothing left
    (after the fsync of the current block, which got the kept tombstones);
@@ -51,6 +52,8 @@ class Compaction:
 
     blk: Block
     raw: bytes = b""
+    records: list[Record] = field(default_factory=list)  # step 1's list, until chosen
+    planned: int = 0  # records chosen so far (step 2 goes in bounded turns)
     spans: list[tuple[int, int]] = field(default_factory=list)  # (pos, length) kept
     retire: bool = False
     stamp: int = 0

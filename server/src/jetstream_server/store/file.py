@@ -90,7 +90,6 @@ from jetstream_server.store.cache import CHUNK_SIZE, SHARED
 from jetstream_server.store.compaction import (
     Compaction,
     Offload,
-    Record,
     Written,
     read_records,
     run_inline,
@@ -115,6 +114,7 @@ SNAPSHOT_VERSION = 2  # 2: sizes are nats-server's fileStoreMsgSize
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
+PLAN_BATCH = 4096  # records a compaction looks at per loop turn
 NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
 _HEAD = codec.RECORD_HEAD_SIZE
 
@@ -550,7 +550,8 @@ class FileStore(IndexedStore):
         )
 
     def _compaction_read(self, op: Compaction, result: object) -> None:
-        """Step 2 (on the loop): keep what still matters, hand the write over."""
+        """Step 2 (on the loop): choose what still matters, in bounded turns,
+        then hand the write over."""
         if op.cancelled:
             return
         blk = op.blk
@@ -564,24 +565,49 @@ class FileStore(IndexedStore):
                 self._compaction_done(op)
                 return
             op.raw = raw
-            self._plan(op, records)
+            op.records = records
+            op.size = codec.BLOCK_HEADER_SIZE
+            # stamped before any choice: a delete from now on is stamped after the
+            # new file, so its tombstone keeps hiding a record the file got a copy of
+            op.stamp = self._next_stamp()
+        except Exception:  # compaction is an optimization: the removals are durable
+            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+            self._compaction_done(op)
+            return
+        self._plan_turn(op, None)
+
+    def _plan_turn(self, op: Compaction, _result: object) -> None:
+        """One turn of step 2: `PLAN_BATCH` records; the next turn comes back
+        through the disk thread (so other work on the loop goes in between)."""
+        if op.cancelled:
+            return
+        try:
+            if not self._plan(op):
+                self._offload(_nothing, functools.partial(self._plan_turn, op))
+                return
+            op.records = []
             if op.retire:
                 self._retire(op)
             else:
                 self._rewrite(op)
         except Exception:  # compaction is an optimization: the removals are durable
-            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+            log.exception("store %s: compacting %s failed", self._dir, op.blk.path.name)
             self._compaction_done(op)
 
-    def _plan(self, op: Compaction, records: list[Record]) -> None:
-        """Which records stay; the moved messages' new offsets."""
+    def _plan(self, op: Compaction) -> bool:
+        """Choose among the next `PLAN_BATCH` records: which stay, the moved
+        messages' new offsets. True once every record was looked at. A choice
+        holds across turns: a message never comes back once gone, tombstones'
+        fates change only with another compaction (not while this one runs),
+        and the first block only moves up."""
         index, blk = self._index, op.blk
         present = index.present
         first = self._firsts[0]
-        spans: list[tuple[int, int]] = []
-        moves = op.moves
-        size = codec.BLOCK_HEADER_SIZE
-        for kind, seq, ts, pos, rec_len in records:
+        spans, moves = op.spans, op.moves
+        size = op.size
+        start = op.planned
+        end = min(start + PLAN_BATCH, len(op.records))
+        for kind, seq, ts, pos, rec_len in op.records[start:end]:
             if kind == codec.KIND_MSG and present(seq):
                 moves.append((seq, size))
             elif not (
@@ -591,9 +617,12 @@ class FileStore(IndexedStore):
                 continue
             spans.append((pos, rec_len))
             size += rec_len
-        op.spans = spans
         op.size = size
+        op.planned = end
+        if end < len(op.records):
+            return False
         op.retire = not moves
+        return True
 
     def _retire(self, op: Compaction) -> None:
         """Step 3 for a block with no present message: the records in it that
@@ -620,7 +649,6 @@ class FileStore(IndexedStore):
         """Step 3 for a mostly-dead block: a new file with only what still
         matters (present messages, tombstones that may hide records in earlier
         blocks, FLOOR records), written and renamed in on the disk thread."""
-        op.stamp = self._next_stamp()
         header = codec.encode_block_header(op.blk.first_seq, op.stamp)
         raw, op.raw = op.raw, b""
         op.writing = True
@@ -1005,6 +1033,10 @@ class FileStore(IndexedStore):
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _nothing() -> None:
+    """A disk-thread job that only brings its callback back to the loop."""
 
 
 class SyncJob:
