@@ -111,3 +111,24 @@ async def test_create_whose_fsync_fails_leaves_nothing(
     finally:
         monkeypatch.undo()
         env.close()
+
+
+async def test_the_same_create_twice_is_answered_once_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client repeating its create (a retry after a timeout) while the first
+    one's fsyncs run: the repeat is not answered before the files are durable."""
+    env = Env(tmp_path, sync_always=False)
+    slow = SlowFsync(FSYNC_S)
+    monkeypatch.setattr(os, "fsync", slow)
+    try:
+        body = {"stream_name": "S", "config": {"durable_name": "C", "ack_policy": "explicit"}}
+        first = env.router.request(API + "CONSUMER.CREATE.S.C", body)
+        second = env.router.request(API + "CONSUMER.CREATE.S.C", body)
+        assert not first and not second, "answered before its files were fsynced"
+        await until(lambda: bool(first) and bool(second))
+        assert first[0].json()["name"] == second[0].json()["name"] == "C"
+        assert str(env.obs / "C" / "meta.json") in {call.path for call in slow.calls}
+    finally:
+        monkeypatch.undo()
+        env.close()

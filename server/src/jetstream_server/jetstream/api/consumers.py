@@ -29,6 +29,7 @@ import functools
 import logging
 import secrets
 import string
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -61,6 +62,9 @@ logger = logging.getLogger(__name__)
 
 CREATE_RESPONSE = "io.nats.jetstream.api.v1.consumer_create_response"
 CONSUMER_NAMES_LIMIT = 1024
+# consumers whose create or update is being fsynced: the replies of identical
+# requests that came meanwhile (answered with it, never before it is durable)
+_SAVING: weakref.WeakKeyDictionary[Consumer, list[str | None]] = weakref.WeakKeyDictionary()
 CONSUMER_LIST_LIMIT = 256
 _NAME_ALPHABET = string.ascii_letters + string.digits
 NO_RESPONDERS = status_headers(503)
@@ -193,7 +197,9 @@ def _after_fsyncs(
     host: ApiHost, req: ApiRequest, stream: Stream, consumer: Consumer, created: bool,
     info: dict[str, Any], result: object,
 ) -> None:
-    """The answer to a create or update whose files are now durable (or not)."""
+    """The answer to a create or update whose files are now durable (or not),
+    and to the identical requests that came meanwhile."""
+    replies = [req.reply, *_SAVING.pop(consumer, [])]
     if isinstance(result, BaseException):
         why = _why(result) if isinstance(result, OSError) else type(result).__name__
         if created:
@@ -206,10 +212,12 @@ def _after_fsyncs(
                 "stream %s: saving consumer %s failed: %s", stream.name, consumer.name, result
             )
             error = ApiError(Err.CONSUMER_CREATE, err=why)
-        host.api_errors += 1
-        host.respond(req.reply, {"type": CREATE_RESPONSE, "error": error.to_json()})
+        for reply in replies:
+            host.api_errors += 1
+            host.respond(reply, {"type": CREATE_RESPONSE, "error": error.to_json()})
         return
-    host.respond(req.reply, {"type": CREATE_RESPONSE, **info})
+    for reply in replies:
+        host.respond(reply, {"type": CREATE_RESPONSE, **info})
     if created:
         consumer.kick()
 
@@ -307,8 +315,13 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | No
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
     info["config"] = with_dynamic(info["config"])
     if job is None:
+        waiting = _SAVING.get(consumer)
+        if waiting is not None:  # the same create again while the first one's files are synced
+            waiting.append(req.reply)
+            return None
         return info
     # answered once what it wrote is durable; the fsyncs run on the disk thread
+    _SAVING.setdefault(consumer, [])
     done = functools.partial(_after_fsyncs, host, req, stream, consumer, created, info)
     run_off_loop = getattr(host.clock, "run_off_loop", None)
     if run_off_loop is None:
