@@ -287,3 +287,35 @@ def test_removals_between_every_step_of_a_compaction(
     store = kill_and_reopen(store, directory)
     check_contents(store, present, gone)
     store.close()
+
+
+@pytest.mark.asyncio
+async def test_close_waits_for_a_rewrite_being_written_and_starts_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`close` while a rewrite is on the disk thread: it waits for it, swaps it
+    in, writes a snapshot that matches the files, and leaves the other blocks
+    that wanted compacting alone (nothing touches the directory after close)."""
+    clock = LoopClock(asyncio.get_running_loop())
+    directory = tmp_path / "s"
+    store = FileStore(directory, block_size=BLOCK, offload=clock.run_off_loop)
+    present: dict[int, str] = {}
+    for i in range(1, 751):
+        present[i] = "keep" if i % 3 == 0 else "drop"
+        store.store(present[i], None, payload(i), i)
+    store.sync()
+    monkeypatch.setattr(os, "fsync", SlowFsync(0.2))
+    store.purge(subject="drop")
+    await until(lambda: store._op is not None and store._op.writing)
+    assert store._touched, "only one block wanted compacting"
+    store.close()
+    monkeypatch.undo()
+    for _ in range(30):  # the disk thread's answers to anything started after close
+        await asyncio.sleep(0.01)
+    clock.shutdown()  # every job submitted has run: nothing else may have been
+    gone = {seq for seq, subject in present.items() if subject == "drop"}
+    present = {seq: s for seq, s in present.items() if s == "keep"}
+    store = FileStore(directory, block_size=BLOCK)
+    assert store.recovery.used_snapshot, store.recovery.notes
+    check_contents(store, present, gone)
+    store.close()

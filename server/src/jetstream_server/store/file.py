@@ -552,7 +552,7 @@ class FileStore(IndexedStore):
     def _compaction_read(self, op: Compaction, result: object) -> None:
         """Step 2 (on the loop): choose what still matters, in bounded turns,
         then hand the write over."""
-        if op.cancelled:
+        if op.cancelled or self._closed:
             return
         blk = op.blk
         try:
@@ -579,7 +579,7 @@ class FileStore(IndexedStore):
     def _plan_turn(self, op: Compaction, _result: object) -> None:
         """One turn of step 2: `PLAN_BATCH` records; the next turn comes back
         through the disk thread (so other work on the loop goes in between)."""
-        if op.cancelled:
+        if op.cancelled or self._closed:
             return
         try:
             if not self._plan(op):
@@ -715,7 +715,10 @@ class FileStore(IndexedStore):
         erased, op.erased = op.erased, []
         for seq, subject in erased:
             if seq in moved:
-                self._erase_at(blk, offsets[pos_of(seq)], seq, subject)
+                try:
+                    self._erase_at(blk, offsets[pos_of(seq)], seq, subject)
+                except OSError:  # the tombstone is written: the message is gone either way
+                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
         self._index.maybe_compact()
 
     def _compaction_done(self, op: Compaction) -> None:
@@ -741,6 +744,7 @@ class FileStore(IndexedStore):
     def _settle(self) -> None:
         """Closing: a compaction whose write is on the disk thread is waited
         for and swapped in here; one not that far is dropped."""
+        self._touched.clear()  # a closing store starts no compaction
         op = self._op
         if op is None:
             return
