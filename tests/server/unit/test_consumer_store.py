@@ -281,8 +281,9 @@ async def test_sync_always_ack_waits_for_the_disk_thread_not_the_loop(
         resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
         assert "error" not in resp, resp
         config = {"durable_name": "C", "ack_policy": "explicit"}
-        resp = router.request_json(API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config})
-        assert "error" not in resp, resp
+        created = router.request(API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config})
+        await until(lambda: bool(created))  # answered after its files' fsyncs (disk thread)
+        assert "error" not in created[0].json(), created[0].json()
         acks = router.inbox("_PUBACK")
         for i in range(3):
             router.publish("s.1", "_PUBACK", None, b"m%d" % i)

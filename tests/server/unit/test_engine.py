@@ -143,7 +143,7 @@ class Listener:
         self.stored.append(msg.seq)
         self.wanted.add(msg.seq)
 
-    def on_purged(self, first_seq: int) -> None:
+    def on_purged(self, first_seq: int, removed: object = ()) -> None:
         self.purged.append(first_seq)
 
     def wants(self, seq: int, subject: str) -> bool:

@@ -26,7 +26,9 @@ the loop when the clock offers `run_off_loop` (app/loop_clock.py: the disk
 thread): the stores hand them over with `begin_sync()`, the loop keeps
 serving, and the held acks go out when the disk thread is done. One group is
 in flight at a time; publishes arriving meanwhile form the next group, so
-acks still go out in publish order.
+acks still go out in publish order. File stores get `run_off_loop` too, for
+their block compactions (store/compaction.py): the same disk thread, so
+rewrites, unlinks and fsyncs reach the disk in the order the loop asked.
 
 One engine serves one account (`account`, ``$G`` by default) with that
 account's `AccountLimits` (account_limits.py): the server runs one engine per
@@ -95,9 +97,11 @@ def _setting(settings: Any, name: str, default: Any) -> Any:
 
 
 def open_stream_store(
-    storage: str, directory: Path | None, *, sync_always: bool, sync_interval_s: float
+    storage: str, directory: Path | None, *, sync_always: bool, sync_interval_s: float,
+    offload: Any = None,
 ) -> StreamStore:
-    """The store backend for a stream (STORE's factory; memory when no directory)."""
+    """The store backend for a stream (STORE's factory; memory when no directory).
+    `offload` is the clock's `run_off_loop` (block compactions on the disk thread)."""
     from jetstream_server.store.factory import open_store
 
     if directory is None:
@@ -109,6 +113,7 @@ def open_stream_store(
         # the engine's timer syncs every interval on the disk thread; the store's
         # own check (inline, on a store call) is only a backstop behind it
         sync_interval_s=sync_interval_s * 2,
+        offload=offload,
     )
 
 
@@ -245,6 +250,7 @@ class JetStream:
                     directory,
                     sync_always=self.sync_always,
                     sync_interval_s=self.sync_interval_s,
+                    offload=getattr(self.clock, "run_off_loop", None),
                 )
             except Exception as exc:  # one damaged stream must not keep the server down
                 logger.exception("could not open the store of stream %s", config.name)
@@ -428,6 +434,7 @@ class JetStream:
                 directory,
                 sync_always=self.sync_always,
                 sync_interval_s=self.sync_interval_s,
+                offload=getattr(self.clock, "run_off_loop", None),
             )
         except Exception as exc:
             if directory is not None:

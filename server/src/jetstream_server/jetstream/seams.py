@@ -25,6 +25,7 @@ these synchronously, on the loop thread, after the store has the message
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -39,10 +40,11 @@ class StreamListener(Protocol):
         """A new message is in the stream (deliver to waiting pulls / push)."""
         ...
 
-    def on_purged(self, first_seq: int) -> None:
-        """Everything below `first_seq` was purged or compacted away (and possibly
-        some messages above it matching a purge filter): drop pending state for
-        messages that are gone; move delivered/ack floor up as nats-server does."""
+    def on_purged(self, first_seq: int, removed: Sequence[int] | None = ()) -> None:
+        """Everything below `first_seq` was purged or compacted away, and the
+        sequences in `removed` (a purge filter's; None: unknown, check): drop
+        pending state for messages that are gone; move delivered/ack floor up
+        as nats-server does."""
         ...
 
     def wants(self, seq: int, subject: str) -> bool:

@@ -44,7 +44,7 @@ import json
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -741,13 +741,15 @@ class Stream:
                     self._notify_purged(self.store.state().first_seq)
             else:
                 emptied: dict[str, bool] = {}
+                removed: list[int] = []
                 for msg in list(self.store.iter_range(first, seq - 1)):
                     if msg.seq in self._ttl_never:
                         continue
                     self.store.remove(msg.seq)
+                    removed.append(msg.seq)
                     if markers:
                         emptied[msg.subject] = _is_marker(msg.headers)
-                self._notify_purged(self.store.state().first_seq)
+                self._notify_purged(self.store.state().first_seq, removed)
                 self._place_markers(emptied)
         self._arm_age_timer()
 
@@ -842,10 +844,10 @@ class Stream:
         if seq is not None and keep is not None:
             raise ApiError(Err.BAD_REQUEST)
         filt = None if subject in (None, "", ">") else subject
-        purged = self.store.purge(subject=filt, up_to_seq=seq, keep=keep)
+        purged = self.store.purge_seqs(subject=filt, up_to_seq=seq, keep=keep)
         self.removals += 1
-        self._notify_purged(self.store.state().first_seq)
-        return purged
+        self._notify_purged(self.store.state().first_seq, purged.seqs)
+        return purged.msgs
 
     def delete_message(self, seq: int, erase: bool) -> None:
         if self.config.sealed:
@@ -862,10 +864,10 @@ class Stream:
             raise ApiError(Err.SEQUENCE_NOT_FOUND, seq=seq)
         self.removals += 1
 
-    def _notify_purged(self, first_seq: int) -> None:
+    def _notify_purged(self, first_seq: int, removed: Sequence[int] | None = ()) -> None:
         for consumer in list(self.consumers.values()):
             try:
-                consumer.on_purged(first_seq)
+                consumer.on_purged(first_seq, removed)
             except Exception:  # one consumer's bug must not stop the others hearing it
                 logger.exception("stream %s: consumer %s failed on purge",
                                  self.name, getattr(consumer, "name", "?"))

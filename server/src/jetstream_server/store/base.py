@@ -98,6 +98,16 @@ class RecoveryReport:
     lost_seqs: list[int] = field(default_factory=list)
 
 
+class Purged(NamedTuple):
+    """What a purge removed: how many messages, and which sequences when the
+    store knows them cheaply (a subject purge lists them; a purge of everything
+    below a floor lists none, `first_seq` says it all). `seqs` is None when the
+    backend cannot tell (then a caller must check what it holds)."""
+
+    msgs: int
+    seqs: Sequence[int] | None = ()
+
+
 class StoreError(Exception):
     """Storage failed (I/O error, closed store)."""
 
@@ -149,6 +159,14 @@ class StreamStore(ABC):
         As in nats-server 2.15: without a subject (or with ">"), `up_to_seq`
         is `compact(up_to_seq)`, so a value beyond `last_seq + 1` moves
         `last_seq` to `up_to_seq - 1`; with a subject, `last_seq` never moves."""
+
+    def purge_seqs(
+        self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
+    ) -> Purged:
+        """`purge()`, telling which sequences went (`Purged`), so that consumers
+        forget their pending entries at the cost of what was removed, not of
+        everything they hold. This default cannot tell (`seqs` None)."""
+        return Purged(self.purge(subject, up_to_seq, keep), None)
 
     @abstractmethod
     def compact(self, seq: int) -> int:

@@ -4,13 +4,15 @@ The stream code calls `open_store(config.storage, directory, ...)` and never
 imports a backend itself. "memory" ignores the directory and sync options;
 "file" owns everything inside `directory` (created if missing). A `clock`
 lets an idle file store fsync every `sync_interval_s` by itself (a timer);
-without one it checks the interval on each store.
+without one it checks the interval on each store. `offload` (the server's
+`run_off_loop`) takes a file store's block compactions off the loop.
 """
 
 from __future__ import annotations
 
 from jetstream_server.core.clock import Clock
 from jetstream_server.store.base import StreamStore
+from jetstream_server.store.compaction import Offload
 from jetstream_server.store.file import DEFAULT_BLOCK_SIZE, FileStore
 from jetstream_server.store.memory import MemoryStore
 
@@ -23,6 +25,7 @@ def open_store(
     sync_interval_s: float = 120.0,
     block_size: int | None = None,
     clock: Clock | None = None,
+    offload: Offload | None = None,
 ) -> StreamStore:
     """Open (or create) the store for one stream."""
     if storage == "memory":
@@ -36,5 +39,6 @@ def open_store(
             sync_always=sync_always,
             sync_interval_s=sync_interval_s,
             clock=clock,
+            offload=offload,
         )
     raise ValueError(f"unknown storage type {storage!r} (expected 'file' or 'memory')")

@@ -33,6 +33,19 @@ once the block that held its message was rewritten after it (every tombstone
 carries an operation stamp, every block header the stamp of its last write)
 or retired (the index marks such sequences `NO_RECORD`).
 
+Compaction (rewrite or retire) does its block I/O through `offload` (the
+server's disk thread; inline without one), one block at a time, in the steps
+of `compaction`: read and scan off the loop, choose the records on the loop,
+write + fsync + rename (or fsync + unlink) off the loop, swap the offsets in
+on the loop. Meanwhile reads of the block use the reader opened before it
+started (the old file, even after the rename); a delete lands as usual (its
+tombstone, stamped after the rewrite's, keeps hiding the copied record); an
+erase waits and is done on whichever file holds the record afterwards; the
+block is neither dropped nor compacted again until the swap. `close` waits
+for a write in flight and swaps it in. A kill at any step leaves the old
+block or the new one, each consistent with the tombstones (a `.tmp` is
+removed on open).
+
 Reads: the `MessageIndex` (in memory, ~30 bytes per message: sequence,
 timestamp, subject id, size, block offset) answers every query; payloads are
 read on demand through a process-wide bounded LRU of 64 KiB block chunks
@@ -60,6 +73,7 @@ from __future__ import annotations
 import bisect
 import errno
 import fcntl
+import functools
 import logging
 import os
 import shutil
@@ -73,6 +87,16 @@ from jetstream_server.store import codec
 from jetstream_server.store.base import FILE_OVERHEAD, RecoveryReport, StoredMessage, StoreError
 from jetstream_server.store.blocks import Block, block_files, block_path
 from jetstream_server.store.cache import CHUNK_SIZE, SHARED
+from jetstream_server.store.compaction import (
+    Compaction,
+    Offload,
+    Written,
+    read_records,
+    run_inline,
+    unlink_block,
+    unlink_blocks,
+    write_block,
+)
 from jetstream_server.store.index import DELETED, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
 from jetstream_server.store.recovery import scan_blocks
@@ -90,6 +114,7 @@ SNAPSHOT_VERSION = 2  # 2: sizes are nats-server's fileStoreMsgSize
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
 REWRITE_MIN_BYTES = 64 * 1024
+PLAN_BATCH = 4096  # records a compaction looks at per loop turn
 NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
 _HEAD = codec.RECORD_HEAD_SIZE
 
@@ -107,6 +132,7 @@ class FileStore(IndexedStore):
         sync_always: bool = False,
         sync_interval_s: float = 120.0,
         clock: Clock | None = None,
+        offload: Offload | None = None,
     ) -> None:
         if not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
             raise ValueError(f"block_size must be in [{MIN_BLOCK_SIZE}, {MAX_BLOCK_SIZE}]")
@@ -140,6 +166,10 @@ class FileStore(IndexedStore):
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
         self._torn: int | None = None  # offset of a failed append still in the current block
+        # block compaction: its disk work goes to `offload` (the server's disk
+        # thread), one block at a time (`_op`; see `compaction`)
+        self._offload: Offload = run_inline  # `offload` once open
+        self._op: Compaction | None = None
         _make_dirs(self._msgs_dir)
         self._lock_fd = self._lock()
         try:
@@ -147,6 +177,7 @@ class FileStore(IndexedStore):
         except BaseException:
             self._release_fds()
             raise
+        self._offload = offload or run_inline
         self._last_sync_ns = self._now_ns()
         if clock is not None and not sync_always:
             self._arm_timer()
@@ -386,11 +417,19 @@ class FileStore(IndexedStore):
     def _erase(self, seq: int) -> None:
         index = self._index
         pos = index.pos_of(seq)
-        offset = self._offsets[pos]
         blk = self._block_for(seq)
+        subject = index.names[index.sids[pos]].encode()
+        op = self._op
+        if op is not None and op.blk is blk:
+            # the block is being compacted: its file may be replaced any moment;
+            # the overwrite is done on whichever file holds the record afterwards
+            op.erased.append((seq, subject))
+            return
+        self._erase_at(blk, self._offsets[pos], seq, subject)
+
+    def _erase_at(self, blk: Block, offset: int, seq: int, subject: bytes) -> None:
         head = self._read(blk, offset, _HEAD)
         _rec_len, _kind, _seq, ts, slen, hlen, dlen = codec.RECORD_HEAD.unpack_from(head, 0)
-        subject = index.names[index.sids[pos]].encode()
         rec = codec.encode_erased(seq, ts, subject, hlen, dlen)
         fd = os.open(blk.path, os.O_WRONLY)
         try:
@@ -442,19 +481,26 @@ class FileStore(IndexedStore):
     def _removed(self) -> None:
         if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
             self._drop_dead_blocks()
-        touched, self._touched = self._touched, set()
+        self._compact_touched()
+
+    def _compact_touched(self) -> None:
+        """Start compacting the oldest touched block that needs it; the others
+        wait until that one is done (one compaction in flight per store)."""
+        if self._op is not None or self._closed:
+            return
+        touched = self._touched
         current = self._blocks[-1]
-        for blk in sorted(touched, key=lambda b: b.number):
+        while touched:
+            blk = min(touched, key=lambda b: b.number)
+            touched.discard(blk)
             if blk is current or blk not in self._blocks:
                 continue
-            try:
-                if blk.live_bytes <= 0:
-                    self._retire(blk)
-                elif blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size:
-                    self._rewrite(blk)
-            except OSError:
-                # compaction is an optimization: the removal itself is already durable
-                log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+            if blk.live_bytes <= 0 or (
+                blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size
+            ):
+                self._start_compaction(blk)
+                if self._op is not None:
+                    return
 
     def _next_stamp(self) -> int:
         stamp = self._stamp
@@ -475,69 +521,244 @@ class FileStore(IndexedStore):
                 return False  # never stored, or its block was rewritten or retired since
         return stamp >= self._block_for(seq).stamp
 
-    def _forget_records(self, blk: Block) -> None:
-        """Every deleted sequence in `blk`'s range has no record on disk any more."""
+    def _forget_records(self, blk: Block, keep: set[int] | None = None) -> None:
+        """Every deleted sequence in `blk`'s range (but those in `keep`) has no
+        record on disk any more."""
         lo, hi = self._block_range(blk)
-        sids, offsets = self._index.sids, self._offsets
+        sids, offsets, seqs = self._index.sids, self._offsets, self._index.seqs
         pos = lo
         while True:
             try:
                 pos = sids.index(DELETED, pos, hi)
             except ValueError:
                 return
-            offsets[pos] = NO_RECORD
+            if not keep or seqs[pos] not in keep:
+                offsets[pos] = NO_RECORD
             pos += 1
 
-    def _kept_records(
-        self, blk: Block, raw: bytes
-    ) -> tuple[list[bytes], list[tuple[int, int]]] | None:
-        """The records of `blk` worth keeping, and (seq, offset-in-list-order) of
-        its present messages; None if the block is damaged (then leave it alone)."""
-        index = self._index
-        parts: list[bytes] = []
-        moves: list[tuple[int, int]] = []
-        size = 0
-        pos, end = codec.BLOCK_HEADER_SIZE, len(raw)
-        while pos < end:
-            scan = codec.scan_record(raw, pos, end)
-            if isinstance(scan, str):
-                log.warning(
-                    "store %s: leaving %s as is: %s at %d", self._dir, blk.path.name, scan, pos
-                )
-                return None
-            kind, seq, rec_len = scan[0], scan[1], scan[6]
-            if kind == codec.KIND_MSG and index.present(seq):
+    # -- compaction (off the loop: see `compaction`) ----------------------------
+    def _start_compaction(self, blk: Block) -> None:
+        """Step 1: the block's records are read on the disk thread. Its reader
+        is opened now and kept (`_open_reader` never closes it) until the swap,
+        so reads go on seeing the old file even after the rename."""
+        try:
+            if blk.rfd < 0:
+                self._open_reader(blk)
+            fd = os.dup(blk.rfd)
+        except OSError:
+            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+            return
+        op = self._op = Compaction(blk)
+        self._offload(
+            functools.partial(read_records, fd, blk.size),
+            functools.partial(self._compaction_read, op),
+        )
+
+    def _compaction_read(self, op: Compaction, result: object) -> None:
+        """Step 2 (on the loop): choose what still matters, in bounded turns,
+        then hand the write over."""
+        if op.cancelled or self._closed:
+            return
+        blk = op.blk
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            assert isinstance(result, tuple)
+            raw, records = result
+            if isinstance(records, str):
+                log.warning("store %s: leaving %s as is: %s", self._dir, blk.path.name, records)
+                self._compaction_done(op)
+                return
+            op.raw = raw
+            op.records = records
+            op.size = codec.BLOCK_HEADER_SIZE
+            # stamped before any choice: a delete from now on is stamped after the
+            # new file, so its tombstone keeps hiding a record the file got a copy of
+            op.stamp = self._next_stamp()
+        except Exception:  # compaction is an optimization: the removals are durable
+            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
+            self._compaction_done(op)
+            return
+        self._plan_turn(op, None)
+
+    def _plan_turn(self, op: Compaction, _result: object) -> None:
+        """One turn of step 2: `PLAN_BATCH` records; the next turn comes back
+        through the disk thread (so other work on the loop goes in between)."""
+        if op.cancelled or self._closed:
+            return
+        try:
+            if not self._plan(op):
+                self._offload(_nothing, functools.partial(self._plan_turn, op))
+                return
+            op.records = []
+            if op.retire:
+                self._retire(op)
+            else:
+                self._rewrite(op)
+        except Exception:  # compaction is an optimization: the removals are durable
+            log.exception("store %s: compacting %s failed", self._dir, op.blk.path.name)
+            self._compaction_done(op)
+
+    def _plan(self, op: Compaction) -> bool:
+        """Choose among the next `PLAN_BATCH` records: which stay, the moved
+        messages' new offsets. True once every record was looked at. A choice
+        holds across turns: a message never comes back once gone, tombstones'
+        fates change only with another compaction (not while this one runs),
+        and the first block only moves up."""
+        index, blk = self._index, op.blk
+        present = index.present
+        first = self._firsts[0]
+        spans, moves = op.spans, op.moves
+        size = op.size
+        start = op.planned
+        end = min(start + PLAN_BATCH, len(op.records))
+        for kind, seq, ts, pos, rec_len in op.records[start:end]:
+            if kind == codec.KIND_MSG and present(seq):
                 moves.append((seq, size))
             elif not (
-                (kind == codec.KIND_DELETE and self._needed_delete(seq, scan[2], blk))
-                or (kind == codec.KIND_FLOOR and seq > self._firsts[0])
+                (kind == codec.KIND_DELETE and self._needed_delete(seq, ts, blk))
+                or (kind == codec.KIND_FLOOR and seq > first)
             ):
-                pos += rec_len
                 continue
-            parts.append(raw[pos : pos + rec_len])
+            spans.append((pos, rec_len))
             size += rec_len
-            pos += rec_len
-        return parts, moves
+        op.size = size
+        op.planned = end
+        if end < len(op.records):
+            return False
+        op.retire = not moves
+        return True
 
-    def _retire(self, blk: Block) -> None:
-        """Remove a block with no present message: the records in it that still
-        matter (tombstones hiding records in earlier blocks, FLOOR records) are
-        appended to the current block first, then fsynced, then the file goes."""
-        kept = self._kept_records(blk, blk.path.read_bytes())
-        if kept is None:
-            return
-        parts, _moves = kept
+    def _retire(self, op: Compaction) -> None:
+        """Step 3 for a block with no present message: the records in it that
+        still matter (tombstones hiding records in earlier blocks, FLOOR
+        records) are appended to the current block, then fsynced, then the file
+        goes (disk thread)."""
+        raw = op.raw
+        parts = [raw[pos : pos + length] for pos, length in op.spans]
+        op.raw = b""
+        sync = None
         if parts:
             self._append(b"".join(parts), len(parts[-1]))
-        self._fsync_data()
+            # its own fsync of the current block (a duplicate descriptor): the
+            # store's unsynced state stays as it is, so a group commit waiting
+            # on it still makes its own fsync (and acks after that one)
+            sync = SyncJob([os.dup(self._wfd)], None)
+        op.writing = True
+        self._offload(
+            functools.partial(op.track, unlink_block, sync, op.blk.path, self._sync_always),
+            functools.partial(self._compaction_written, op),
+        )
+
+    def _rewrite(self, op: Compaction) -> None:
+        """Step 3 for a mostly-dead block: a new file with only what still
+        matters (present messages, tombstones that may hide records in earlier
+        blocks, FLOOR records), written and renamed in on the disk thread."""
+        header = codec.encode_block_header(op.blk.first_seq, op.stamp)
+        raw, op.raw = op.raw, b""
+        op.writing = True
+        self._offload(
+            functools.partial(op.track, write_block, op.blk.path, header, raw, op.spans),
+            functools.partial(self._compaction_written, op),
+        )
+
+    def _compaction_written(self, op: Compaction, result: object) -> None:
+        """Step 4 (on the loop, or from `close`): swap the new file in."""
+        if op.cancelled:
+            return
+        op.cancelled = True  # done: a second call (close, then the loop) does nothing
+        blk = op.blk
+        try:
+            if not isinstance(result, Written):
+                log.error(
+                    "store %s: compacting %s failed: %s", self._dir, blk.path.name, result
+                )
+                self._compaction_done(op)
+                return
+            if result.dir_error is not None:
+                log.error(
+                    "store %s: fsync of %s after compacting %s failed: %s",
+                    self._dir, self._msgs_dir, blk.path.name, result.dir_error,
+                )
+            if not self._sync_always or result.dir_error is not None:
+                self._dir_dirty = True
+            if op.retire:
+                self._swap_retired(op)
+            else:
+                self._swap_rewritten(op)
+        except Exception:
+            log.exception("store %s: finishing the compaction of %s failed", self._dir, blk.path.name)
+        self._compaction_done(op)
+
+    def _swap_retired(self, op: Compaction) -> None:
+        blk = op.blk
         self._forget_records(blk)
         i = self._blocks.index(blk)
         del self._blocks[i]
         del self._firsts[i]
         self._close_block(blk)
-        blk.path.unlink()
-        self._dir_dirty = True
         self._index.maybe_compact()
+        log.debug("store %s: retired %s", self._dir, blk.path.name)
+
+    def _swap_rewritten(self, op: Compaction) -> None:
+        blk = op.blk
+        self._close_block(blk)  # its reader still saw the replaced file
+        blk.stamp = op.stamp
+        offsets, pos_of = self._offsets, self._index.pos_of
+        moved: set[int] = set()
+        for seq, offset in op.moves:
+            pos = pos_of(seq)
+            if pos >= 0:
+                # also for messages deleted meanwhile: their records are in the new file
+                offsets[pos] = offset
+                moved.add(seq)
+        self._forget_records(blk, keep=moved)
+        log.debug(
+            "store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, op.size
+        )
+        blk.size = op.size
+        erased, op.erased = op.erased, []
+        for seq, subject in erased:
+            if seq in moved:
+                try:
+                    self._erase_at(blk, offsets[pos_of(seq)], seq, subject)
+                except OSError:  # the tombstone is written: the message is gone either way
+                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
+        self._index.maybe_compact()
+
+    def _compaction_done(self, op: Compaction) -> None:
+        """The compaction ended (done or abandoned): erases that waited for it
+        are done on the file that holds their records, the next one starts."""
+        op.cancelled = True
+        if self._op is op:
+            self._op = None
+        if self._closed:
+            return
+        for seq, subject in op.erased:  # abandoned: the old file is in place
+            pos = self._index.pos_of(seq)
+            if pos >= 0 and self._offsets[pos] != NO_RECORD:
+                try:
+                    self._erase_at(op.blk, self._offsets[pos], seq, subject)
+                except OSError:
+                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
+        op.erased = []
+        if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
+            self._drop_dead_blocks()
+        self._compact_touched()
+
+    def _settle(self) -> None:
+        """Closing: a compaction whose write is on the disk thread is waited
+        for and swapped in here; one not that far is dropped."""
+        self._touched.clear()  # a closing store starts no compaction
+        op = self._op
+        if op is None:
+            return
+        op.erased = []  # a closing store writes no more
+        if op.writing:
+            op.finished.wait()
+            self._compaction_written(op, op.result)
+        op.cancelled = True
+        self._op = None
 
     def _block_range(self, blk: Block) -> tuple[int, int]:
         """Positions in the index of the sequences this block may hold."""
@@ -551,43 +772,6 @@ class FileStore(IndexedStore):
         lo, hi = self._block_range(blk)
         blk.live_bytes = sum(self._index.sizes[lo:hi]) if hi > lo else 0
 
-    def _rewrite(self, blk: Block) -> None:
-        """Rewrite a mostly-dead block with only what still matters: present
-        messages, tombstones that may hide records in earlier blocks, FLOOR
-        records. Atomic: temp file, fsync, rename."""
-        raw = blk.path.read_bytes()
-        kept = self._kept_records(blk, raw)
-        if kept is None:
-            return
-        parts, moves = kept
-        stamp = self._next_stamp()
-        parts.insert(0, codec.encode_block_header(blk.first_seq, stamp))
-        size = sum(len(p) for p in parts)
-        tmp = blk.path.with_name(blk.path.name + ".tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                self._write_all(fd, b"".join(parts))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, blk.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)  # the original block is intact
-            raise
-        # the tombstones this rewrite makes obsolete may go in later rewrites:
-        # the rename must be durable before that
-        _fsync_dir(self._msgs_dir)
-        self._close_block(blk)  # its reader still sees the replaced file
-        blk.stamp = stamp
-        offsets, pos_of = self._offsets, self._index.pos_of
-        for seq, offset in moves:
-            offsets[pos_of(seq)] = offset + codec.BLOCK_HEADER_SIZE
-        self._forget_records(blk)
-        self._index.maybe_compact()
-        log.debug("store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, size)
-        blk.size = size
-
     def _close_block(self, blk: Block) -> None:
         if blk.rfd >= 0:
             os.close(blk.rfd)
@@ -597,14 +781,30 @@ class FileStore(IndexedStore):
         self._last_chunk = None
 
     def _drop_dead_blocks(self) -> None:
-        """Unlink front blocks whose every sequence is below first_seq (never the current one)."""
+        """Unlink front blocks whose every sequence is below first_seq (never the
+        current one, nor one being compacted: that waits until it is done)."""
         first = self._index.first_seq
+        op = self._op
+        paths: list[Path] = []
         while len(self._blocks) > 1 and self._firsts[1] <= first:
+            if op is not None and self._blocks[0] is op.blk:
+                break
             blk = self._blocks.pop(0)
             self._firsts.pop(0)
             self._close_block(blk)
-            blk.path.unlink()
+            paths.append(blk.path)
+        if paths:
+            # the FLOOR record that makes them dead is written: the files may
+            # go any time (a kill first leaves them, and recovery drops them)
             self._dir_dirty = True
+            self._offload(
+                functools.partial(unlink_blocks, paths, self._sync_always),
+                functools.partial(self._unlinked, paths),
+            )
+
+    def _unlinked(self, paths: list[Path], result: object) -> None:
+        if isinstance(result, BaseException):
+            log.error("store %s: removing %s failed: %s", self._dir, paths[0].name, result)
 
     # -- reading -------------------------------------------------------------
     def _block_for(self, seq: int) -> Block:
@@ -642,8 +842,9 @@ class FileStore(IndexedStore):
 
     def _open_reader(self, blk: Block) -> None:
         if self._open_fds >= MAX_READ_FDS:
+            op = self._op
             for other in self._blocks:  # close the oldest open reader
-                if other.rfd >= 0:
+                if other.rfd >= 0 and (op is None or other is not op.blk):
                     os.close(other.rfd)
                     other.rfd = -1
                     self._open_fds -= 1
@@ -829,6 +1030,7 @@ class FileStore(IndexedStore):
         if self._closed:
             return
         try:
+            self._settle()
             self.sync()
             self._snapshot()
         finally:
@@ -836,9 +1038,14 @@ class FileStore(IndexedStore):
             self._release_fds()
 
     def destroy(self) -> None:
+        self._settle()
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _nothing() -> None:
+    """A disk-thread job that only brings its callback back to the loop."""
 
 
 class SyncJob:

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 
 from jetstream_server.store.base import (
     MAX_SEQ,
+    Purged,
     StoredMessage,
     StoreError,
     StoreState,
@@ -151,19 +152,26 @@ class IndexedStore(StreamStore):
         self._removed()
         return True
 
-    def _remove_many(self, seqs: Sequence[int]) -> int:
+    def _remove_many(self, seqs: Sequence[int]) -> Purged:
         if not seqs:
-            return 0
+            return Purged(0)
         self._drop(seqs, False)
         remove = self._index.remove
         for seq in seqs:
             remove(seq)
         self._removed()
-        return len(seqs)
+        return Purged(len(seqs), seqs)
 
     def purge(
         self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
     ) -> int:
+        return self.purge_seqs(subject, up_to_seq, keep).msgs
+
+    def purge_seqs(
+        self, subject: str | None = None, up_to_seq: int | None = None, keep: int | None = None
+    ) -> Purged:
+        """`purge()`; a subject purge lists the sequences it removed, a purge
+        without one removes everything below the new `first_seq` (no list)."""
         self._check_open()
         if up_to_seq and keep:
             raise ValueError("purge: up_to_seq and keep are mutually exclusive")
@@ -174,21 +182,21 @@ class IndexedStore(StreamStore):
         index = self._index
         if matches_all(subject):
             if up_to_seq:
-                return self.compact(up_to_seq)
+                return Purged(self.compact(up_to_seq))
             if keep:
                 if keep >= index.msgs:
-                    return 0
-                return self.compact(index.seq_keeping_newest(keep))
-            return self._floor(index.last_seq + 1)
+                    return Purged(0)
+                return Purged(self.compact(index.seq_keeping_newest(keep)))
+            return Purged(self._floor(index.last_seq + 1))
         sids = index.resolve(subject)  # None: the filter happens to match every subject
         total = index.msgs if sids is None else index.total_msgs(sids)
         limit = total
         if keep:
             if keep >= total:
-                return 0
+                return Purged(0)
             limit = total - keep
         if limit <= 0:
-            return 0
+            return Purged(0)
         hi = up_to_seq - 1 if up_to_seq else index.last_seq
         lo = index.first_seq if sids is None else index.first_seq_for(sids)
         seqs = index.seqs_matching(sids, lo, hi, limit)

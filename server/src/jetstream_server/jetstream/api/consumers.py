@@ -25,9 +25,12 @@ from disk.
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import string
+import weakref
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -58,7 +61,11 @@ from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
 
+CREATE_RESPONSE = "io.nats.jetstream.api.v1.consumer_create_response"
 CONSUMER_NAMES_LIMIT = 1024
+# consumers whose create or update is being fsynced: the replies of identical
+# requests that came meanwhile (answered with it, never before it is durable)
+_SAVING: weakref.WeakKeyDictionary[Consumer, list[str | None]] = weakref.WeakKeyDictionary()
 CONSUMER_LIST_LIMIT = 256
 _NAME_ALPHABET = string.ascii_letters + string.digits
 NO_RESPONDERS = status_headers(503)
@@ -106,14 +113,17 @@ def _persistent(stream: Stream, config: ConsumerConfig) -> bool:
 
 def create_consumer(
     host: ApiHost, stream: Stream, name: str, config: ConsumerConfig, action: str = ""
-) -> Consumer:
-    """Create, update or return the consumer `name` (see module docstring)."""
+) -> tuple[Consumer, Callable[[], None] | None]:
+    """Create, update or return the consumer `name` (see module docstring), and
+    the fsyncs of what a durable create or update wrote, as a job for the disk
+    thread (None: nothing waits; then a new consumer's first delivery is
+    scheduled here, else after the job, see `_create`)."""
     config = _within_limits(config.with_limit_defaults(stream.config, host.limits), stream, host)
     config.validate(stream.config.retention)
     existing = stream.consumers.get(name)
     if isinstance(existing, Consumer) and not existing.closed:
         if existing.config.same_as(config):
-            return existing
+            return existing, None
         if action == "create":
             raise ApiError(Err.CONSUMER_ALREADY_EXISTS)
         reason = existing.config.update_error(config)
@@ -121,8 +131,13 @@ def create_consumer(
             raise ApiError(Err.CONSUMER_CREATE, err=reason)
         if stream.config.retention == "workqueue":
             _check_workqueue(stream, name, config)
-        existing.update_config(config)
-        return existing
+        if existing.store is not None:
+            existing.store.defer_fsyncs()
+        try:
+            existing.update_config(config)
+        finally:
+            job = existing.store.take_fsyncs() if existing.store is not None else None
+        return existing, job
     if action == "update":
         raise ApiError(Err.CONSUMER_DOES_NOT_EXIST)
     if "\x00" in name and stream.directory is not None:
@@ -145,11 +160,15 @@ def create_consumer(
     except ApiError:
         consumer.stop()
         raise
+    job = None
     if store is not None:
+        store.defer_fsyncs()
         try:
             store.write_meta(config.to_json(), consumer.created_ns)
             consumer.write_state()
+            job = store.take_fsyncs()
         except OSError as exc:
+            store.take_fsyncs()
             # nothing half-made stays: not listed, no files, so no restart resurrects it
             logger.error("stream %s: creating consumer %s failed: %s", stream.name, name, exc)
             consumer.stop()
@@ -158,12 +177,57 @@ def create_consumer(
             raise ApiError(
                 Err.CONSUMER_CREATE, err=f"consumer {name} not created: {_why(exc)}"
             ) from exc
-    # First deliveries go out after the create response (as with nats-server, whose
-    # answer shows the consumer before it delivered anything).
-    host.clock.call_later(0, consumer.kick)
+    if job is None:
+        # First deliveries go out after the create response (as with nats-server, whose
+        # answer shows the consumer before it delivered anything).
+        host.clock.call_later(0, consumer.kick)
+        _created_advisory(host, stream, name)
+    return consumer, job
+
+
+def _created_advisory(host: ApiHost, stream: Stream, name: str) -> None:
     advisories.consumer_action(host.consumer_host, host.clock.now_ns(), stream.name, name,
                                "create", host.domain)
-    return consumer
+
+
+def _abandon(host: ApiHost, stream: Stream, consumer: Consumer, exc: BaseException) -> None:
+    """A durable create whose fsyncs failed: nothing half-made stays."""
+    logger.error("stream %s: creating consumer %s failed: %s", stream.name, consumer.name, exc)
+    consumer.stop()
+    if stream.consumers.get(consumer.name) is consumer:
+        stream.consumers.pop(consumer.name, None)
+    if consumer.store is not None:
+        consumer.store.destroy()
+
+
+def _after_fsyncs(
+    host: ApiHost, req: ApiRequest, stream: Stream, consumer: Consumer, created: bool,
+    info: dict[str, Any], result: object,
+) -> None:
+    """The answer to a create or update whose files are now durable (or not),
+    and to the identical requests that came meanwhile."""
+    replies = [req.reply, *_SAVING.pop(consumer, [])]
+    if isinstance(result, BaseException):
+        why = _why(result) if isinstance(result, OSError) else type(result).__name__
+        if created:
+            _abandon(host, stream, consumer, result)
+            error = ApiError(
+                Err.CONSUMER_CREATE, err=f"consumer {consumer.name} not created: {why}"
+            )
+        else:
+            logger.error(
+                "stream %s: saving consumer %s failed: %s", stream.name, consumer.name, result
+            )
+            error = ApiError(Err.CONSUMER_CREATE, err=why)
+        for reply in replies:
+            host.api_errors += 1
+            host.respond(reply, {"type": CREATE_RESPONSE, "error": error.to_json()})
+        return
+    for reply in replies:
+        host.respond(reply, {"type": CREATE_RESPONSE, **info})
+    if created:
+        consumer.kick()
+        _created_advisory(host, stream, consumer.name)
 
 
 def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> ConsumerConfig:
@@ -212,7 +276,7 @@ def restore_consumers(host: ApiHost, stream: Stream) -> None:
 
 
 # -- create ------------------------------------------------------------------------
-def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
+def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | None:
     body = request_body(req)
     stream_name = req.params[0]
     if body.get("stream_name") != stream_name:
@@ -252,26 +316,47 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any]:
             if wanted != req.params[2]:
                 raise ApiError(Err.CONSUMER_CREATE_FILTER_SUBJECT_MISMATCH)
     config = replace(config, name=name)
-    consumer = create_consumer(host, stream, name, config, action)
+    before = stream.consumers.get(name)
+    created = not (isinstance(before, Consumer) and not before.closed)
+    consumer, job = create_consumer(host, stream, name, config, action)
     info = consumer.info()
     info.pop("push_bound", None)  # not known yet at create time (nats-server omits it)
     info["config"] = with_dynamic(info["config"])
-    return info
+    if job is None:
+        waiting = _SAVING.get(consumer)
+        if waiting is not None:  # the same create again while the first one's files are synced
+            waiting.append(req.reply)
+            return None
+        return info
+    # answered once what it wrote is durable; the fsyncs run on the disk thread
+    _SAVING.setdefault(consumer, [])
+    done = functools.partial(_after_fsyncs, host, req, stream, consumer, created, info)
+    run_off_loop = getattr(host.clock, "run_off_loop", None)
+    if run_off_loop is None:
+        try:
+            job()
+        except OSError as exc:
+            done(exc)
+            return None
+        done(None)
+        return None
+    run_off_loop(job, done)
+    return None
 
 
-def consumer_create_legacy(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def consumer_create_legacy(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
     return _create(host, req, form="legacy")
 
 
-def consumer_create_named(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def consumer_create_named(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
     return _create(host, req, form="named")
 
 
-def consumer_create_filtered(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def consumer_create_filtered(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
     return _create(host, req, form="filtered")
 
 
-def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
     return _create(host, req, form="durable")
 
 

@@ -29,7 +29,7 @@ For incremental state writes the tracker notes what changed since the
 consumer last wrote its state: `touched` holds every stream sequence whose
 `pending`, `rdc` or `dropped` entry changed one at a time (the hot paths:
 deliver, ack, term, progress, max_deliver drops); `rewrite_all` is set by the
-bulk changes (purge, reset, dropped entries forgotten), which the consumer
+bulk changes (reset, dropped entries forgotten), which the consumer
 writes as a whole state. The consumer clears both once written.
 
 Deadlines sit in a heap of `(due_ns, seq)`, so the redelivery timer looks
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from jetstream_server.core.clock import Clock, TimerHandle
@@ -352,15 +352,43 @@ class AckTracker:
             self.asflr = cursor.sseq - 1
 
     # -- stream changes ----------------------------------------------------------------
-    def on_purged(self, first_seq: int) -> None:
-        """Messages below `first_seq` (and maybe some above) are gone from the stream."""
-        store = self.stream.store
-        self.rewrite_all = True
-        for seq in [s for s in self.pending if s < first_seq or store.load(s) is None]:
-            del self.pending[seq]
-            self.rdc.pop(seq, None)
-        self.dropped = {s for s in self.dropped if s >= first_seq}
-        self.rdc = {s: c for s, c in self.rdc.items() if s >= first_seq}
+    def on_purged(self, first_seq: int, removed: Sequence[int] | None = ()) -> None:
+        """Messages below `first_seq` are gone from the stream, and those in
+        `removed` (a subject purge's; None: unknown, every pending message is
+        checked against the store).
+
+        Costs what it removes, not what is pending: pending entries below
+        `first_seq` are a prefix (ascending keys), the removed sequences are
+        looked up one by one, and the state write is a delta of the entries
+        that went (a whole state only when `dropped` changed)."""
+        pending, rdc, touched = self.pending, self.rdc, self.touched
+        gone: list[int] = []
+        for seq in pending:  # ascending: stop at the first one still in the stream
+            if seq >= first_seq:
+                break
+            gone.append(seq)
+        if removed is None:
+            load = self.stream.store.load
+            gone.extend(s for s in pending if s >= first_seq and load(s) is None)
+        elif len(removed) <= len(pending):
+            gone.extend(s for s in removed if s >= first_seq and s in pending)
+        else:  # fewer pending than removed: look the other way round
+            removed_set = set(removed)
+            gone.extend(s for s in pending if s >= first_seq and s in removed_set)
+        for seq in gone:
+            del pending[seq]
+            rdc.pop(seq, None)
+        touched.update(gone)
+        dropped = self.dropped
+        if dropped:
+            kept = {s for s in dropped if s >= first_seq}
+            if removed:
+                kept.difference_update(removed)
+            if len(kept) != len(dropped):
+                for seq in dropped - kept:
+                    rdc.pop(seq, None)
+                self.dropped = kept
+                self.rewrite_all = True  # a delta cannot take entries out of `dropped`
         if self.asflr < first_seq - 1:
             self.asflr = first_seq - 1
         self._floor_after_removal()

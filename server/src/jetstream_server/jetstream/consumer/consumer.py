@@ -23,6 +23,7 @@ delivery is re-entrancy safe (`kick` loops while asked again).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -132,9 +133,9 @@ class Consumer:
             cursor.npc += 1
         self.kick(msg)
 
-    def on_purged(self, first_seq: int) -> None:
+    def on_purged(self, first_seq: int, removed: Sequence[int] | None = ()) -> None:
         self.cursor.on_purged(first_seq)
-        self.acks.on_purged(first_seq)
+        self.acks.on_purged(first_seq, removed)
         self._dirty()
         self.kick()
 

@@ -2,7 +2,9 @@
 
 Three files:
 - `meta.json`: `{"config": <consumer config JSON>, "created": <ns>}`, written at
-  create and on update (temp file, fsync, rename, fsync dir);
+  create and on update (temp file, fsync, rename, fsync dir; a create or an
+  update through the API defers the fsyncs to the disk thread with
+  `defer_fsyncs` / `take_fsyncs` and answers once they are done);
 - `o.dat`: the whole delivery state as JSON, replaced atomically: `gen` (its
   generation), `delivered` (consumer_seq, stream_seq), `ack_floor`
   (consumer_seq, stream_seq), `pending` ([stream_seq, consumer_seq,
@@ -171,16 +173,51 @@ class ConsumerStore:
         self._state_size = 0
         self._need_full = True  # until this store wrote a whole state itself
         self.unsynced = False  # log lines written and not fsynced yet (sync mode)
+        # set by `defer_fsyncs()`: the files and directories whose fsyncs wait
+        # for `take_fsyncs()` (a create's, run on the disk thread)
+        self._deferred: list[Path] | None = None
 
     @classmethod
     def for_stream(cls, stream_dir: Path, name: str, *, sync: bool = False) -> ConsumerStore:
         return cls(stream_dir / OBS_DIR / name, sync=sync)
 
+    def defer_fsyncs(self) -> None:
+        """From now on writes leave their fsyncs (files, then directories) to
+        the job `take_fsyncs()` returns: a create or an update writes on the
+        loop and answers once that job ran on the disk thread."""
+        if self._deferred is None:
+            self._deferred = []
+
+    def take_fsyncs(self) -> Callable[[], None] | None:
+        """The deferred fsyncs as a job for any thread (raises OSError), and back
+        to fsyncing inline; None when nothing waits."""
+        paths, self._deferred = self._deferred, None
+        if not paths:
+            return None
+        files = list(dict.fromkeys(p for p in paths if not p.is_dir()))
+        dirs = sorted(set(paths) - set(files), key=lambda p: len(p.parts), reverse=True)
+        return functools.partial(_fsync_paths, files + dirs)
+
+    def _make_dirs(self) -> None:
+        if self._deferred is None:
+            make_dirs(self.directory)
+            return
+        missing: list[Path] = []
+        probe = self.directory
+        while not probe.exists() and probe.parent != probe:
+            missing.append(probe)
+            probe = probe.parent
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for created in missing:
+            self._deferred.extend((created, created.parent))
+
     def write_meta(self, config: dict[str, Any], created_ns: int) -> None:
-        make_dirs(self.directory)
-        write_json_atomic(
-            self.directory / META_FILE, {"config": config, "created": created_ns}, sync=True
-        )
+        self._make_dirs()
+        meta = self.directory / META_FILE
+        deferred = self._deferred
+        write_json_atomic(meta, {"config": config, "created": created_ns}, sync=deferred is None)
+        if deferred is not None:
+            deferred.extend((meta, self.directory))
 
     # -- state -----------------------------------------------------------------
     @property
@@ -196,7 +233,11 @@ class ConsumerStore:
         body = state.to_json()
         body["gen"] = gen
         data = json.dumps(body, separators=(",", ":")).encode()
-        write_bytes_atomic(self.directory / STATE_FILE, data, sync=self.sync)
+        deferred = self._deferred
+        sync = self.sync and deferred is None
+        write_bytes_atomic(self.directory / STATE_FILE, data, sync=sync)
+        if self.sync and deferred is not None:
+            deferred.extend((self.directory / STATE_FILE, self.directory))
         self._gen = gen
         self._state_size = len(data)
         self._close_log()
@@ -205,7 +246,7 @@ class ConsumerStore:
         self._log_size = 0
         self._need_full = False
         self.unsynced = False
-        if self.sync:
+        if sync:
             fsync_dir(self.directory)
 
     def append_delta(self, delta: dict[str, Any]) -> None:
@@ -291,6 +332,13 @@ class ConsumerStore:
         self._close_log()
         shutil.rmtree(self.directory, ignore_errors=True)
         fsync_dir(self.directory.parent)
+
+
+def _fsync_paths(paths: list[Path]) -> None:
+    """fsync each file or directory (any thread); the first failure raises."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        _fsync_close(fd)
 
 
 def _fsync_close(fd: int) -> None:

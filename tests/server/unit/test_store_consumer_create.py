@@ -1,0 +1,134 @@
+"""A durable consumer's create and update fsync its files on the disk thread
+and are answered only once those fsyncs are done (api/consumers.py,
+consumer/store.py `defer_fsyncs`).
+
+The real engine with the server's `LoopClock` and the in-memory router
+double, on a real store directory; `os.fsync` slowed down (disk_probe): the
+loop's stall meanwhile must stay under LAG_BOUND_S (the README's bound for
+disk work off the loop). Before, the create fsynced meta.json, o.dat and the
+new directories on the loop: FSYNC_S each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from disk_probe import LagMeter, SlowFsync, until
+from router_double import RouterDouble
+
+from jetstream_server.app.loop_clock import LoopClock
+from jetstream_server.config import JetStreamSettings
+from jetstream_server.jetstream.engine import JetStream
+
+pytestmark = pytest.mark.asyncio
+
+API = "$JS.API."
+FSYNC_S = 0.3
+LAG_BOUND_S = 0.25
+
+
+class Env:
+    def __init__(self, store_dir: Path, sync_always: bool) -> None:
+        self.clock = LoopClock(asyncio.get_running_loop())
+        self.router = RouterDouble()
+        settings = JetStreamSettings(store_dir=str(store_dir), sync_always=sync_always)
+        self.engine = JetStream(settings, self.clock)
+        self.engine.start(self.router)
+        self.obs = store_dir / "jetstream" / "$G" / "streams" / "S" / "obs"
+        resp = self.router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        assert "error" not in resp, resp
+
+    async def create(self, config: dict[str, Any]) -> tuple[Any, bool]:
+        """Send a create; its answer, and whether it came before the call returned."""
+        answers = self.router.request(
+            API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config}
+        )
+        at_once = bool(answers)
+        await until(lambda: bool(answers))
+        return answers[0].json(), at_once
+
+    def close(self) -> None:
+        self.engine.close()
+        self.clock.shutdown()
+
+
+@pytest.mark.parametrize("sync_always", [False, True])
+async def test_create_and_update_answer_after_fsyncs_on_the_disk_thread(
+    tmp_path: Path, sync_always: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = Env(tmp_path, sync_always)
+    slow_fsync = SlowFsync(FSYNC_S)
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    meter = LagMeter()
+    meter.start()
+    try:
+        config = {"durable_name": "C", "ack_policy": "explicit"}
+        info, at_once = await env.create(config)
+        assert "error" not in info and info["name"] == "C", info
+        assert not at_once, "answered before its files were fsynced"
+        created_calls = list(slow_fsync.calls)
+        slow_fsync.calls.clear()
+        info, at_once = await env.create({**config, "description": "updated"})
+        assert info["config"]["description"] == "updated" and not at_once, info
+        updated_calls = list(slow_fsync.calls)
+    finally:
+        lag = await meter.stop()
+        monkeypatch.undo()
+        env.close()
+    print(f"loop stall while creating a consumer: {lag * 1000:.1f} ms")
+    synced = {call.path for call in created_calls}
+    consumer_dir = env.obs / "C"
+    assert str(consumer_dir / "meta.json") in synced, synced
+    assert {str(consumer_dir), str(env.obs)} <= synced, synced  # the new entries are durable
+    if sync_always:
+        assert str(consumer_dir / "o.dat") in synced, synced
+    assert str(consumer_dir / "meta.json") in {call.path for call in updated_calls}
+    threads = {call.thread for call in created_calls + updated_calls}
+    assert threads and all(t.startswith("jetstream-disk") for t in threads), threads
+    assert lag < LAG_BOUND_S, f"the loop stalled {lag:.3f} s for a consumer create"
+
+
+async def test_create_whose_fsync_fails_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = Env(tmp_path, sync_always=False)
+    failing = SlowFsync(0.0, fail=OSError(errno.EIO, "Input/output error"))
+    monkeypatch.setattr(os, "fsync", failing)
+    try:
+        info, _ = await env.create({"durable_name": "C", "ack_policy": "explicit"})
+        monkeypatch.undo()
+        assert info["error"]["err_code"] == 10012, info
+        assert "not created: input/output error" in info["error"]["description"], info
+        assert env.router.request_json(API + "CONSUMER.INFO.S.C")["error"]["err_code"] == 10014
+        assert not (env.obs / "C").exists()
+        names = env.router.request_json(API + "CONSUMER.NAMES.S")
+        assert names["consumers"] == [], names
+    finally:
+        monkeypatch.undo()
+        env.close()
+
+
+async def test_the_same_create_twice_is_answered_once_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client repeating its create (a retry after a timeout) while the first
+    one's fsyncs run: the repeat is not answered before the files are durable."""
+    env = Env(tmp_path, sync_always=False)
+    slow = SlowFsync(FSYNC_S)
+    monkeypatch.setattr(os, "fsync", slow)
+    try:
+        body = {"stream_name": "S", "config": {"durable_name": "C", "ack_policy": "explicit"}}
+        first = env.router.request(API + "CONSUMER.CREATE.S.C", body)
+        second = env.router.request(API + "CONSUMER.CREATE.S.C", body)
+        assert not first and not second, "answered before its files were fsynced"
+        await until(lambda: bool(first) and bool(second))
+        assert first[0].json()["name"] == second[0].json()["name"] == "C"
+        assert str(env.obs / "C" / "meta.json") in {call.path for call in slow.calls}
+    finally:
+        monkeypatch.undo()
+        env.close()
