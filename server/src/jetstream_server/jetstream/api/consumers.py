@@ -219,12 +219,16 @@ def _after_fsyncs(
                 "stream %s: saving consumer %s failed: %s", stream.name, consumer.name, result
             )
             error = ApiError(Err.CONSUMER_CREATE, err=why)
+        response = {"type": CREATE_RESPONSE, "error": error.to_json()}
         for reply in replies:
             host.api_errors += 1
-            host.respond(reply, {"type": CREATE_RESPONSE, "error": error.to_json()})
+            host.respond(reply, response)
+        host.audit(req.subject, req.payload, response, req.origin)
         return
+    response = {"type": CREATE_RESPONSE, **info}
     for reply in replies:
-        host.respond(reply, {"type": CREATE_RESPONSE, **info})
+        host.respond(reply, response)
+    host.audit(req.subject, req.payload, response, req.origin)
     if created:
         consumer.kick()
         _created_advisory(host, stream, consumer.name)

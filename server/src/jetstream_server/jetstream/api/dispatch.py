@@ -62,7 +62,7 @@ def dispatch(
         return
     route, params = found
     origin = host.api_origin()  # before the handler publishes anything
-    req = ApiRequest(subject, tokens, params, reply, headers, payload)
+    req = ApiRequest(subject, tokens, params, reply, headers, payload, origin)
     failed = True
     try:
         if required_level_refused(headers):

@@ -26,6 +26,7 @@ class ApiRequest:
     reply: str | None
     headers: bytes | None
     payload: bytes
+    origin: object | None = None  # the requesting client (for an answer sent later's audit)
 
 
 def request_body(req: ApiRequest) -> dict[str, Any]:
