@@ -7,13 +7,14 @@
 same switch reaches both. The process is stopped when the block ends, even on
 error; when the server process died during the block, `ServerDied` carries its
 exit code and last log lines. `rss_bytes(proc)` reads the resident set size of the server process
-from /proc (Linux).
+and `cpu_seconds(proc)` its CPU time (user + system, every thread), both from /proc (Linux).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,3 +78,19 @@ def rss_bytes(proc: ServerProcess) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def cpu_seconds(proc: ServerProcess) -> float:
+    """User + system CPU seconds the server process has used (all its threads; 0.0 when unknown).
+
+    Read from /proc/PID/stat (fields 14 and 15, in clock ticks: 10 ms at the usual 100 Hz),
+    so a workload should keep the server busy for at least a second or so."""
+    if proc.proc is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{proc.proc.pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    # the command name (field 2) is in parentheses and may hold spaces: split after it
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
