@@ -240,7 +240,8 @@ def run_scale(  # type: ignore[no-untyped-def]
         if "size" in families and READ_PARTITIONS not in parts:
             parts = (READ_PARTITIONS, *parts)
         for kind in KINDS:
-            f = scale.measure(kind, root, rows=rows, size=sizes.size, spark=spark, partitions=parts)
+            f = scale.measure(kind, root, rows=rows, size=sizes.size, spark=spark, partitions=parts,
+                              warm=not figures)
             figures.append(f)
             say(f"{rows:,} msgs on {kind}: fill {f.fill_rate:,.0f}/s, RSS {f.rss_after_fill / MB:,.0f} MB, "
                 f"restart {f.restart_s:.2f}s, RSS {f.rss_after_restart / MB:,.0f} MB, "

@@ -11,7 +11,8 @@ messages of `size` bytes, and records, in this order:
 - the server's RSS after the fill;
 - the restart: clean stop, then the time from process start until `STREAM.INFO`
   answers with every message, and the RSS of the restarted server (at rest);
-- after an untimed read of the first 1000 messages (`warm_up`),
+- after an untimed read of the first 1000 messages (`warm_up`; `warm=False` when an
+  earlier read of this session already started the Python workers),
   `spark.read.format("jetstream")` of the whole stream into `noop` once per entry of
   `partitions`, with exactly that many Spark partitions (`minPartitions` = p and
   `maxMessagesPerPartition` = rows, so no default of the reader splits further);
@@ -129,6 +130,7 @@ def measure(
     size: int,
     spark: Any,
     partitions: Sequence[int] = (2,),
+    warm: bool = True,
 ) -> SizeFigures:
     with running(kind, root, name=f"scale-{rows}") as srv:
         srv.startup_timeout = max(60.0, rows / 20_000)  # a restart reads the store's index
@@ -144,7 +146,8 @@ def measure(
             if messages != rows:
                 raise natspy.BenchError(f"{kind}: {messages} messages after restart, {rows} before")
             rss_restart = rss_bytes(srv)
-            warm_up(spark, srv.url, rows)
+            if warm:
+                warm_up(spark, srv.url, rows)
             reads = {p: batch_read(spark, srv.url, rows, p) for p in partitions}
             return SizeFigures(kind, rows, size, stored, fill_rate, rss_fill, restart_s, rss_restart,
                                reads, rss_bytes(srv))
