@@ -113,7 +113,7 @@ async def _stored(servers: str) -> int:
         await nc.close()
 
 
-def figures(spark: SparkSession, servers: str, replicas: int, rows: int, size: int) -> dict[str, float]:
+def _sink(spark: SparkSession, servers: str, replicas: int, rows: int, size: int) -> float:
     asyncio.run(_fresh_stream(servers, replicas))
     df = spark.range(0, rows, 1, PARTITIONS).select(
         F.lpad(F.col("id").cast("string"), size, "x").cast("binary").alias("data")
@@ -124,19 +124,24 @@ def figures(spark: SparkSession, servers: str, replicas: int, rows: int, size: i
     stored = asyncio.run(_stored(servers))
     if stored != rows:
         raise natspy.BenchError(f"sink into {servers}: {stored} messages stored for {rows} rows")
+    return sink
+
+
+def figures(spark: SparkSession, servers: str, replicas: int, rows: int, size: int) -> dict[str, float]:
     return {
-        "sink, batch write": sink,
+        "sink, batch write": _sink(spark, servers, replicas, rows, size),
         "batch read -> noop": connector.batch_read(spark, servers, rows),
         "streaming read, AvailableNow -> noop": connector.stream_read(spark, servers, rows),
     }
 
 
 def _warm_up(spark: SparkSession, servers: str, replicas: int, size: int) -> None:
-    """A small write and read: starts the executors' Python workers before anything is timed.
-    Retried once when a Python worker failed to connect back (a start-up race under load)."""
+    """A small write and batch read: starts the executors' Python workers before anything is
+    timed. Retried once when a Python worker failed to connect back (a start-up race under load)."""
     for attempt in (1, 2):
         try:
-            figures(spark, servers, replicas, 1000, size)
+            _sink(spark, servers, replicas, 1000, size)
+            connector.batch_read(spark, servers, 1000)
             return
         except (Py4JJavaError, PySparkException) as exc:
             if attempt == 2 or "connect back" not in str(exc):
