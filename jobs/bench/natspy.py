@@ -75,8 +75,18 @@ class Span:
         return self.timing.rate
 
 
+CONNECT_TIMEOUT_S = 30.0
+
+
 async def _connect(url: str) -> NATS:
-    return await nats.connect(url, connect_timeout=10, max_reconnect_attempts=0)
+    """A connection to `url`, or an error within `CONNECT_TIMEOUT_S` (nats-py retries a
+    refused first connect forever with `max_reconnect_attempts=0`; 1 gives up)."""
+    try:
+        return await asyncio.wait_for(
+            nats.connect(url, connect_timeout=10, max_reconnect_attempts=1), CONNECT_TIMEOUT_S
+        )
+    except (OSError, asyncio.TimeoutError, nats.errors.NoServersError) as exc:
+        raise BenchError(f"cannot connect to {url}: {exc!r}") from exc
 
 
 async def _fresh_stream(js: JetStreamContext, name: str) -> str:

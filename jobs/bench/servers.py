@@ -8,6 +8,9 @@ same switch reaches both. The process is stopped when the block ends, even on
 error; when the server process died during the block, `ServerDied` carries its
 exit code and last log lines. `rss_bytes(proc)` reads the resident set size of the server process
 and `cpu_seconds(proc)` its CPU time (user + system, every thread), both from /proc (Linux).
+`restarted(proc)` gives a new, not yet started process of the same server on the same store:
+a restart that reuses the stopped `ServerProcess` could see the old process's output reader
+mark it ready (it does so at end of output) and return before the new one listens.
 """
 
 from __future__ import annotations
@@ -64,6 +67,18 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
         raise
     finally:
         proc.stop(timeout=60.0)
+
+
+@contextlib.contextmanager
+def restarted(proc: ServerProcess, *, startup_timeout: float = 60.0) -> Iterator[ServerProcess]:
+    """A new `ServerProcess` of `proc`'s server, flags and store (the caller starts it, so
+    that it can time the start); stopped when the block ends."""
+    again = ServerProcess(proc.command, proc.extra_args, store_dir=proc.store_dir, host=proc.host,
+                          env=proc.env, startup_timeout=startup_timeout)
+    try:
+        yield again
+    finally:
+        again.stop(timeout=300)
 
 
 def rss_bytes(proc: ServerProcess) -> int:

@@ -3,13 +3,17 @@ the server CPU reading and the comparison table's targets on their own."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from jetstream_testing.cluster import free_port
 from jetstream_testing.process import ServerProcess
+from jobs.bench import natspy
 from jobs.bench.results import Comparison, render_comparisons
 from jobs.bench.servers import cpu_seconds
 from jobs.benchmark import main
@@ -24,6 +28,7 @@ def _number(cell: str) -> float:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(600)  # a loaded machine; on a quiet one about a minute
 def test_quick_benchmark_reports_every_workload_with_ratios(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     report = tmp_path / "bench.md"
     plot = tmp_path / "bench.png"
@@ -124,3 +129,11 @@ def test_comparison_table_marks_missed_targets() -> None:
     assert "0.75x" in lines[5] and "<= 1 ok" in lines[5]
     assert "1.50x" in lines[6] and "<= 1 MISSED" in lines[6]
     assert [r.met for r in rows] == [True, False, None, True, False]
+
+
+def test_a_workload_against_a_server_that_is_not_listening_fails_in_bounded_time() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(natspy.BenchError, match=f"cannot connect to {url}"):
+        asyncio.run(natspy.sync_publish(url, 10, 16))
+    assert time.monotonic() - started < natspy.CONNECT_TIMEOUT_S + 5
