@@ -388,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     missed = [c for c in comparisons if c.met is False]
     text += "\n\n" + (
         "every target met" if not missed
-        else "targets missed: " + "; ".join(f"{c.workload} {c.ratio:.2f}x, not {c.bound}x" for c in missed)
+        else "targets missed: " + "; ".join(f"{c.group}: {c.workload} {c.ratio:.2f}x, not {c.bound}x" for c in missed)
     )
     if args.plot:
         from jobs.bench.plot import write_plot
