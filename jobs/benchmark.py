@@ -1,23 +1,39 @@
 """The benchmark job: the bundled server beside the real nats-server, and the connector beside its ceiling.
 
-    python -m jobs.benchmark            # full run (a few minutes; the README keeps its output)
+    python -m jobs.benchmark            # full run (about 15 minutes; the README keeps its output)
     python -m jobs.benchmark --quick    # a small version (tests run it so the job cannot rot)
+    python -m jobs.benchmark --only size --plot size.png   # one family, and the plot
 
-Wiring only; workloads live in `jobs.bench` (nats-py: `natspy`; Spark:
-`connector`, `ceiling`; file store: `filestore`; the store backends in
-process, only with `--only store`: `store_micro`). Every server runs in its own
+Families (`--only`, repeatable; all but `store` in the full run, all but
+`store` and `clusters` with `--quick`):
+- `natspy`: nats-py workloads, bundled server beside nats-server (`natspy`);
+- `cpu`: the server's CPU per message in the same nats-py workloads (read from
+  /proc around each timed part; the same runs as `natspy` when both are named);
+- `connector`: the source and sink against their ceilings (`connector`, `ceiling`);
+- `filestore`: sync_always, restart and RSS of a 1 GB stream (`filestore`);
+- `size`: fill, restart, RSS and read throughput at 1M and 10M messages (`scale`);
+- `partitions`: batch read with 1, 2 and 4 partitions (`scale`);
+- `clusters`: a Spark standalone cluster with 1 and 2 workers, against one
+  nats-server and a 3-node R3 cluster (`clusters`, its Spark job in a child process);
+- `store`: the store backends in process (`store_micro`), only when named.
+
+Wiring only; workloads live in `jobs.bench`. Every server runs in its own
 process (`ServerProcess`), never in this one, so client and server do not
 share a GIL. Prints two tables (comparisons with ratios and the issue's
-targets; single figures) and, with `--markdown PATH`, writes them as a
-Markdown section with the date, machine and versions. Exit status: 0 when
-every workload ran (a missed target is reported, not an error), 1 when a
-workload failed or saw the wrong number of messages.
+targets; single figures) and the time each family took; with `--markdown
+PATH` writes them as a Markdown section with the date, machine and versions;
+with `--plot PNG` draws throughput and RSS against stream size (`plot`,
+needs the `size` family). Exit status: 0 when every workload ran (a missed
+target is reported, not an error), 1 when a workload failed or saw the wrong
+number of messages.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import logging
 import os
 import platform
@@ -25,15 +41,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from jetstream_testing.process import nats_server_binary
-from jobs.bench import filestore, natspy
+from jobs.bench import filestore, natspy, scale
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
-from jobs.bench.servers import KINDS, running
+from jobs.bench.servers import KINDS, ServerDied, cpu_seconds, running
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +66,8 @@ class Sizes:
     sync_count: int
     store_rows: int
     store_size: int
+    scale_rows: tuple[int, ...]  # stream sizes of the `size` family (the first: `partitions`)
+    cluster_rows: int
 
 
 FULL = Sizes(
@@ -59,6 +78,8 @@ FULL = Sizes(
     sync_count=20_000,
     store_rows=1_000_000,
     store_size=1024,  # 1M x 1 KiB: a 1 GB stream
+    scale_rows=(1_000_000, 10_000_000),
+    cluster_rows=200_000,
 )
 QUICK = Sizes(
     natspy={"sync publish": 300, "publish_async": 3_000, "pull fetch + ack": 2_000, "ordered consumer": 3_000},
@@ -68,10 +89,19 @@ QUICK = Sizes(
     sync_count=1_000,
     store_rows=5_000,
     store_size=1024,
+    scale_rows=(5_000, 20_000),
+    cluster_rows=2_000,
 )
 TARGET_SERVER = 0.8  # bundled >= 0.8x nats-server on every nats-py workload
 TARGET_READ = 0.4  # connector read >= 40% of the ceiling
 TARGET_SINK = 1.5  # sink >= 1.5x publish_async
+TARGET_CPU = 1.0  # bundled server CPU per message <= nats-server's
+TARGET_RSS = 1.0  # bundled server RSS <= nats-server's with the same stream
+READ_PARTITIONS = 2  # the `size` family's reads (as the connector family's)
+PARTITIONS = (1, 2, 4)  # the `partitions` family's reads
+FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions", "clusters", "store")
+QUICK_FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions")
+FULL_FAMILIES = (*QUICK_FAMILIES, "clusters")
 
 
 def versions() -> str:
@@ -100,28 +130,35 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
 
 
-def run_natspy(root: Path, sizes: Sizes, out: list[Comparison], say) -> None:  # type: ignore[no-untyped-def]
-    results: dict[str, dict[str, float]] = {}
+def run_natspy(  # type: ignore[no-untyped-def]
+    root: Path, sizes: Sizes, families: set[str], out: list[Comparison], say
+) -> None:
+    """The nats-py workloads once per server: their rates (family `natspy`) and the server's
+    CPU per message over the same timed parts (family `cpu`)."""
+    results: dict[str, dict[str, natspy.Timing]] = {}
     for kind in KINDS:
         with running(kind, root, name="natspy") as srv:
-            results[kind] = asyncio.run(natspy.run_all(srv.url, sizes.natspy, sizes.size))
-        say(f"nats-py on {kind}: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in results[kind].items()))
-    for workload in natspy.WORKLOADS:
-        out.append(
-            Comparison(
-                "nats-py",
-                f"{workload} ({sizes.natspy[workload]:,} x {sizes.size} B)",
-                "msgs/s",
-                "bundled",
-                results["bundled"][workload],
-                "nats-server",
-                results["nats-server"][workload],
-                TARGET_SERVER,
+            results[kind] = asyncio.run(
+                natspy.run_all(srv.url, sizes.natspy, sizes.size, server_cpu=functools.partial(cpu_seconds, srv))
             )
-        )
+        say(f"nats-py on {kind}: " + ", ".join(
+            f"{k} {t.rate:,.0f}/s ({t.server_cpu_us_per_msg:.1f} us server CPU/msg)" for k, t in results[kind].items()
+        ))
+    b, r = results["bundled"], results["nats-server"]
+    for workload in natspy.WORKLOADS:
+        what = f"{workload} ({sizes.natspy[workload]:,} x {sizes.size} B)"
+        if "natspy" in families:
+            out.append(Comparison("nats-py", what, "msgs/s", "bundled", b[workload].rate,
+                                  "nats-server", r[workload].rate, TARGET_SERVER))
+    for workload in natspy.WORKLOADS:
+        what = f"{workload} ({sizes.natspy[workload]:,} x {sizes.size} B)"
+        if "cpu" in families:
+            out.append(Comparison("server CPU", what, "us/msg", "bundled", b[workload].server_cpu_us_per_msg,
+                                  "nats-server", r[workload].server_cpu_us_per_msg, TARGET_CPU,
+                                  lower_is_better=True))
 
 
-def run_connector(root: Path, sizes: Sizes, out: list[Comparison], say) -> object:  # type: ignore[no-untyped-def]
+def run_connector(root: Path, sizes: Sizes, out: list[Comparison], say) -> Any:  # type: ignore[no-untyped-def]
     from jobs.bench import connector
 
     spark = connector.spark_session()
@@ -191,17 +228,88 @@ def run_filestore(  # type: ignore[no-untyped-def]
         ]
 
 
+def run_scale(  # type: ignore[no-untyped-def]
+    root: Path, sizes: Sizes, families: set[str], comparisons: list[Comparison], measures: list[Measure], spark, say
+) -> list[scale.SizeFigures]:
+    """Family `size`: fill, restart, RSS and batch read at each of `sizes.scale_rows`;
+    family `partitions`: batch reads with 1, 2 and 4 partitions at the smallest size."""
+    counts = sizes.scale_rows if "size" in families else sizes.scale_rows[:1]
+    figures: list[scale.SizeFigures] = []
+    for rows in counts:
+        parts = PARTITIONS if "partitions" in families and rows == counts[0] else (READ_PARTITIONS,)
+        if "size" in families and READ_PARTITIONS not in parts:
+            parts = (READ_PARTITIONS, *parts)
+        for kind in KINDS:
+            f = scale.measure(kind, root, rows=rows, size=sizes.size, spark=spark, partitions=parts,
+                              warm=not figures)
+            figures.append(f)
+            say(f"{rows:,} msgs on {kind}: fill {f.fill_rate:,.0f}/s, RSS {f.rss_after_fill / MB:,.0f} MB, "
+                f"restart {f.restart_s:.2f}s, RSS {f.rss_after_restart / MB:,.0f} MB, "
+                + ", ".join(f"read ({p}p) {r:,.0f}/s" for p, r in f.read_rates.items())
+                + f", RSS {f.rss_after_read / MB:,.0f} MB after reading")
+    by = {(f.kind, f.rows): f for f in figures}
+    if "size" in families:
+        for rows in counts:
+            b, r = by[("bundled", rows)], by[("nats-server", rows)]
+            what = f"{rows:,} x {sizes.size} B"
+            comparisons += [
+                Comparison("size", f"fill, pipelined publish ({what})", "msgs/s",
+                           "bundled", b.fill_rate, "nats-server", r.fill_rate),
+                Comparison("size", f"batch read -> noop, {READ_PARTITIONS} partitions ({what})", "rows/s",
+                           "bundled", b.read_rates[READ_PARTITIONS], "nats-server", r.read_rates[READ_PARTITIONS]),
+                Comparison("size", f"restart until the stream answers ({what})", "s",
+                           "bundled", b.restart_s, "nats-server", r.restart_s),
+                Comparison("size", f"server RSS after restart ({what})", "MB",
+                           "bundled", b.rss_after_restart / MB, "nats-server", r.rss_after_restart / MB,
+                           TARGET_RSS, lower_is_better=True),
+                Comparison("size", f"server RSS after reading ({what})", "MB",
+                           "bundled", b.rss_after_read / MB, "nats-server", r.rss_after_read / MB,
+                           TARGET_RSS, lower_is_better=True),
+            ]
+        if len(counts) > 1:
+            small, big = counts[0], counts[-1]
+            grow = f"{big:,} beside {small:,} msgs"
+            for kind in KINDS:
+                lo, hi = by[(kind, small)], by[(kind, big)]
+                comparisons += [
+                    Comparison("size", f"batch read ({grow}, {kind})", "rows/s", f"{big:,}",
+                               hi.read_rates[READ_PARTITIONS], f"{small:,}", lo.read_rates[READ_PARTITIONS]),
+                    Comparison("size", f"restart ({grow}, {kind})", "s", f"{big:,}", hi.restart_s,
+                               f"{small:,}", lo.restart_s),
+                    Comparison("size", f"server RSS after restart ({grow}, {kind})", "MB", f"{big:,}",
+                               hi.rss_after_restart / MB, f"{small:,}", lo.rss_after_restart / MB),
+                ]
+        for f in figures:
+            measures.append(Measure("size", f"server RSS after filling ({f.rows:,} x {f.size} B)", "MB",
+                                    f.kind, f.rss_after_fill / MB))
+    if "partitions" in families:
+        rows = counts[0]
+        for kind in KINDS:
+            f = by[(kind, rows)]
+            for p in PARTITIONS[1:]:
+                comparisons.append(
+                    Comparison("partitions", f"batch read -> noop ({rows:,} x {sizes.size} B, {kind})", "rows/s",
+                               f"{p} partitions", f.read_rates[p], f"{PARTITIONS[0]} partition",
+                               f.read_rates[PARTITIONS[0]])
+                )
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m jobs.benchmark", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a small version (well under a minute on a quiet machine)")
-    p.add_argument("--only", choices=("natspy", "connector", "filestore", "store"), action="append",
+    p.add_argument("--only", choices=FAMILIES, action="append",
                    help="run only these families (repeatable; 'store', the store backends in process, "
-                   "runs only when named)")
+                   "runs only when named; 'clusters' is left out of --quick unless named)")
     p.add_argument("--markdown", help="also write the result as a Markdown section to this file")
+    p.add_argument("--plot", help="also draw throughput and RSS against stream size as a PNG to this file "
+                   "(needs the 'size' family)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     sizes = QUICK if args.quick else FULL
-    families = set(args.only or ("natspy", "connector", "filestore"))
+    families = set(args.only or (QUICK_FAMILIES if args.quick else FULL_FAMILIES))
+    if args.plot and "size" not in families:
+        p.error("--plot draws the 'size' family's figures: run it too (--only size)")
     if "store" in families:
         from jobs.bench import store_micro
 
@@ -217,7 +325,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     comparisons: list[Comparison] = []
     measures: list[Measure] = []
-    spark = None
+    timings: list[tuple[str, float]] = []
+    scaled: list[scale.SizeFigures] = []
+    spark: Any = None
+
+    @contextlib.contextmanager
+    def family(name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        yield
+        timings.append((name, time.monotonic() - t0))
+        say(f"{name}: {timings[-1][1]:.0f}s")
+
+    def local_spark():  # type: ignore[no-untyped-def]
+        nonlocal spark
+        if spark is None:
+            from jobs.bench import connector
+
+            spark = connector.spark_session()
+        return spark
+
     from pyspark.sql import SparkSession
 
     # A session that already exists (a notebook, the tests) is used and left running.
@@ -225,17 +351,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="jetstream-bench-") as tmp:
             root = Path(tmp)
-            if "natspy" in families:
-                run_natspy(root, sizes, comparisons, say)
+            if families & {"natspy", "cpu"}:
+                with family(" and ".join(f for f in ("natspy", "cpu") if f in families)):
+                    run_natspy(root, sizes, families, comparisons, say)
             if "connector" in families:
-                spark = run_connector(root, sizes, comparisons, say)
+                with family("connector"):
+                    spark = run_connector(root, sizes, comparisons, say)
             if "filestore" in families:
-                if spark is None and sizes.store_rows > 50_000:
-                    from jobs.bench import connector
+                with family("filestore"):
+                    run_filestore(root, sizes, comparisons, measures,
+                                  local_spark() if sizes.store_rows > 50_000 else None, say)
+            if families & {"size", "partitions"}:
+                with family(" and ".join(f for f in ("size", "partitions") if f in families)):
+                    scaled = run_scale(root, sizes, families, comparisons, measures, local_spark(), say)
+            if "clusters" in families:
+                from jobs.bench import clusters
 
-                    spark = connector.spark_session()
-                run_filestore(root, sizes, comparisons, measures, spark, say)
-    except natspy.BenchError as exc:
+                with family("clusters"):
+                    comparisons += clusters.run(root, sizes.cluster_rows, sizes.size, say)
+    except (natspy.BenchError, ServerDied) as exc:
         sys.stderr.write(f"benchmark failed: {exc}\n")
         return 1
     finally:
@@ -245,15 +379,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = (
         f"{'Quick' if args.quick else 'Full'} benchmark, {when}; {machine()}; {versions()}; "
-        f"took {time.monotonic() - started:.0f}s"
+        f"took {time.monotonic() - started:.0f}s ("
+        + ", ".join(f"{name} {seconds:.0f}s" for name, seconds in timings) + ")"
     )
     text = header + "\n\n" + render_comparisons(comparisons)
     if measures:
         text += "\n\n" + render_measures(measures)
     missed = [c for c in comparisons if c.met is False]
     text += "\n\n" + (
-        "every target met" if not missed else "targets missed: " + "; ".join(f"{c.workload} {c.ratio:.2f}x < {c.target:g}x" for c in missed)
+        "every target met" if not missed
+        else "targets missed: " + "; ".join(f"{c.group}: {c.workload} {c.ratio:.2f}x, not {c.bound}x" for c in missed)
     )
+    if args.plot:
+        from jobs.bench.plot import write_plot
+
+        plot = write_plot(scaled, args.plot, title=f"{'Quick' if args.quick else 'Full'} benchmark, {when}")
+        where = Path(os.path.relpath(plot.resolve(), Path(args.markdown).resolve().parent)) if args.markdown else plot
+        text += f"\n\n![throughput and RSS against stream size]({where.as_posix()})"
     sys.stdout.write("\n" + text + "\n")
     if args.markdown:
         Path(args.markdown).write_text(text + "\n")

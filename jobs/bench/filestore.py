@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench import natspy
-from jobs.bench.servers import rss_bytes, running, server_command
+from jobs.bench.servers import restarted, rss_bytes, running, server_command
 
 STREAM = "BENCH_STORE"
 SUBJECT = "bench.store"
@@ -88,13 +88,14 @@ def fill_restart_memory(kind: str, root: Path, *, rows: int, size: int, spark: A
             raise natspy.BenchError(f"{kind}: {messages} messages stored for {rows} published")
         rss_fill = rss_bytes(srv)
         srv.stop(timeout=120)
-        start = time.perf_counter()
-        srv.start()
-        messages, _ = asyncio.run(_stream_messages(srv.url))
-        restart_s = time.perf_counter() - start
-        if messages != rows:
-            raise natspy.BenchError(f"{kind}: {messages} messages after restart, {rows} before")
-        return StoreFigures(rows, stored, fill_rate, rss_fill, restart_s, rss_bytes(srv))
+        with restarted(srv) as again:
+            start = time.perf_counter()
+            again.start()
+            messages, _ = asyncio.run(_stream_messages(again.url))
+            restart_s = time.perf_counter() - start
+            if messages != rows:
+                raise natspy.BenchError(f"{kind}: {messages} messages after restart, {rows} before")
+            return StoreFigures(rows, stored, fill_rate, rss_fill, restart_s, rss_bytes(again))
 
 
 __all__ = ["StoreFigures", "fill_restart_memory", "publish_rate", "server_command"]

@@ -2,7 +2,8 @@
 
 A `Figure` is one measured value of one workload on one server (or one
 side of a comparison); a `Comparison` pairs two figures of the same run and
-holds the target ratio the issue asks for. The table is plain text, stable
+holds the target ratio the issue asks for (a floor, or a ceiling when lower is
+better, as for CPU per message). The table is plain text, stable
 in layout so that the README can keep a copy of a full run.
 """
 
@@ -23,7 +24,8 @@ class Comparison:
     subject: float
     baseline_label: str
     baseline: float
-    target: float | None = None  # minimum acceptable ratio, when the issue sets one
+    target: float | None = None  # acceptable ratio, when the issue sets one
+    lower_is_better: bool = False  # then `target` is the highest acceptable ratio
 
     @property
     def ratio(self) -> float:
@@ -31,7 +33,14 @@ class Comparison:
 
     @property
     def met(self) -> bool | None:
-        return None if self.target is None else self.ratio >= self.target
+        if self.target is None:
+            return None
+        return self.ratio <= self.target if self.lower_is_better else self.ratio >= self.target
+
+    @property
+    def bound(self) -> str:
+        """The target as text: `>= 0.8` or `<= 1`."""
+        return f"{'<=' if self.lower_is_better else '>='} {self.target:g}" if self.target is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,7 @@ def render_comparisons(rows: Sequence[Comparison]) -> str:
     for r in rows:
         verdict = ""
         if r.target is not None:
-            verdict = f">= {r.target:g} {'ok' if r.met else 'MISSED'}"
+            verdict = f"{r.bound} {'ok' if r.met else 'MISSED'}"
         table.append(
             (
                 r.group,

@@ -7,13 +7,17 @@
 same switch reaches both. The process is stopped when the block ends, even on
 error; when the server process died during the block, `ServerDied` carries its
 exit code and last log lines. `rss_bytes(proc)` reads the resident set size of the server process
-from /proc (Linux).
+and `cpu_seconds(proc)` its CPU time (user + system, every thread), both from /proc (Linux).
+`restarted(proc)` gives a new, not yet started process of the same server on the same store:
+a restart that reuses the stopped `ServerProcess` could see the old process's output reader
+mark it ready (it does so at end of output) and return before the new one listens.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +69,18 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
         proc.stop(timeout=60.0)
 
 
+@contextlib.contextmanager
+def restarted(proc: ServerProcess, *, startup_timeout: float = 60.0) -> Iterator[ServerProcess]:
+    """A new `ServerProcess` of `proc`'s server, flags and store (the caller starts it, so
+    that it can time the start); stopped when the block ends."""
+    again = ServerProcess(proc.command, proc.extra_args, store_dir=proc.store_dir, host=proc.host,
+                          env=proc.env, startup_timeout=startup_timeout)
+    try:
+        yield again
+    finally:
+        again.stop(timeout=300)
+
+
 def rss_bytes(proc: ServerProcess) -> int:
     """Resident set size of the server process, in bytes (0 when unknown)."""
     if proc.proc is None:
@@ -77,3 +93,19 @@ def rss_bytes(proc: ServerProcess) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def cpu_seconds(proc: ServerProcess) -> float:
+    """User + system CPU seconds the server process has used (all its threads; 0.0 when unknown).
+
+    Read from /proc/PID/stat (fields 14 and 15, in clock ticks: 10 ms at the usual 100 Hz),
+    so a workload should keep the server busy for at least a second or so."""
+    if proc.proc is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{proc.proc.pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    # the command name (field 2) is in parentheses and may hold spaces: split after it
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,24 +1,46 @@
-"""The benchmark job's --quick mode runs end to end (so the job cannot rot) and reports every workload."""
+"""The benchmark job's --quick mode runs end to end (so the job cannot rot) and reports every workload;
+the server CPU reading and the comparison table's targets on their own."""
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from jetstream_testing.cluster import free_port
+from jetstream_testing.process import ServerProcess
+from jobs.bench import natspy
 from jobs.bench.results import Comparison, render_comparisons
+from jobs.bench.servers import cpu_seconds
 from jobs.benchmark import main
 
-pytestmark = pytest.mark.spark
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip("|").split("|")]
 
 
+def _number(cell: str) -> float:
+    return float(cell.replace(",", "").rstrip("x"))
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)  # a loaded machine; on a quiet one about a minute
 def test_quick_benchmark_reports_every_workload_with_ratios(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     report = tmp_path / "bench.md"
-    assert main(["--quick", "--markdown", str(report)]) == 0
+    plot = tmp_path / "bench.png"
+    assert main(["--quick", "--markdown", str(report), "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     text = report.read_text()
     assert text.strip() in out
     assert text.startswith("Quick benchmark, ")
+    # the time of each family, in the header
+    for family in ("natspy and cpu", "connector", "filestore", "size and partitions"):
+        assert f"{family} " in text.splitlines()[0], family
+    assert "clusters" not in text  # only in the full run, or when named
     for workload in (
         "sync publish",
         "publish_async (",
@@ -31,15 +53,64 @@ def test_quick_benchmark_reports_every_workload_with_ratios(spark, tmp_path: Pat
         "publish_async, sync_always on",
         "restart until the stream answers",
         "server RSS after restart",
+        "fill, pipelined publish (5,000 x 128 B)",
+        "batch read -> noop, 2 partitions (20,000 x 128 B)",
+        "server RSS after reading (20,000 x 128 B)",
+        "batch read (20,000 beside 5,000 msgs, bundled)",
+        "restart (20,000 beside 5,000 msgs, nats-server)",
     ):
         assert workload in text, workload
     rows = [line for line in text.splitlines() if line.startswith("| nats-py")]
     assert len(rows) == 4
     for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert float(cells[4].replace(",", "")) > 0 and float(cells[6].replace(",", "")) > 0
+        cells = _cells(row)
+        assert _number(cells[4]) > 0 and _number(cells[6]) > 0
         assert cells[7].endswith("x")
+    # server CPU per message: the same four workloads, lower is better (target <= 1)
+    cpu = [_cells(line) for line in text.splitlines() if line.startswith("| server CPU")]
+    assert [c[1].split(" (")[0] for c in cpu] == ["sync publish", "publish_async", "pull fetch + ack", "ordered consumer"]
+    assert all(c[2] == "us/msg" and c[8].startswith("<= 1 ") for c in cpu)
+    # 10 ms clock ticks: one workload may read 0, the four together cannot
+    assert sum(_number(c[4]) for c in cpu) > 0 and sum(_number(c[6]) for c in cpu) > 0
+    # partitions: 2 and 4 beside 1, on both servers
+    parts = [_cells(line) for line in text.splitlines() if line.startswith("| partitions")]
+    assert [(c[1].rsplit(", ", 1)[1], c[3]) for c in parts] == [
+        ("bundled)", "2 partitions"), ("bundled)", "4 partitions"),
+        ("nats-server)", "2 partitions"), ("nats-server)", "4 partitions"),
+    ]
+    assert all(_number(c[4]) > 0 and _number(c[6]) > 0 for c in parts)
     assert "every target met" in text or "targets missed:" in text
+    # the plot: a PNG next to the report, linked from it
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and plot.stat().st_size > 20_000
+    assert text.rstrip().endswith("(bench.png)")
+
+
+def test_plot_needs_the_size_family(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main(["--quick", "--only", "natspy", "--plot", str(tmp_path / "p.png")])
+    assert exc.value.code == 2
+    assert "--plot draws the 'size' family's figures" in capsys.readouterr().err
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_cpu_seconds_reads_the_cpu_time_of_the_server_process() -> None:
+    burn = (
+        "import sys, time\n"
+        "while time.process_time() < 0.6: pass\n"
+        "print('done', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = ServerProcess([sys.executable])
+    assert cpu_seconds(proc) == 0.0  # not started
+    proc.proc = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.proc.stdout is not None and proc.proc.stdout.readline() == b"done\n"
+        used = cpu_seconds(proc)
+        assert 0.55 <= used < 5.0, used
+        assert cpu_seconds(proc) - used < 0.05  # idle now: the reading stands still
+    finally:
+        proc.proc.kill()
+        proc.proc.wait(10)
 
 
 def test_comparison_table_marks_missed_targets() -> None:
@@ -47,9 +118,22 @@ def test_comparison_table_marks_missed_targets() -> None:
         Comparison("g", "fast", "msgs/s", "a", 90.0, "b", 100.0, 0.8),
         Comparison("g", "slow", "msgs/s", "a", 50.0, "b", 100.0, 0.8),
         Comparison("g", "untargeted", "s", "a", 2.0, "b", 1.0),
+        Comparison("g", "lean", "us/msg", "a", 3.0, "b", 4.0, 1.0, lower_is_better=True),
+        Comparison("g", "costly", "us/msg", "a", 6.0, "b", 4.0, 1.0, lower_is_better=True),
     ]
     table = render_comparisons(rows)
     lines = table.splitlines()
     assert "0.90x" in lines[2] and ">= 0.8 ok" in lines[2]
     assert "0.50x" in lines[3] and "MISSED" in lines[3]
     assert "2.00x" in lines[4] and "MISSED" not in lines[4] and "ok" not in lines[4].split("|")[-2]
+    assert "0.75x" in lines[5] and "<= 1 ok" in lines[5]
+    assert "1.50x" in lines[6] and "<= 1 MISSED" in lines[6]
+    assert [r.met for r in rows] == [True, False, None, True, False]
+
+
+def test_a_workload_against_a_server_that_is_not_listening_fails_in_bounded_time() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(natspy.BenchError, match=f"cannot connect to {url}"):
+        asyncio.run(natspy.sync_publish(url, 10, 16))
+    assert time.monotonic() - started < natspy.CONNECT_TIMEOUT_S + 5
