@@ -67,6 +67,8 @@ from jetstream_server.jetstream.atomic_batch import (
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.fast_batch import SUFFIX as FAST_BATCH_SUFFIX
+from jetstream_server.jetstream.fast_batch import FastBatches, FastReply
 from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
@@ -146,6 +148,7 @@ class JetStream:
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
+        self.fast_batches = FastBatches(clock, self.ingest, self._send_ack, self._send_raw)
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -428,6 +431,8 @@ class JetStream:
         subjects_changed = config.subjects != stream.config.subjects
         if not config.flag("allow_atomic"):
             self.batches.drop_stream(stream.name)
+        if not config.flag("allow_batched"):
+            self.fast_batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
@@ -439,6 +444,7 @@ class JetStream:
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
         self.batches.drop_stream(stream.name)
+        self.fast_batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
         stream.delete()
         if stream.directory is not None:
@@ -469,6 +475,9 @@ class JetStream:
             return
         if stream.config.mirror is not None:
             return  # a mirror takes messages only from its origin (it has no subjects either)
+        if reply is not None and reply.endswith(FAST_BATCH_SUFFIX):
+            self.fast_batches.publish(stream, subject, reply, headers, payload)
+            return
         if headers is not None and b"Nats-Batch-Id" in headers and batch_id_of(headers):
             self._publish_batch(stream, subject, reply, headers, payload)
             return
@@ -621,6 +630,9 @@ class JetStream:
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
         if ack.republish is not None:  # as nats-server: the republish goes out before the ack
             self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
+        if type(reply) is FastReply:  # a fast batch message is persisted: fast_batch.py answers
+            reply.on_stored(ack)
+            return
         if not reply or stream.config.no_ack:
             return
         if isinstance(ack, BatchAck) and ack.error is None:
@@ -659,6 +671,9 @@ class JetStream:
                 body["domain"] = self.domain
             body["duplicate"] = True
         self.router.publish(reply, None, None, json.dumps(body, separators=(",", ":")).encode())
+
+    def _send_raw(self, reply: str, body: bytes) -> None:
+        self.router.publish(reply, None, None, body)
 
     def _arm_sync_timer(self) -> None:
         self._sync_timer = self.clock.call_later(self.sync_interval_s, self._periodic_sync)
