@@ -26,7 +26,9 @@ the loop when the clock offers `run_off_loop` (app/loop_clock.py: the disk
 thread): the stores hand them over with `begin_sync()`, the loop keeps
 serving, and the held acks go out when the disk thread is done. One group is
 in flight at a time; publishes arriving meanwhile form the next group, so
-acks still go out in publish order.
+acks still go out in publish order. A stream with `persist_mode: async`
+(nats-server 2.12) opts out of the group commit: its acks go right after the
+OS write and it is synced by the periodic sync, as without `sync_always`.
 
 One engine serves one account (`account`, ``$G`` by default) with that
 account's `AccountLimits` (account_limits.py): the server runs one engine per
@@ -180,8 +182,8 @@ class JetStream:
         if self.store_dir is None:
             logger.warning("JetStream has no store directory: file streams are kept in memory")
         self._open_existing()
-        if not self.sync_always:
-            self._arm_sync_timer()
+        # with sync_always too: the streams with `persist_mode: async` sync on it
+        self._arm_sync_timer()
 
     def shutting_down(self) -> None:
         """Before the connections close: pending pub acks go out and waiting
@@ -231,7 +233,7 @@ class JetStream:
                 store = open_stream_store(
                     config.storage,
                     directory,
-                    sync_always=self.sync_always,
+                    sync_always=self.sync_always and not config.async_persist,
                     sync_interval_s=self.sync_interval_s,
                 )
             except Exception as exc:  # one damaged stream must not keep the server down
@@ -383,7 +385,7 @@ class JetStream:
             store = open_stream_store(
                 config.storage,
                 directory,
-                sync_always=self.sync_always,
+                sync_always=self.sync_always and not config.async_persist,
                 sync_interval_s=self.sync_interval_s,
             )
         except Exception as exc:
@@ -505,7 +507,9 @@ class JetStream:
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
             ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
-        if self.sync_always and (ack.msg is not None or self._pending):
+        if self.sync_always and (ack.msg is not None or self._pending) and (
+            not stream.config.async_persist  # persist_mode async: acked before its sync
+        ):
             self._pending.append((stream, reply, ack))
             if ack.msg is not None:
                 self._dirty.add(stream.name)
