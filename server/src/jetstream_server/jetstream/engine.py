@@ -171,7 +171,7 @@ class JetStream:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
         self.router = router
-        self.consumer_host = RouterHost(router, self.clock)
+        self.consumer_host = RouterHost(router, self.clock, self.account, self.domain or "")
         self._started = True
         # a partial, not a closure: one Python frame less per request
         on_api = functools.partial(dispatch, self)
@@ -786,9 +786,12 @@ class RouterHost:
 
     _warned = False
 
-    def __init__(self, router: Router, clock: Clock) -> None:
+    def __init__(self, router: Router, clock: Clock, account: str = persistence.ACCOUNT,
+                 domain: str = "") -> None:
         self.clock = clock
         self.router = router
+        self.account = account  # named in advisories
+        self.domain = domain
         self.publish = router.publish
         self.has_interest = router.has_interest
         self.unsubscribe = router.unsubscribe

@@ -368,7 +368,7 @@ def consumer_unpin(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     consumer = lookup_consumer(host, req.params[0], req.params[1])
     if group not in consumer.config.priority_groups:
         raise ApiError(Err.CONSUMER_INVALID_PRIORITY_GROUP)
-    consumer.unpin()
+    consumer.unpin(group)
     return {}
 
 

@@ -360,11 +360,11 @@ class Consumer:
     def num_ack_pending(self) -> int:
         return len(self.acks.pending)
 
-    def unpin(self) -> None:
+    def unpin(self, group: str = "") -> None:
         """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
         unpin = getattr(self.delivery, "unpin", None)
         if unpin is not None:
-            unpin()
+            unpin(group)
 
     def _arm_pause(self) -> None:
         if self._pause_timer is not None:

@@ -83,12 +83,19 @@ class PinState:
         self.on_lapse = on_lapse
         self.pin_id = ""
         self.pinned_ns = 0
+        self.group = ""  # the group of the pull request that took the pin
         self._timer: TimerHandle | None = None
+        # the advisories (pin_advisories.py): (group, pin id) and (group, reason)
+        self.on_pinned: Callable[[str, str], None] | None = None
+        self.on_unpinned: Callable[[str, str], None] | None = None
 
-    def assign(self) -> str:
+    def assign(self, group: str = "") -> str:
         self.pin_id = new_pin_id()
         self.pinned_ns = self.clock.now_ns()
+        self.group = group
         self.touch()
+        if self.on_pinned is not None:
+            self.on_pinned(group, self.pin_id)
         return self.pin_id
 
     def touch(self) -> None:
@@ -108,6 +115,8 @@ class PinState:
         self._timer = None
         if self.pin_id:
             self.unpin()
+            if self.on_unpinned is not None:
+                self.on_unpinned(self.group, "timeout")
             self.on_lapse()
 
 
@@ -184,7 +193,7 @@ def choose(
                     drop(waiting, wrong_pin(waiting))
                     continue
                 if prio is not None and prio.group:
-                    waiting.pin_id = pin.assign()
+                    waiting.pin_id = pin.assign(prio.group)
             elif not waiting.pin_id:
                 continue  # waits until the pin lapses
             elif waiting.pin_id != pin.pin_id:
