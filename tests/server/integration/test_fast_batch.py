@@ -8,6 +8,7 @@ message by message: every answer is compared in full, in order.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections.abc import AsyncIterator, Iterator
@@ -306,5 +307,45 @@ async def test_flow_acks_after_sync(sync_server: ServerProcess) -> None:
             {"type": "ack", "seq": 8, "msgs": 4},
             {"stream": name, "seq": 12, "batch": "uuid", "count": 12},
         ]
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("seed", [random.randrange(1 << 30) for _ in range(3)])
+async def test_batches_in_bursts_with_synced_writes(sync_server: ServerProcess, seed: int) -> None:
+    """Four batches (random sizes and flows) in random bursts while every write
+    waits for its fsync: each batch gets ordered flow acks and its pub ack, and
+    the stream holds every message of each batch in its order."""
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    client = await nats.connect(sync_server.url, max_reconnect_attempts=0)
+    try:
+        name = await _stream(client)
+        keys = [f"k{i}" for i in range(4)]
+        batches = {k: await Batch.open(client, batch_id=k, flow=rng.randint(1, 20)) for k in keys}
+        sizes = {k: rng.randint(20, 80) for k in keys}
+        sent = dict.fromkeys(keys, 0)
+        while any(sent[k] < sizes[k] for k in keys):
+            key = rng.choice([k for k in keys if sent[k] < sizes[k]])
+            for _ in range(rng.randint(1, 9)):
+                if sent[key] == sizes[key]:
+                    break
+                sent[key] += 1
+                op = START if sent[key] == 1 else COMMIT if sent[key] == sizes[key] else APPEND
+                await batches[key].send(f"{name.lower()}.{key}", sent[key], op, b"%d" % sent[key])
+        for key, batch in batches.items():
+            acked: list[int] = []
+            while "type" in (answer := await batch.next()):
+                assert answer["type"] == "ack", answer
+                acked.append(int(answer["seq"]))
+            assert answer["batch"] == key and answer["count"] == sizes[key], answer
+            assert acked == sorted(acked) and acked[-1] < sizes[key], acked
+        info = await api(client, f"STREAM.INFO.{name}", {"subjects_filter": ">"})
+        assert info["state"]["messages"] == sum(sizes.values())
+        assert info["state"]["subjects"] == {f"{name.lower()}.{k}": sizes[k] for k in keys}
+        for key in keys:
+            got = await api(client, f"STREAM.MSG.GET.{name}",
+                            {"last_by_subj": f"{name.lower()}.{key}"})
+            assert base64.b64decode(got["message"]["data"]) == b"%d" % sizes[key]
     finally:
         await client.close()
