@@ -349,3 +349,29 @@ async def test_batches_in_bursts_with_synced_writes(sync_server: ServerProcess, 
             assert base64.b64decode(got["message"]["data"]) == b"%d" % sizes[key]
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("retention", ["interest", "workqueue"])
+async def test_retention_without_consumers(nc: NATS, retention: str) -> None:
+    """An interest stream without consumers keeps nothing, a work queue keeps
+    all: the pub ack names the last sequence either way."""
+    name = await _stream(nc, retention=retention)
+    b = await Batch.open(nc)
+    for seq in range(1, 5):
+        await b.send(f"{name.lower()}.a", seq, START if seq == 1 else COMMIT if seq == 4 else APPEND)
+    assert await b.next() == {"type": "ack", "seq": 0, "msgs": 10}
+    assert await b.next() == {"stream": name, "seq": 4, "batch": "uuid", "count": 4}
+    state = (await api(nc, f"STREAM.INFO.{name}"))["state"]
+    assert (state["messages"], state["last_seq"]) == (0 if retention == "interest" else 4, 4)
+
+
+async def test_required_level_header_is_not_stored(nc: NATS) -> None:
+    name = await _stream(nc)
+    b = await Batch.open(nc)
+    await b.send(f"{name.lower()}.a", 1, COMMIT, headers={"Nats-Required-Api-Level": "1", "A": "b"})
+    assert await b.next() == {"stream": name, "seq": 1, "batch": "uuid", "count": 1}
+    got = await api(nc, f"STREAM.MSG.GET.{name}", {"seq": 1})
+    assert base64.b64decode(got["message"]["hdrs"]) == b"NATS/1.0\r\nA: b\r\n\r\n"
+    c = await Batch.open(nc, batch_id="high")
+    await c.send(f"{name.lower()}.a", 1, COMMIT, headers={"Nats-Required-Api-Level": "99"})
+    assert (await c.next())["error"]["err_code"] == 10185

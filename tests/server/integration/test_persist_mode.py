@@ -1,6 +1,6 @@
 """`persist_mode` (nats-server 2.12, API level 2) on both servers: the config,
 its checks and the level it needs. What `async` changes (acks before the
-sync under `sync_always`) is tested in tests/server/unit/test_persist_mode.py.
+sync under `sync_always`) is tested in tests/server/unit/test_async_persist_acks.py.
 """
 
 from __future__ import annotations

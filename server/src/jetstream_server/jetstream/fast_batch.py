@@ -112,6 +112,18 @@ def parse_reply(reply: str | None) -> FastOp | Invalid | None:
     return FastOp(parts[-5], seq, flow, parts[-3] == "ok", op)
 
 
+def without_header(headers: bytes, name: str) -> bytes | None:
+    """`headers` without the lines of `name` (exact case, as nats-server's
+    removeHeaderIfPresent); None when no header is left."""
+    key = name.encode() + b":"
+    lines = headers.split(b"\r\n")
+    kept = [line for i, line in enumerate(lines) if i == 0 or not line.startswith(key)]
+    if len(kept) == len(lines):
+        return headers
+    block = b"\r\n".join(kept)
+    return None if block.rstrip(b"\r\n") == lines[0] else block
+
+
 class FastReply(str):
     """A fast batch message's reply subject, carrying what to do once the
     engine sends its pub ack (the message is then persisted)."""
@@ -203,9 +215,11 @@ class FastBatches:
             b = batches[op.batch_id] = _Batch(op.flow, op.gap_ok)
             self._total += 1
             self._init_flow(stream.name, b)
-        if headers and REQUIRED_LEVEL_HEADER.encode() in headers and required_level_refused(headers):
-            self._close(stream.name, op.batch_id)
-            return refuse(Err.REQUIRED_API_LEVEL)
+        if headers and REQUIRED_LEVEL_HEADER.encode() in headers:
+            if required_level_refused(headers):
+                self._close(stream.name, op.batch_id)
+                return refuse(Err.REQUIRED_API_LEVEL)
+            headers = without_header(headers, REQUIRED_LEVEL_HEADER)  # nats-server: never stored
         if not b.commit:
             self._arm(stream.name, op.batch_id, b)
         if op.op == OP_PING:

@@ -15,7 +15,7 @@ from router_double import RouterDouble
 from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.engine import JetStream
-from jetstream_server.jetstream.fast_batch import INVALID, FastOp, parse_reply
+from jetstream_server.jetstream.fast_batch import INVALID, FastOp, parse_reply, without_header
 
 API = "$JS.API."
 
@@ -115,3 +115,19 @@ def test_disallowing_batches_drops_the_open_ones() -> None:
     env.answers()
     env.send(2, 2)
     assert [a["error"]["err_code"] for a in env.answers()] == [10205]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        (b"NATS/1.0\r\nNats-Required-Api-Level: 1\r\nA: b\r\n\r\n", b"NATS/1.0\r\nA: b\r\n\r\n"),
+        (b"NATS/1.0\r\nA: b\r\nNats-Required-Api-Level: 1\r\n\r\n", b"NATS/1.0\r\nA: b\r\n\r\n"),
+        (b"NATS/1.0\r\nNats-Required-Api-Level: 1\r\n\r\n", None),
+        (b"NATS/1.0\r\nnats-required-api-level: 1\r\n\r\n",
+         b"NATS/1.0\r\nnats-required-api-level: 1\r\n\r\n"),
+        (b"NATS/1.0\r\nNats-Required-Api-Levels: 1\r\n\r\n",
+         b"NATS/1.0\r\nNats-Required-Api-Levels: 1\r\n\r\n"),
+    ],
+)
+def test_the_required_level_header_is_removed(block: bytes, expected: bytes | None) -> None:
+    assert without_header(block, "Nats-Required-Api-Level") == expected
