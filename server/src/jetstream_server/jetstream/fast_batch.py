@@ -145,6 +145,7 @@ class _Batch:
     reply: str = ""
     commit: bool = False
     timer: TimerHandle | None = None
+    active_ns: int = 0  # the last message (the idle timer re-arms from it)
 
 
 Ingest = Callable[[Stream, str, str, bytes | None, bytes], PubAck]
@@ -376,9 +377,21 @@ class FastBatches:
             self._respond(stream, reply, BatchAck(PubAck(seq), batch_id, count))
 
     def _arm(self, stream: str, batch_id: str, b: _Batch) -> None:
-        if b.timer is not None:
-            b.timer.cancel()
-        b.timer = self.clock.call_later(BATCH_TIMEOUT_S, lambda: self._close(stream, batch_id))
+        """The idle timeout starts again: noted, not a new timer per message."""
+        b.active_ns = self.clock.now_ns()
+        if b.timer is None:
+            b.timer = self.clock.call_later(BATCH_TIMEOUT_S, lambda: self._idle(stream, batch_id))
+
+    def _idle(self, stream: str, batch_id: str) -> None:
+        b = self._open.get(stream, {}).get(batch_id)
+        if b is None:
+            return
+        b.timer = None
+        left = BATCH_TIMEOUT_S - (self.clock.now_ns() - b.active_ns) / 1e9
+        if left > 0:
+            b.timer = self.clock.call_later(left, lambda: self._idle(stream, batch_id))
+        else:
+            self._close(stream, batch_id)
 
     def _close(self, stream: str, batch_id: str) -> None:
         batches = self._open.get(stream)
