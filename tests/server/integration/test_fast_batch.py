@@ -375,3 +375,20 @@ async def test_required_level_header_is_not_stored(nc: NATS) -> None:
     c = await Batch.open(nc, batch_id="high")
     await c.send(f"{name.lower()}.a", 1, COMMIT, headers={"Nats-Required-Api-Level": "99"})
     assert (await c.next())["error"]["err_code"] == 10185
+
+
+async def test_no_ack_stream_still_answers_the_commit(nc: NATS) -> None:
+    """On a `no_ack` stream nats-server leaves out the first flow ack but sends
+    the later flow acks, gaps and the commit's pub ack."""
+    name = await _stream(nc, no_ack=True)
+    subject = f"{name.lower()}.a"
+    b = await Batch.open(nc, flow=2)
+    for seq in range(1, 4):
+        await b.send(subject, seq, START if seq == 1 else COMMIT if seq == 3 else APPEND)
+    assert await b.next() == {"type": "ack", "seq": 2, "msgs": 2}
+    assert await b.next() == {"stream": name, "seq": 3, "batch": "uuid", "count": 3}
+    c = await Batch.open(nc, batch_id="g", flow=2)
+    await c.send(subject, 1, START)
+    await c.send(subject, 3, APPEND)
+    assert await c.next() == {"type": "gap", "last_seq": 2, "seq": 3}
+    assert await c.next() == {"stream": name, "seq": 4, "batch": "g", "count": 1}

@@ -150,7 +150,9 @@ class JetStream:
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
-        self.fast_batches = FastBatches(clock, self.ingest, self._send_ack, self._send_raw)
+        self.fast_batches = FastBatches(
+            clock, self.ingest, self._send_ack, self._send_raw, self.domain or ""
+        )
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from jetstream_server.core.clock import Clock, TimerHandle
-from jetstream_server.jetstream.atomic_batch import BatchAck
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_HEADER, required_level_refused
@@ -163,8 +162,11 @@ class FastBatches:
     `ingest` stores one message through the engine's publish path (its pub ack
     goes to the `FastReply`), `respond` sends a pub ack, `send` a raw reply."""
 
-    def __init__(self, clock: Clock, ingest: Ingest, respond: Respond, send: Send) -> None:
+    def __init__(
+        self, clock: Clock, ingest: Ingest, respond: Respond, send: Send, domain: str = ""
+    ) -> None:
         self.clock = clock
+        self.domain = domain
         self._ingest = ingest
         self._respond = respond
         self._send = send
@@ -289,12 +291,13 @@ class FastBatches:
                 return
         if not b.gap_ok and b.lseq == 1:  # the first message: answered as a single publish
             self._close(stream.name, op.batch_id)
+            # nats-server answers this one even on a no_ack stream
             if ack.error is None:
-                body = {"stream": stream.name, "seq": ack.seq, "duplicate": True,
-                        "batch": op.batch_id, "count": op.seq}
-                self._send(reply, _dumps(body))
+                body = self._ack_body(stream, ack.seq)
+                body.update({"duplicate": True, "batch": op.batch_id, "count": op.seq})
             else:
-                self._respond(stream, reply, PubAck(0, error=ack.error))
+                body = {"error": ack.error.to_json(), "stream": stream.name, "seq": 0}
+            self._send(reply, _dumps(body))
             return
         if ack.error is not None:
             self._send(reply, _dumps({"type": "err", "seq": op.seq, "error": ack.error.to_json()}))
@@ -373,8 +376,17 @@ class FastBatches:
         return True
 
     def _batch_ack(self, stream: Stream, reply: str, seq: int, batch_id: str, count: int) -> None:
-        if reply and not stream.config.no_ack:
-            self._respond(stream, reply, BatchAck(PubAck(seq), batch_id, count))
+        """The commit's pub ack (nats-server sends it even on a no_ack stream)."""
+        if reply:
+            body = self._ack_body(stream, seq)
+            body.update({"batch": batch_id, "count": count})
+            self._send(reply, _dumps(body))
+
+    def _ack_body(self, stream: Stream, seq: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"stream": stream.name, "seq": seq}
+        if self.domain:
+            body["domain"] = self.domain
+        return body
 
     def _arm(self, stream: str, batch_id: str, b: _Batch) -> None:
         """The idle timeout starts again: noted, not a new timer per message."""
