@@ -392,3 +392,26 @@ async def test_no_ack_stream_still_answers_the_commit(nc: NATS) -> None:
     await c.send(subject, 3, APPEND)
     assert await c.next() == {"type": "gap", "last_seq": 2, "seq": 3}
     assert await c.next() == {"stream": name, "seq": 4, "batch": "g", "count": 1}
+
+
+async def test_ping_for_an_unknown_batch(nc: NATS) -> None:
+    name = await _stream(nc)
+    b = await Batch.open(nc, batch_id="never")
+    await b.send(f"{name.lower()}.a", 1, PING)
+    assert _err(await b.next()) == 10208
+
+
+async def test_a_full_discard_new_stream_ends_the_batch(nc: NATS) -> None:
+    name = await _stream(nc, max_msgs=2, discard="new")
+    b = await Batch.open(nc, flow=3)
+    for seq in range(1, 5):
+        await b.send(f"{name.lower()}.a", seq, START if seq == 1 else COMMIT if seq == 4 else APPEND)
+    assert await b.next() == {"type": "ack", "seq": 0, "msgs": 3}
+    refused = await b.next()
+    assert (refused["type"], refused["seq"]) == ("err", 3)
+    assert refused["error"] == {"code": 503, "err_code": 10077,
+                                "description": "maximum messages exceeded"}
+    assert await b.next() == {"stream": name, "seq": 2, "batch": "uuid", "count": 2}
+    b4 = await Batch.open(nc)
+    await b4.send(f"{name.lower()}.a", 4, APPEND)  # the batch ended: unknown now
+    assert _err(await b4.next()) == 10208

@@ -21,7 +21,10 @@ single publish (no all-or-nothing as with `allow_atomic`); the publisher hears:
 Refusals of the batch itself (not allowed on the stream, a bad reply pattern,
 an id over 64 bytes, an unknown batch not starting at 1, more than 1000 open
 batches on a stream or 50,000 on the server) are pub ack errors, as are the
-first message's own errors. A batch idle for 10 s is forgotten.
+first message's own errors. A batch idle for 10 s is forgotten. A sequence
+going back ends the batch without a gap report (nats-server's main branch,
+TestJetStreamFastBatchPublishGapOkBackwardSeq; 2.15.1 still reports one); a
+ping for a batch not open is refused as unknown (2.15.1).
 
 This follows nats-server's server/stream.go (getFastBatch,
 processJetStreamFastBatchMsg) and jetstream_batching.go (fastBatch*). A
@@ -211,7 +214,7 @@ class FastBatches:
         batches = self._open.setdefault(stream.name, {})
         b = batches.get(op.batch_id)
         if b is None:
-            if op.seq != 1:
+            if op.seq != 1 or op.op == OP_PING:  # nats-server 2.15.1: a ping opens nothing
                 return refuse(Err.BATCH_PUBLISH_UNKNOWN_BATCH_ID)
             if len(batches) + 1 > MAX_INFLIGHT_PER_STREAM or self._total + 1 > MAX_INFLIGHT_TOTAL:
                 return refuse(Err.BATCH_PUBLISH_TOO_MANY_INFLIGHT)
