@@ -167,4 +167,9 @@ async def test_answer_without_deliveries_acknowledges_nothing(nc: NATS) -> None:
     await _answer(nc, fc, 2, 0)  # consumer sequence 0: nothing
     info = await api(nc, "CONSUMER.INFO.FN.C")
     assert info["num_ack_pending"] == 2 and info["ack_floor"]["stream_seq"] == 0, info
+    fc = await reader.next()  # still unacknowledged: another request with the heartbeat
+    assert _is_fc(fc)
+    heartbeat = await reader.next(skip_heartbeats=False)  # left unanswered: it is named
+    assert heartbeat.headers is not None
+    assert heartbeat.headers.get("Nats-Consumer-Stalled") == fc.reply, heartbeat.headers
     assert err(await api(nc, "CONSUMER.INFO.FN.X")) == (404, 10014, "consumer not found")

@@ -7,7 +7,7 @@ Delivers while someone is interested in the deliver subject (a queue group
 delivery stalls while `FC_MAX_PENDING_BYTES` are not covered by an answered
 request. With `idle_heartbeat`, a `100 Idle Heartbeat` carrying
 `Nats-Last-Consumer` / `Nats-Last-Stream` (and `Nats-Consumer-Stalled: <fc
-reply>` while stalled) goes out when nothing was sent for that long.
+reply>` while a request is unanswered) goes out when nothing was sent for that long.
 `rate_limit_bps` paces delivery with a token bucket (bits per second).
 With ack policy `flow_control` (nats-server 2.14) the answers to flow control
 requests are the acks: an answer carrying `Nats-Last-Consumer` /
@@ -178,10 +178,10 @@ class PushDelivery:
                 "Nats_Last_Consumer": str(cursor.dseq),
                 "Nats_Last_Stream": str(cursor.sseq - 1),
             }
-            if self.stalled:
-                latest = self._latest_fc()
-                if latest is not None:
-                    extra["Nats_Consumer_Stalled"] = latest
+            # nats-server names the request still unanswered (not only when stalled)
+            latest = self._latest_fc()
+            if latest is not None:
+                extra["Nats_Consumer_Stalled"] = latest
             if self.has_interest():
                 self.host.publish(
                     self.deliver_subject, None, status_headers(100, "Idle Heartbeat", **extra), b""
