@@ -86,14 +86,18 @@ class ServerProcess:
         return argv + self.extra_args
 
     def start(self) -> ServerProcess:
-        self._ready.clear()
+        # A fresh event and port each start: the output pump of a process killed
+        # just before may still be draining, and its end must not pass for this
+        # start being ready (with the old port).
+        self._ready = threading.Event()
+        self.port = 0
         self.log = []
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
             self.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
         )
-        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc, self._ready), daemon=True).start()
         if not self._ready.wait(self.startup_timeout) or self.port == 0:
             output = "\n".join(self.log[-30:])
             self.stop()
@@ -102,9 +106,11 @@ class ServerProcess:
             self.requested_port = self.port
         return self
 
-    def _pump(self, proc: subprocess.Popen[bytes]) -> None:
+    def _pump(self, proc: subprocess.Popen[bytes], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for raw in proc.stdout:
+            if self.proc is not None and self.proc is not proc:
+                continue  # an earlier process's last lines: not the new start's
             line = raw.decode("utf-8", "replace").rstrip()
             self.log.append(line)
             if len(self.log) > 5000:
@@ -114,8 +120,8 @@ class ServerProcess:
             elif (m := _MONITOR_RE.search(line)) is not None:
                 self.monitor_port = int(m.group(2))
             elif _READY_RE.search(line) is not None:
-                self._ready.set()
-        self._ready.set()
+                ready.set()
+        ready.set()
 
     def restart(self, *, same_port: bool = True) -> ServerProcess:
         """Stop (if running) and start again on the same store directory and port."""

@@ -45,7 +45,7 @@ def synced_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Se
 async def test_flow_acked_messages_survive_a_kill(synced_server: ServerProcess, seed: int) -> None:
     print(f"seed {seed}")
     rng = random.Random(seed)
-    nc = await nats.connect(synced_server.url, max_reconnect_attempts=0)
+    nc = await nats.connect(synced_server.url, allow_reconnect=False)
     acked = 0
     try:
         resp = await api(nc, "STREAM.CREATE.K", {"name": "K", "subjects": ["k"],
@@ -78,14 +78,16 @@ async def test_flow_acked_messages_survive_a_kill(synced_server: ServerProcess, 
                 # let some flow acks arrive before the next burst
                 await asyncio.sleep(rng.random() * 0.01)
         await nc.flush()  # the last burst is in the server's hands, not yet acked
-        synced_server.kill()
     finally:
+        # the client leaves first (nats-py left reconnecting to a killed server can
+        # stall the next connect of the same loop), then the server dies mid-work
         await nc.close()
+    synced_server.kill()
     heard = acked
     print(f"sent {seq}, flow-acked up to {heard} (flow {flow})")
     assert heard > 0
     synced_server.start()
-    nc = await nats.connect(synced_server.url, max_reconnect_attempts=0)
+    nc = await asyncio.wait_for(nats.connect(synced_server.url, allow_reconnect=False), 10)
     try:
         state = (await api(nc, "STREAM.INFO.K"))["state"]
         assert state["messages"] >= heard and state["first_seq"] == 1, state
