@@ -86,10 +86,10 @@ class ServerProcess:
         return argv + self.extra_args
 
     def start(self) -> ServerProcess:
-        # A fresh event and port per process: the previous process's output pump ends
-        # (and used to set the shared event) after a restart had begun, so start()
-        # returned with the old port before the new server listened.
-        ready = self._ready = threading.Event()
+        # A fresh event and port each start: the output pump of a process killed
+        # just before may still be draining, and its end must not pass for this
+        # start being ready (with the old port).
+        self._ready = threading.Event()
         self.port = 0
         self.log = []
         env = dict(os.environ if self.env is None else self.env)
@@ -97,8 +97,8 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             self.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
         )
-        threading.Thread(target=self._pump, args=(self.proc, ready), daemon=True).start()
-        if not ready.wait(self.startup_timeout) or self.port == 0:
+        threading.Thread(target=self._pump, args=(self.proc, self._ready), daemon=True).start()
+        if not self._ready.wait(self.startup_timeout) or self.port == 0:
             output = "\n".join(self.log[-30:])
             self.stop()
             raise RuntimeError(f"server {self.command[0]} did not start:\n{output}")
@@ -109,8 +109,8 @@ class ServerProcess:
     def _pump(self, proc: subprocess.Popen[bytes], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for raw in proc.stdout:
-            if self.proc is not None and proc is not self.proc:
-                continue  # a stopped process's last lines, read after a restart began
+            if self.proc is not None and self.proc is not proc:
+                continue  # an earlier process's last lines: not the new start's
             line = raw.decode("utf-8", "replace").rstrip()
             self.log.append(line)
             if len(self.log) > 5000:

@@ -28,7 +28,9 @@ serving, and the held acks go out when the disk thread is done. One group is
 in flight at a time; publishes arriving meanwhile form the next group, so
 acks still go out in publish order. File stores get `run_off_loop` too, for
 their block compactions (store/compaction.py): the same disk thread, so
-rewrites, unlinks and fsyncs reach the disk in the order the loop asked.
+rewrites, unlinks and fsyncs reach the disk in the order the loop asked. A
+stream with `persist_mode: async` (nats-server 2.12) opts out of the group commit: its acks go right after the
+OS write and it is synced by the periodic sync, as without `sync_always`.
 
 One engine serves one account (`account`, ``$G`` by default) with that
 account's `AccountLimits` (account_limits.py): the server runs one engine per
@@ -79,6 +81,8 @@ from jetstream_server.jetstream.snapshot.restore import (
     restore_staging_dir,
     write_staged_consumers,
 )
+from jetstream_server.jetstream.fast_batch import SUFFIX as FAST_BATCH_SUFFIX
+from jetstream_server.jetstream.fast_batch import FastBatches, FastReply
 from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
@@ -157,12 +161,15 @@ class JetStream:
         self.limits = ServerLimits.of(getattr(settings, "limits", None))
         self.max_pending = DEFAULT_MAX_PENDING  # the app sets the server's value
         self.router: Router = _NoRouter()
-        self.consumer_host: ConsumerHost = RouterHost(self.router, clock, self.domain, self.account)
+        self.consumer_host: ConsumerHost = RouterHost(self.router, clock, self.account, self.domain or "")
         self.streams: dict[str, Stream] = {}
         self.sourcing = Sourcing(self.streams, clock, self._ingest_sourced)
         self.batches = AtomicBatches(clock)
         # snapshots being sent and restores being received (snapshot/): ended at close
         self.transfers: set[Transfer] = set()
+        self.fast_batches = FastBatches(
+            clock, self.ingest, self._send_ack, self._send_raw, self.domain or ""
+        )
         self.api_total = 0
         self.api_errors = 0
         self._stream_subs: dict[str, list[int]] = {}
@@ -183,7 +190,7 @@ class JetStream:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, router: Router) -> None:
         self.router = router
-        self.consumer_host = RouterHost(router, self.clock, self.domain, self.account)
+        self.consumer_host = RouterHost(router, self.clock, self.account, self.domain or "")
         self._started = True
         # a partial, not a closure: one Python frame less per request
         on_api = functools.partial(dispatch, self)
@@ -194,8 +201,8 @@ class JetStream:
         if self.store_dir is None:
             logger.warning("JetStream has no store directory: file streams are kept in memory")
         self._open_existing()
-        if not self.sync_always:
-            self._arm_sync_timer()
+        # with sync_always too: the streams with `persist_mode: async` sync on it
+        self._arm_sync_timer()
 
     def shutting_down(self) -> None:
         """Before the connections close: pending pub acks go out and waiting
@@ -248,7 +255,7 @@ class JetStream:
                 store = open_stream_store(
                     config.storage,
                     directory,
-                    sync_always=self.sync_always,
+                    sync_always=self.sync_always and not config.async_persist,
                     sync_interval_s=self.sync_interval_s,
                     offload=getattr(self.clock, "run_off_loop", None),
                 )
@@ -432,7 +439,7 @@ class JetStream:
             store = open_stream_store(
                 config.storage,
                 directory,
-                sync_always=self.sync_always,
+                sync_always=self.sync_always and not config.async_persist,
                 sync_interval_s=self.sync_interval_s,
                 offload=getattr(self.clock, "run_off_loop", None),
             )
@@ -552,6 +559,8 @@ class JetStream:
         subjects_changed = config.subjects != stream.config.subjects
         if not config.flag("allow_atomic"):
             self.batches.drop_stream(stream.name)
+        if not config.flag("allow_batched"):
+            self.fast_batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
@@ -564,6 +573,7 @@ class JetStream:
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
         self.batches.drop_stream(stream.name)
+        self.fast_batches.drop_stream(stream.name)
         self._pending = [p for p in self._pending if p[0] is not stream]
         consumers = [name for name in stream.consumers]
         stream.delete()
@@ -599,6 +609,9 @@ class JetStream:
             return
         if stream.config.mirror is not None:
             return  # a mirror takes messages only from its origin (it has no subjects either)
+        if reply is not None and reply.endswith(FAST_BATCH_SUFFIX):
+            self.fast_batches.publish(stream, subject, reply, headers, payload)
+            return
         if headers is not None and b"Nats-Batch-Id" in headers and batch_id_of(headers):
             self._publish_batch(stream, subject, reply, headers, payload)
             return
@@ -626,7 +639,9 @@ class JetStream:
         except Exception as exc:  # a store failure answers the publisher, the server keeps going
             logger.exception("stream %s: storing a message on %s failed", stream.name, subject)
             ack = PubAck(seq=0, error=ApiError(Err.STREAM_STORE_FAILED, err=str(exc)))
-        if self.sync_always and (ack.msg is not None or self._pending):
+        if self.sync_always and (ack.msg is not None or self._pending) and (
+            not stream.config.async_persist  # persist_mode async: acked before its sync
+        ):
             self._pending.append((stream, reply, ack))
             if ack.msg is not None:
                 self._dirty.add(stream.name)
@@ -751,6 +766,9 @@ class JetStream:
     def _send_ack(self, stream: Stream, reply: str | None, ack: PubAck) -> None:
         if ack.republish is not None:  # as nats-server: the republish goes out before the ack
             self.router.publish(ack.republish[0], None, ack.republish[1], ack.republish[2])
+        if type(reply) is FastReply:  # a fast batch message is persisted: fast_batch.py answers
+            reply.on_stored(ack)
+            return
         if not reply or stream.config.no_ack:
             return
         if isinstance(ack, BatchAck) and ack.error is None:
@@ -789,6 +807,9 @@ class JetStream:
                 body["domain"] = self.domain
             body["duplicate"] = True
         self.router.publish(reply, None, None, json.dumps(body, separators=(",", ":")).encode())
+
+    def _send_raw(self, reply: str, body: bytes) -> None:
+        self.router.publish(reply, None, None, body)
 
     def _arm_sync_timer(self) -> None:
         self._sync_timer = self.clock.call_later(self.sync_interval_s, self._periodic_sync)
@@ -897,12 +918,12 @@ class RouterHost:
 
     _warned = False
 
-    def __init__(self, router: Router, clock: Clock, domain: str | None = None,
-                 account: str | None = None) -> None:
+    def __init__(self, router: Router, clock: Clock, account: str = persistence.ACCOUNT,
+                 domain: str = "") -> None:
         self.clock = clock
         self.router = router
-        self.domain = domain  # what consumer advisories name
-        self.account = account
+        self.account = account  # named in advisories
+        self.domain = domain
         self.publish = router.publish
         self.has_interest = router.has_interest
         self.unsubscribe = router.unsubscribe

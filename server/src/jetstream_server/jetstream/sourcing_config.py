@@ -206,15 +206,27 @@ def _transform_checks(
             raise ApiError(bad_dest, err=str(exc)) from exc
 
 
+_MIRROR_FLAG_ERRORS = (
+    ("allow_msg_counter", Err.MIRROR_WITH_COUNTERS),
+    ("allow_atomic", Err.MIRROR_WITH_ATOMIC_PUBLISH),
+    ("allow_batched", Err.MIRROR_WITH_BATCH_PUBLISH),
+    ("allow_msg_schedules", Err.MIRROR_WITH_MSG_SCHEDULES),
+)
+
+
 def check_mirror(mirror: SourceConfig, *, has_subjects: bool, has_sources: bool,
-                 first_seq: int, marker_ttl: int) -> None:
-    """The mirror checks of nats-server's checkStreamCfg, in its order."""
+                 first_seq: int, marker_ttl: int, flags: tuple[str, ...] = ()) -> None:
+    """The mirror checks of nats-server's checkStreamCfg, in its order (`flags`:
+    the stream's feature flags that are on)."""
     if first_seq > 0:
         raise ApiError(Err.MIRROR_WITH_FIRST_SEQ)
     if has_subjects:
         raise ApiError(Err.MIRROR_WITH_SUBJECTS)
     if has_sources:
         raise ApiError(Err.MIRROR_WITH_SOURCES)
+    for flag, error in _MIRROR_FLAG_ERRORS:
+        if flag in flags:
+            raise ApiError(error)
     consumer = mirror.consumer
     if consumer is not None:
         deliver = str(consumer.get("deliver_subject") or "")

@@ -138,9 +138,13 @@ _KNOWN_KEYS = (
     "republish",
 )
 
-# 2.12 stream features (API level 2), kept with the unknown keys in `extra`
-# (echoed back when true, omitted when false, as Go's omitempty does)
-FEATURE_FLAGS = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules")
+# 2.12 stream features (API level 2) and 2.14's fast batch publish (level 4),
+# kept with the unknown keys in `extra` (echoed back when true, omitted when
+# false, as Go's omitempty does)
+FEATURE_FLAGS = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched")
+FEATURE_LEVELS = {"allow_batched": 4}
+# `persist_mode` (2.12, level 2): "default" (omitted, as Go's omitempty does) or "async"
+PERSIST_MODES = ("default", "async")
 
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
@@ -298,8 +302,11 @@ class StreamConfig:
             extra={
                 k: v for k, v in raw.items()
                 if k not in _KNOWN_KEYS and k != "created" and not (k in FEATURE_FLAGS and v is False)
+                and not (k == "persist_mode" and v in (None, "", "default"))
             },
         )
+        if "persist_mode" in cfg.extra:
+            _choice(raw, "persist_mode", PERSIST_MODES)
         for flag in FEATURE_FLAGS:
             value = cfg.extra.get(flag)
             if flag in cfg.extra and not isinstance(value, bool):
@@ -352,10 +359,18 @@ class StreamConfig:
         """One of the `FEATURE_FLAGS` (counters, atomic batches, schedules)."""
         return bool(self.extra.get(name))
 
+    @property
+    def async_persist(self) -> bool:
+        """`persist_mode: async`: a publish is acknowledged before it is synced."""
+        return self.extra.get("persist_mode") == "async"
+
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
-        if any(self.flag(name) for name in FEATURE_FLAGS):
-            return 2
+        levels = [FEATURE_LEVELS.get(name, 2) for name in FEATURE_FLAGS if self.flag(name)]
+        if self.async_persist:
+            levels.append(2)
+        if levels:
+            return max(levels)
         if self.allow_msg_ttl or self.subject_delete_marker_ttl > 0:
             return 1
         return 0
@@ -373,6 +388,13 @@ class StreamConfig:
                 raise invalid("counter stream can only use limits retention")
         if self.flag("allow_msg_schedules") and self.discard == "new":
             raise invalid("message scheduling cannot use discard new")
+        if self.async_persist:
+            if self.storage != "file":
+                raise invalid("async persist mode is only supported on file storage")
+            if self.num_replicas > 1:
+                raise invalid("async persist mode is not supported on replicated streams")
+            if self.flag("allow_atomic"):
+                raise invalid("async persist mode is not supported with atomic batch publish")
 
     def validated(self) -> StreamConfig:
         """Raise the nats-server error for a config it would refuse."""
@@ -409,7 +431,8 @@ class StreamConfig:
             raise invalid("subject delete marker TTL must not be negative")
         if self.mirror is not None:
             check_mirror(self.mirror, has_subjects=bool(self.subjects), has_sources=bool(self.sources),
-                         first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl)
+                         first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl,
+                         flags=tuple(name for name in FEATURE_FLAGS if self.flag(name)))
         check_sources(self.sources)
         try:
             # one pass over a trie, not every pair (3000 subjects: 4.5 million pairs)
@@ -534,3 +557,5 @@ class StreamConfig:
             raise invalid("stream configuration update can not change message counter setting")
         if self.flag("allow_msg_schedules") and not new.flag("allow_msg_schedules"):
             raise invalid("message schedules can not be disabled")
+        if self.async_persist != new.async_persist:
+            raise invalid("stream configuration update can not change persist mode")

@@ -13,7 +13,9 @@ State, named as in nats-server:
   hold the ack floor, as in nats-server.
 
 Policies: ack `none` (a delivery is its own ack: the floor follows it), `all`
-(an ack acknowledges everything pending at or below it), `explicit`. A
+(an ack acknowledges everything pending at or below it), `explicit`,
+`flow_control` (as `all`, the acks coming from flow control answers; nothing
+is ever due again: no ack wait). A
 delivery is due again after `ack_wait`, or after `backoff[n-1]` for its n-th
 delivery; `-NAK` (optionally delayed), `+WPI` (progress: the wait restarts)
 and `+TERM` (never again) act on one pending message.
@@ -53,6 +55,7 @@ from jetstream_server.jetstream.seams import StreamForConsumers
 from jetstream_server.store.base import StoredMessage
 
 NS = 1_000_000_000
+NEVER_DUE_NS = 1 << 62  # about 146 years
 
 
 @dataclass(slots=True)
@@ -101,8 +104,10 @@ class AckTracker:
 
     def configure(self, config: ConsumerConfig) -> None:
         self.ack_none = config.ack_policy == "none"
-        self.ack_all = config.ack_policy == "all"
+        self.ack_all = config.ack_policy in ("all", "flow_control")
         self.ack_wait = config.ack_wait_ns or DEFAULT_ACK_WAIT_NS
+        if config.ack_policy == "flow_control":
+            self.ack_wait = NEVER_DUE_NS  # nats-server: no ack wait, no redelivery
         self.backoff = config.backoff_ns
         self.max_deliver = config.max_deliver
         # 0 = no limit on unacknowledged deliveries (ack none never has one)

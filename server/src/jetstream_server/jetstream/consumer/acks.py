@@ -111,8 +111,9 @@ class AckInbox:
             return
         stream = self.streams.get(ack.stream)
         consumer = stream.consumers.get(ack.consumer) if stream is not None else None
-        if not isinstance(consumer, Consumer):
-            # nats-server: nobody listens on the ack subject of a missing consumer.
+        if not isinstance(consumer, Consumer) or consumer.config.ack_policy == "flow_control":
+            # nats-server: nobody listens on the ack subject of a missing consumer,
+            # nor on that of one acknowledged by its flow control answers.
             if reply:
                 self.publish(reply, None, NO_RESPONDERS, b"")
             return

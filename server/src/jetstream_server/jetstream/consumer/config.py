@@ -2,9 +2,10 @@
 
 `ConsumerConfig.from_json` checks JSON types (a wrong type is nats-server's
 10025 "invalid JSON"), `with_defaults` fills in what nats-server fills in
-(`ack_wait` 30 s and `max_ack_pending` 1000 unless ack none, `max_deliver`
--1, `max_waiting` 512 for pull consumers, ephemeral `inactive_threshold`
-5 s, `ack_wait` = first `backoff` value), `validate` raises the error codes
+(`ack_wait` 30 s unless ack none or flow_control, `max_ack_pending` 1000
+unless ack none, `max_deliver` -1, `max_waiting` 512 for pull consumers,
+ephemeral `inactive_threshold` 5 s, `ack_wait` = first `backoff` value; ack
+flow_control: `flow_control` on, `idle_heartbeat` 1 s), `validate` raises the error codes
 nats-server raises for contradictory options, and `to_json` writes the config
 back the way nats-server reports it (Go `omitempty`: zero values left out,
 except the policies, `max_deliver`, `max_waiting` and `num_replicas`).
@@ -45,7 +46,10 @@ DELIVER_POLICIES: Final = (
     "by_start_time",
     "last_per_subject",
 )
-ACK_POLICIES: Final = ("none", "all", "explicit")
+ACK_POLICIES: Final = ("none", "all", "explicit", "flow_control")
+# ack policy flow_control (nats-server 2.14, API level 4): a push consumer whose
+# flow control answers acknowledge (flow_acks.py); nats-server sets these
+FLOW_CONTROL_HEARTBEAT_NS: Final = 1_000_000_000
 REPLAY_POLICIES: Final = ("instant", "original")
 PRIORITY_POLICIES: Final = ("none", "overflow", "pinned_client", "prioritized")
 DEFAULT_PINNED_TTL_NS: Final = 120_000_000_000  # nats-server's JsDefaultPinnedTTL
@@ -386,7 +390,7 @@ class ConsumerConfig:
         if self.max_deliver <= 0:
             changes["max_deliver"] = -1
         if self.ack_policy != "none":
-            if self.ack_wait_ns == 0:
+            if self.ack_wait_ns == 0 and self.ack_policy != "flow_control":
                 changes["ack_wait_ns"] = DEFAULT_ACK_WAIT_NS
             if self.max_ack_pending == 0:
                 changes["max_ack_pending"] = DEFAULT_MAX_ACK_PENDING
@@ -399,6 +403,10 @@ class ConsumerConfig:
             changes["inactive_threshold_ns"] = DEFAULT_INACTIVE_THRESHOLD_NS
         if self.priority_policy == "pinned_client" and self.pinned_ttl_ns == 0:
             changes["pinned_ttl_ns"] = DEFAULT_PINNED_TTL_NS
+        if self.ack_policy == "flow_control":
+            # nats-server (not in pedantic mode): flow control on, heartbeats every second
+            changes["flow_control"] = True
+            changes["idle_heartbeat_ns"] = FLOW_CONTROL_HEARTBEAT_NS
         # nats-server's static metadata: the API level the features need
         metadata = without_dynamic(dict(self.metadata))
         metadata[REQUIRED_LEVEL_KEY] = str(self.required_api_level())
@@ -407,6 +415,8 @@ class ConsumerConfig:
 
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
+        if self.ack_policy == "flow_control":
+            return 4
         if self.pause_until_ns or self.priority_policy != "none" or self.pinned_ttl_ns or (
             self.priority_groups
         ):
@@ -477,6 +487,8 @@ class ConsumerConfig:
             raise ApiError(Err.CONSUMER_ACK_WAIT_NEGATIVE)
         if any(b <= 0 for b in self.backoff_ns):
             raise ApiError(Err.CONSUMER_BACK_OFF_NEGATIVE)
+        if self.ack_policy == "flow_control":
+            self._validate_flow_control_acks()
         if self.backoff_ns and 0 < self.max_deliver < len(self.backoff_ns):
             raise ApiError(Err.CONSUMER_MAX_DELIVER_BACKOFF)
         if self.filter_subject and self.filter_subjects:
@@ -518,11 +530,27 @@ class ConsumerConfig:
                 raise ApiError(Err.CONSUMER_WITH_FLOW_CONTROL_NEEDS_HEARTBEATS)
             if 0 < self.idle_heartbeat_ns < MIN_HEARTBEAT_NS:
                 raise ApiError(Err.CONSUMER_SMALL_HEARTBEAT)
-            if stream_retention == "workqueue" and self.ack_policy != "explicit":
+            if stream_retention == "workqueue" and self.ack_policy not in ("explicit", "flow_control"):
                 raise ApiError(Err.CONSUMER_WQ_REQUIRES_EXPLICIT_ACK)
         if stream_retention == "workqueue" and self.deliver_policy != "all":
             raise ApiError(Err.CONSUMER_WQ_CONSUMER_NOT_DELIVER_ALL)
         self._validate_priority()
+
+    def _validate_flow_control_acks(self) -> None:
+        """nats-server's checks of ack policy flow_control, in its order."""
+        if self.is_pull:
+            raise ApiError(Err.CONSUMER_ACK_FC_REQUIRES_PUSH)
+        if not self.flow_control:
+            raise ApiError(Err.CONSUMER_ACK_FC_REQUIRES_FC)
+        if self.idle_heartbeat_ns != FLOW_CONTROL_HEARTBEAT_NS:
+            raise ApiError(Err.STREAM_INVALID_CONFIG,
+                           err="flow control ack policy heartbeat needs to be 1s")
+        if self.max_ack_pending <= 0:
+            raise ApiError(Err.CONSUMER_ACK_FC_REQUIRES_MAX_ACK_PENDING)
+        if self.ack_wait_ns != 0 or self.backoff_ns:
+            raise ApiError(Err.CONSUMER_ACK_FC_REQUIRES_NO_ACK_WAIT)
+        if self.max_deliver > 0:
+            raise ApiError(Err.CONSUMER_ACK_FC_REQUIRES_NO_MAX_DELIVER)
 
     def _validate_priority(self) -> None:
         """nats-server's checks of `priority_policy`, `priority_groups`, `priority_timeout`."""

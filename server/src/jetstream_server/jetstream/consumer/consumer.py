@@ -369,22 +369,10 @@ class Consumer:
         return len(self.acks.pending)
 
     def unpin(self, group: str = "") -> None:
-        """`$JS.API.CONSUMER.UNPIN` (the caller checked the group); nats-server
-        announces it whether or not a client held the pin."""
+        """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
         unpin = getattr(self.delivery, "unpin", None)
         if unpin is not None:
-            unpin()
-        self.unpinned(group, "admin")
-
-    def pinned(self, group: str, pin_id: str) -> None:
-        advisories.consumer_pinned(self.host, self.clock.now_ns(), getattr(self.host, "account", None),
-                                   self.stream_name, self.name, group, pin_id,
-                                   getattr(self.host, "domain", None))
-
-    def unpinned(self, group: str, reason: str) -> None:
-        advisories.consumer_unpinned(self.host, self.clock.now_ns(),
-                                     getattr(self.host, "account", None), self.stream_name,
-                                     self.name, group, reason, getattr(self.host, "domain", None))
+            unpin(group)
 
     def _arm_pause(self) -> None:
         if self._pause_timer is not None:

@@ -103,6 +103,11 @@ class Source(Protocol):
         """Something may be deliverable now (runs the delivery again)."""
         ...
 
+    def ack(self, seq: int, dseq: int = 0) -> bool:
+        """Acknowledge stream sequence `seq` (ack policy all / flow_control: and
+        everything below); False if nothing changed."""
+        ...
+
     def touch(self) -> None:
         """Client activity (for inactive_threshold)."""
         ...

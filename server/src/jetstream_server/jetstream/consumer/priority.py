@@ -83,9 +83,9 @@ class PinState:
         self.on_lapse = on_lapse
         self.pin_id = ""
         self.pinned_ns = 0
-        self.group = ""  # the group of the pinned request
+        self.group = ""  # the group of the pull request that took the pin
         self._timer: TimerHandle | None = None
-        # advisories: (group, pin id) on a new pin, (group, "timeout") when it lapses
+        # the advisories (pin_advisories.py): (group, pin id) and (group, reason)
         self.on_pinned: Callable[[str, str], None] | None = None
         self.on_unpinned: Callable[[str, str], None] | None = None
 

@@ -45,6 +45,7 @@ from jetstream_server.jetstream.consumer.delivery import (
     Source,
     headers_only_block,
 )
+from jetstream_server.jetstream.consumer.pin_advisories import PinAdvisories
 from jetstream_server.jetstream.consumer.priority import (
     PinState,
     PriorityError,
@@ -312,6 +313,7 @@ class PullDelivery:
         self.clock = host.clock
         self.waiting = WaitingQueue(config.max_waiting)
         self.pin: PinState | None = None
+        self._advisories = PinAdvisories(host, source.stream_name, source.name)
         self._last_interest_scan_ns = 0
         self.reconfigure(config)
 
@@ -323,17 +325,18 @@ class PullDelivery:
         if self.policy == "pinned_client":
             if self.pin is None:
                 self.pin = PinState(self.clock, config.pinned_ttl_ns, self.source.kick)
-                self.pin.on_pinned = getattr(self.source, "pinned", None)
-                self.pin.on_unpinned = getattr(self.source, "unpinned", None)
+                self.pin.on_pinned = self._advisories.pinned
+                self.pin.on_unpinned = self._advisories.unpinned
             self.pin.ttl_ns = config.pinned_ttl_ns
         elif self.pin is not None:
             self.pin.unpin()
             self.pin = None
 
-    def unpin(self) -> None:
+    def unpin(self, group: str = "") -> None:
         """`$JS.API.CONSUMER.UNPIN`: the next request without a pin id gets a new one."""
         if self.pin is not None:
             self.pin.unpin()
+            self._advisories.unpinned(group, "admin")
             self.source.kick()
 
     def close(self, *, notify: bool) -> None:

@@ -7,8 +7,13 @@ Delivers while someone is interested in the deliver subject (a queue group
 delivery stalls while `FC_MAX_PENDING_BYTES` are not covered by an answered
 request. With `idle_heartbeat`, a `100 Idle Heartbeat` carrying
 `Nats-Last-Consumer` / `Nats-Last-Stream` (and `Nats-Consumer-Stalled: <fc
-reply>` while stalled) goes out when nothing was sent for that long.
-`rate_limit_bps` paces delivery with a token bucket (bits per second). Ordered
+reply>` while a request is unanswered) goes out when nothing was sent for that long.
+`rate_limit_bps` paces delivery with a token bucket (bits per second).
+With ack policy `flow_control` (nats-server 2.14) the answers to flow control
+requests are the acks: an answer carrying `Nats-Last-Consumer` /
+`Nats-Last-Stream` acknowledges everything up to that delivery (as ack all);
+a request also goes out when `max_ack_pending` deliveries wait, and with an
+idle heartbeat while any wait (none outstanding). Ordered
 consumers (nats-py, ADR-17) are ordinary push consumers with ack none, flow
 control and heartbeats; their gap detection relies on consumer sequences
 being dense, which `Consumer.commit` guarantees.
@@ -27,7 +32,7 @@ from __future__ import annotations
 from typing import Final
 
 from jetstream_server.core.clock import TimerHandle
-from jetstream_server.core.headers import status_headers
+from jetstream_server.core.headers import get_header, status_headers
 from jetstream_server.jetstream.consumer.config import ConsumerConfig
 from jetstream_server.jetstream.consumer.delivery import (
     NS,
@@ -142,6 +147,13 @@ class PushDelivery:
             del self._fc_out[older]
         if covered > self._covered_bytes:
             self._covered_bytes = covered
+        if self.config.ack_policy == "flow_control" and headers:
+            # nats-server processFlowControl: an answer without deliveries
+            # (consumer sequence 0) acknowledges nothing
+            dseq = _seq(get_header(headers, "Nats-Last-Consumer"))
+            sseq = _seq(get_header(headers, "Nats-Last-Stream"))
+            if sseq > 0 and dseq > 0:
+                self.source.ack(sseq, dseq)
         self.source.kick()
 
     def _latest_fc(self) -> str | None:
@@ -166,14 +178,16 @@ class PushDelivery:
                 "Nats_Last_Consumer": str(cursor.dseq),
                 "Nats_Last_Stream": str(cursor.sseq - 1),
             }
-            if self.stalled:
-                latest = self._latest_fc()
-                if latest is not None:
-                    extra["Nats_Consumer_Stalled"] = latest
+            # nats-server names the request still unanswered (not only when stalled)
+            latest = self._latest_fc()
+            if latest is not None:
+                extra["Nats_Consumer_Stalled"] = latest
             if self.has_interest():
                 self.host.publish(
                     self.deliver_subject, None, status_headers(100, "Idle Heartbeat", **extra), b""
                 )
+                if self._fc_acks_waiting():
+                    self._send_fc()
             self.last_sent_ns = now
             delay = interval
         else:
@@ -266,4 +280,23 @@ class PushDelivery:
             self.last_sent_ns = self.clock.now_ns()
             if flow and self.stalled and self._since_fc_msgs:
                 self._send_fc()
+            elif self._fc_acks_waiting() and (
+                0 < self.config.max_ack_pending <= source.num_ack_pending
+            ):
+                self._send_fc()  # acks come only with flow control answers
         return budget
+
+    def _fc_acks_waiting(self) -> bool:
+        """Ack policy flow_control, deliveries unacknowledged, no request out."""
+        return (
+            self.config.ack_policy == "flow_control"
+            and self._fc_sid is not None
+            and not self._fc_out
+            and self.source.num_ack_pending > 0
+        )
+
+
+def _seq(value: str | None) -> int:
+    """A sequence header as nats-server's parseInt64 reads it (-1: not a number)."""
+    text = (value or "").strip()
+    return int(text) if text.isascii() and text.isdigit() else -1
