@@ -73,6 +73,8 @@ from jetstream_server.jetstream.atomic_batch import (
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.fast_batch import SUFFIX as FAST_BATCH_SUFFIX
+from jetstream_server.jetstream.fast_batch import FastBatches, FastReply
 from jetstream_server.jetstream.snapshot.restore import (
     Staged,
     Transfer,
@@ -81,8 +83,6 @@ from jetstream_server.jetstream.snapshot.restore import (
     restore_staging_dir,
     write_staged_consumers,
 )
-from jetstream_server.jetstream.fast_batch import SUFFIX as FAST_BATCH_SUFFIX
-from jetstream_server.jetstream.fast_batch import FastBatches, FastReply
 from jetstream_server.jetstream.sourcing.coordinator import Sourcing
 from jetstream_server.jetstream.stream import PubAck, Sourced, Stream
 from jetstream_server.jetstream.stream_config import ServerLimits, StreamConfig
