@@ -350,7 +350,7 @@ class JetStream:
         return sum(e.reserved(storage) for e in self.peers) if self.peers else self.reserved(storage)
 
     def usage(self, storage: str) -> int:
-        return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
+        return sum(s.store.stored_bytes() for s in self.streams.values() if s.config.storage == storage)
 
     def prepare_config(self, config: StreamConfig) -> StreamConfig:
         """The checks that need the other streams (mirror and source sizes,

@@ -28,8 +28,11 @@ Invariants:
 - Interest retention with no consumer (nor mirror or source still to copy
   it, `held_by_readers`) that wants a message keeps nothing; workqueue
   removes a message once acknowledged (`acknowledged(seq)`).
-- The dedup table only holds ids younger than `duplicate_window`; it is
-  rebuilt from the stored headers when a stream is reopened.
+- The dedup table (dedup.py) only holds ids younger than `duplicate_window`;
+  it is rebuilt from the stored headers when a stream is reopened.
+- A header block whose only JetStream header is `Nats-Msg-Id` (what a sink
+  sends with every message) takes `_msg_id_only`, with the answers a full
+  parse would give; anything else is parsed in full.
 - `removals` grows whenever the stream removes messages on its own (limits,
   max_age, TTL, rollup, purge, message delete). Only purges and max_age
   expiry reach consumers (`on_purged`), so a consumer keeping `num_pending`
@@ -43,7 +46,6 @@ import heapq
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -51,6 +53,7 @@ from typing import Any, NamedTuple
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
 from jetstream_server.jetstream import counters, schedules
+from jetstream_server.jetstream.dedup import DedupTable
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.republish import Republisher
@@ -76,6 +79,8 @@ STREAM_SOURCE = "Nats-Stream-Source"
 # A cheap pre-check before parsing headers at all: every header JetStream acts
 # on starts with "Nats-".
 _JS_HEADER_MARK = b"Nats-"
+_ONLY_MSG_ID_MARK = b"\r\nNats-Msg-Id:"
+_NO_STATUS_LINE = b"NATS/1.0\r\n"
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
@@ -173,7 +178,7 @@ class Stream:
         self.created_ns = created_ns or clock.now_ns()
         self.consumers: dict[str, StreamListener] = {}
         self._account_check = account_check
-        self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()  # id -> (seq, ts)
+        self._dedup = DedupTable(config.duplicate_window)
         self.last_msg_id = ""
         self._age_timer: TimerHandle | None = None
         self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
@@ -303,7 +308,9 @@ class Stream:
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now, payload, sourced)
+            planned = self._msg_id_only(headers, now) if sourced is None and not self.counter else None
+            if planned is None:
+                planned = self._plan_headers(headers, subject, now, payload, sourced)
             if isinstance(planned, PubAck):
                 return planned
             plan = planned
@@ -386,6 +393,25 @@ class Stream:
             line = f"{counters.COUNTER_SOURCES}: {sources}\r\n\r\n".encode()
             headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
         return headers, counters.total_payload(total)
+
+    def _msg_id_only(self, headers: bytes, now: int) -> _HeaderPlan | PubAck | None:
+        """The plan for a block whose one JetStream header is `Nats-Msg-Id` (a
+        sink's publish), or None when the block needs the full parse.
+
+        Same answers as `_plan_headers`: every other header it looks up is
+        absent (no "nats-" in any case elsewhere, no status line), and the
+        value is what `parse_headers` makes of the line."""
+        at = headers.find(_ONLY_MSG_ID_MARK)
+        if at < 0 or not headers.startswith(_NO_STATUS_LINE) or headers.lower().count(b"nats-") != 1:
+            return None
+        start = at + len(_ONLY_MSG_ID_MARK)
+        end = headers.find(b"\r\n", start)
+        msg_id = headers[start : end if end >= 0 else len(headers)].strip().decode("utf-8", "replace")
+        if msg_id:
+            found = self._dedup.lookup(msg_id, now)
+            if found is not None:
+                return PubAck(found, duplicate=True)
+        return _HeaderPlan(msg_id, "", 0)
 
     def _plan_headers(
         self,
@@ -630,25 +656,13 @@ class Stream:
     # -- dedup -----------------------------------------------------------------
     def is_duplicate(self, msg_id: str, now: int) -> bool:
         """`msg_id` was stored within the duplicate window (atomic batch checks)."""
-        return self._dedup_lookup(msg_id, now) is not None
+        return self._dedup.lookup(msg_id, now) is not None
 
     def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
-        self._dedup_prune(now)
-        entry = self._dedup.get(msg_id)
-        return entry[0] if entry is not None else None
+        return self._dedup.lookup(msg_id, now)
 
     def _dedup_record(self, msg_id: str, seq: int, ts: int) -> None:
-        self._dedup[msg_id] = (seq, ts)
-        self._dedup.move_to_end(msg_id)
-
-    def _dedup_prune(self, now: int) -> None:
-        horizon = now - self.config.duplicate_window
-        dedup = self._dedup
-        while dedup:
-            first = next(iter(dedup.values()))
-            if first[1] > horizon:
-                break
-            dedup.popitem(last=False)
+        self._dedup.record(msg_id, seq, ts)
 
     def _rebuild_after_open(self) -> None:
         """Dedup ids, the last msg id and TTL timers from what the store holds."""
@@ -800,6 +814,7 @@ class Stream:
     def update_config(self, config: StreamConfig) -> None:
         was_interest = self.config.retention == "interest"
         self.config = config
+        self._dedup.set_window(config.duplicate_window)
         self._plan_limits()
         self._enforce_all_limits()
         if config.retention == "interest" and not was_interest:
@@ -888,7 +903,7 @@ class Stream:
         body = {
             "last_seq": self.store.state().last_seq,
             "last_msg_id": self.last_msg_id,
-            "ids": [[msg_id, seq, ts] for msg_id, (seq, ts) in self._dedup.items()],
+            **self._dedup.to_json(),
         }
         try:
             write_json_atomic(self.directory / DEDUP_SNAPSHOT, body)
@@ -910,11 +925,8 @@ class Stream:
             return False
         if not isinstance(raw, dict) or raw.get("last_seq") != last_seq:
             return False
-        horizon = now - self.config.duplicate_window
         try:
-            for msg_id, seq, ts in raw["ids"]:
-                if int(ts) >= horizon:
-                    self._dedup_record(str(msg_id), int(seq), int(ts))
+            self._dedup.load_json(raw, now)
             self.last_msg_id = str(raw.get("last_msg_id") or "")
         except (KeyError, TypeError, ValueError):
             self._dedup.clear()
