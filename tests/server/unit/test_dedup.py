@@ -129,3 +129,21 @@ def test_msg_id_only_shortcut_answers_as_the_full_parse(block: bytes) -> None:
     assert first.error is None
     assert second.duplicate == bool(msg_id)
     assert second.seq == (first.seq if msg_id else first.seq + 1)
+
+
+def test_an_idle_stream_forgets_its_ids_when_the_window_passes() -> None:
+    """nats-server prunes on a timer too: a stream nobody publishes to any more
+    does not hold a sink's million ids for good."""
+    clock = FakeClock()
+    config = StreamConfig.from_json(
+        {"name": "S", "subjects": ["s.>"], "storage": "memory", "duplicate_window": 2 * NS}
+    )
+    stream = Stream(config, MemoryStore(), clock)
+    for i in range(3):
+        clock.advance(0.5)
+        assert stream.accept("s.a", encode_headers({"Nats-Msg-Id": f"m{i}"}), b"x").error is None
+    clock.advance(1.2)  # the first id (at 0.5 s) is past its window, the others are not
+    assert len(stream._dedup) == 2
+    clock.advance(1.0)
+    assert len(stream._dedup) == 0
+    assert stream.accept("s.a", encode_headers({"Nats-Msg-Id": "m0"}), b"x").seq == 4

@@ -13,7 +13,9 @@ every message with an id (a 1M-message fill holds 1M entries for two minutes):
 Expiry follows insertion order, as nats-server's `ddarr`: entries are recorded
 with the publish time, which only grows on one stream, so the oldest entry is
 always at `_head`. `prune(now)` is one comparison while nothing is due
-(`_due_ns`: when the oldest entry leaves the window).
+(`_due_ns`: when the oldest entry leaves the window); the stream also prunes
+on a timer at `due_ns`, as nats-server does, so a table stops holding memory
+once publishing stops.
 
 An id recorded again (a rebuild that meets it twice) answers the newest
 sequence; its older entry leaves the arrays without touching the dict.
@@ -51,6 +53,11 @@ class DedupTable:
 
     def __len__(self) -> int:
         return len(self._seq_of)
+
+    @property
+    def due_ns(self) -> int | None:
+        """When the oldest entry leaves the window (None: the table is empty)."""
+        return self._due_ns if self._due_ns != _NEVER else None
 
     def lookup(self, msg_id: str, now: int) -> int | None:
         """The sequence stored with `msg_id` within the window, or None."""

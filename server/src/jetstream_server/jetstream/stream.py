@@ -179,6 +179,7 @@ class Stream:
         self.consumers: dict[str, StreamListener] = {}
         self._account_check = account_check
         self._dedup = DedupTable(config.duplicate_window)
+        self._dedup_timer: TimerHandle | None = None
         self.last_msg_id = ""
         self._age_timer: TimerHandle | None = None
         self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
@@ -663,6 +664,22 @@ class Stream:
 
     def _dedup_record(self, msg_id: str, seq: int, ts: int) -> None:
         self._dedup.record(msg_id, seq, ts)
+        if self._dedup_timer is None:
+            self._arm_dedup_timer()
+
+    def _arm_dedup_timer(self) -> None:
+        """Prune when the oldest id leaves the window, publishing or not (nats-server's
+        purgeMsgIds timer): an idle stream does not keep its ids in memory."""
+        due = self._dedup.due_ns
+        if due is None or self.closed:
+            return
+        delay_s = max((due - self.clock.now_ns()) / NS, 0.001)
+        self._dedup_timer = self.clock.call_later(delay_s, self._expire_dedup)
+
+    def _expire_dedup(self) -> None:
+        self._dedup_timer = None
+        self._dedup.prune(self.clock.now_ns())
+        self._arm_dedup_timer()
 
     def _rebuild_after_open(self) -> None:
         """Dedup ids, the last msg id and TTL timers from what the store holds."""
@@ -931,6 +948,7 @@ class Stream:
         except (KeyError, TypeError, ValueError):
             self._dedup.clear()
             return False
+        self._arm_dedup_timer()
         return True
 
     def delete(self) -> None:
@@ -947,10 +965,10 @@ class Stream:
     def _cancel_timers(self) -> None:
         self.closed = True
         self.scheduler.stop()
-        for timer in (self._age_timer, self._ttl_timer):
+        for timer in (self._age_timer, self._ttl_timer, self._dedup_timer):
             if timer is not None:
                 timer.cancel()
-        self._age_timer = self._ttl_timer = None
+        self._age_timer = self._ttl_timer = self._dedup_timer = None
 
 
 def _is_marker(headers: bytes | None) -> bool:
