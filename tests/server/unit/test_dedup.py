@@ -57,6 +57,17 @@ def test_snapshot_round_trip_keeps_only_what_is_still_in_the_window() -> None:
     assert again.lookup("m91", 100 * NS) == 92 and again.lookup("m90", 100 * NS) is None
     with pytest.raises(ValueError):
         DedupTable(NS).load_json({**body, "seqs": body["seqs"][:8]}, 0)
+    # into a table that holds ids already, or times out of order: entry by entry
+    mixed = DedupTable(10 * NS)
+    mixed.record("m95", 500, 99 * NS)
+    mixed.load_json(body, 100 * NS)
+    assert len(mixed) == 9 and mixed.lookup("m95", 100 * NS) == 96  # the later record wins
+    shuffled = DedupTable(10 * NS)
+    shuffled.record("late", 1, 95 * NS)
+    shuffled.record("early", 2, 80 * NS)
+    again = DedupTable(10 * NS)
+    again.load_json(shuffled.to_json(), 100 * NS)
+    assert again.lookup("late", 100 * NS) == 1 and again.lookup("early", 100 * NS) is None
 
 
 def _stream() -> tuple[Stream, FakeClock]:

@@ -29,6 +29,7 @@ triples, is still read.
 from __future__ import annotations
 
 import base64
+import bisect
 import sys
 from array import array
 from typing import Any, Final
@@ -137,10 +138,19 @@ class DedupTable:
             tss.byteswap()
         if not len(ids) == len(seqs) == len(tss):
             raise ValueError("dedup snapshot columns disagree in length")
-        for msg_id, seq, ts in zip(ids, seqs, tss, strict=True):
-            if not isinstance(msg_id, str):
-                raise ValueError("dedup ids must be strings")
-            self._add(msg_id, seq, ts, now)
+        if not all(type(msg_id) is str for msg_id in ids):
+            raise ValueError("dedup ids must be strings")
+        if self._seq_of or any(tss[i] > tss[i + 1] for i in range(len(tss) - 1)):
+            for msg_id, seq, ts in zip(ids, seqs, tss, strict=True):
+                self._add(msg_id, seq, ts, now)
+            return
+        # the common case, a saved table into an empty one: whole columns at once
+        keep = bisect.bisect_right(tss, now - self.window_ns)
+        self._ids = ids[keep:] if keep else ids
+        self._seqs, self._ts = seqs[keep:], tss[keep:]
+        self._seq_of = dict(zip(self._ids, self._seqs, strict=True))
+        self._head = 0
+        self._due_ns = self._ts[0] + self.window_ns if self._ts else _NEVER
 
     def _add(self, msg_id: str, seq: int, ts: int, now: int) -> None:
         if ts > now - self.window_ns:
