@@ -155,6 +155,7 @@ AccountCheck = Callable[["Stream", int], None]
 
 
 DEDUP_SNAPSHOT = "dedup.json"
+_DEDUP_TIMER_MIN_S = 1.0
 
 
 class Stream:
@@ -673,7 +674,9 @@ class Stream:
         due = self._dedup.due_ns
         if due is None or self.closed:
             return
-        delay_s = max((due - self.clock.now_ns()) / NS, 0.001)
+        # at most once a second: lookups prune exactly on their own, the timer
+        # only frees memory (while publishing goes on, ids fall due every few µs)
+        delay_s = max((due - self.clock.now_ns()) / NS, _DEDUP_TIMER_MIN_S)
         self._dedup_timer = self.clock.call_later(delay_s, self._expire_dedup)
 
     def _expire_dedup(self) -> None:
