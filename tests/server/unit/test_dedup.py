@@ -127,7 +127,7 @@ def test_msg_id_only_shortcut_answers_as_the_full_parse(block: bytes) -> None:
     full = stream._plan_headers(block, "s.a", now)
     quick = stream._msg_id_only(block, now)
     if quick is not None:
-        assert quick == full
+        assert _HeaderPlan(quick, "", 0) == full
     # and end to end: the first publish stores, the second is (or is not) a duplicate
     first = stream.accept("s.a", block, b"x")
     second = stream.accept("s.a", block, b"x")

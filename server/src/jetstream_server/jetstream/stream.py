@@ -309,13 +309,19 @@ class Stream:
             if not self._mirror_position(sourced.seq, now):
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
+        msg_id = ""  # the Nats-Msg-Id of a block `_msg_id_only` took (no plan then)
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._msg_id_only(headers, now) if sourced is None and not self.counter else None
-            if planned is None:
-                planned = self._plan_headers(headers, subject, now, payload, sourced)
-            if isinstance(planned, PubAck):
-                return planned
-            plan = planned
+            quick = self._msg_id_only(headers, now) if sourced is None and not self.counter else None
+            if isinstance(quick, str):
+                msg_id = quick
+            else:
+                planned = (
+                    quick if quick is not None
+                    else self._plan_headers(headers, subject, now, payload, sourced)
+                )
+                if isinstance(planned, PubAck):
+                    return planned
+                plan = planned
         if self.counter:
             if plan is None or plan.incr is None:
                 return self._fail(Err.MESSAGE_INCR_MISSING)
@@ -340,7 +346,9 @@ class Stream:
         seq = self.store.store(subject, headers, payload, now)
         msg = StoredMessage(subject, seq, now, headers, payload)
         if plan is None:
-            self.last_msg_id = ""
+            self.last_msg_id = msg_id
+            if msg_id:
+                self._dedup_record(msg_id, seq, now)
         else:
             self._apply_plan(plan, subject, seq, now)
         if self._limited:
@@ -396,9 +404,10 @@ class Stream:
             headers = headers[:-2] + line if headers.endswith(b"\r\n\r\n") else headers + line
         return headers, counters.total_payload(total)
 
-    def _msg_id_only(self, headers: bytes, now: int) -> _HeaderPlan | PubAck | None:
-        """The plan for a block whose one JetStream header is `Nats-Msg-Id` (a
-        sink's publish), or None when the block needs the full parse.
+    def _msg_id_only(self, headers: bytes, now: int) -> str | PubAck | None:
+        """The `Nats-Msg-Id` of a block whose one JetStream header it is (a sink's
+        publish; "" when empty), the duplicate's answer, or None when the block
+        needs the full parse (no `_HeaderPlan` built: storing it needs none).
 
         Same answers as `_plan_headers`: every other header it looks up is
         absent (no "nats-" in any case elsewhere, no status line), and the
@@ -413,7 +422,7 @@ class Stream:
             found = self._dedup.lookup(msg_id, now)
             if found is not None:
                 return PubAck(found, duplicate=True)
-        return _HeaderPlan(msg_id, "", 0)
+        return msg_id
 
     def _plan_headers(
         self,
