@@ -332,13 +332,14 @@ class JetStream:
 
     def _account_check(self, stream: Stream, size: int) -> None:
         storage = stream.config.storage
-        if self.account_limits.exceeded_by(storage, self.usage(storage), size):
+        used = self.usage(storage)
+        if self.account_limits.exceeded_by(storage, used, size):
             # nats-server's answer when the account's own limit would be passed
             raise ApiError(Err.ACCOUNT_RESOURCES_EXCEEDED)
         limit = self.max_memory if storage == "memory" else self.max_storage
         if limit <= 0:
             return
-        if self.server_usage(storage) + size > limit:
+        if (self.server_usage(storage) if self.peers else used) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
             raise ApiError(Err.INSUFFICIENT_RESOURCES)
 
