@@ -7,10 +7,13 @@ tests/router_double.py; time moves only with FakeClock.advance.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
+import sys
 import threading
 import time
+from array import array
 from pathlib import Path
 
 import pytest
@@ -325,13 +328,50 @@ def test_clean_close_saves_dedup_table_and_reopen_uses_it_once(tmp_path: Path) -
     # Prove the reopen takes the table from the snapshot, not from the messages:
     # a snapshot that knows an id no stored message carries.
     body = json.loads(snapshot.read_text())
-    body["ids"].append(["only-in-snapshot", 2, body["ids"][-1][2]])
+    seqs, ts = _dedup_column(body["seqs"]), _dedup_column(body["ts"])
+    assert body["ids"] == ["a", "b"] and list(seqs) == [1, 2]
+    body["ids"].append("only-in-snapshot")
+    body["seqs"] = _dedup_b64(seqs + array("q", [2]))
+    body["ts"] = _dedup_b64(ts + array("q", [ts[-1]]))
     snapshot.write_text(json.dumps(body))
     second = Env(Settings(store_dir=str(tmp_path)), clock)
     assert not snapshot.exists()  # read once: a crash from here on rebuilds from messages
     assert second.pub("s.b", Nats_Msg_Id="only-in-snapshot")["duplicate"] is True
     assert second.pub("s.b", Nats_Msg_Id="a") == {"stream": "S", "seq": 1, "duplicate": True}
     assert second.pub("s.b", Nats_Expected_Last_Msg_Id="b")["seq"] == 3
+    second.engine.close()
+
+
+def _dedup_column(text: str) -> array:
+    out = array("q")
+    out.frombytes(base64.b64decode(text))
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out
+
+
+def _dedup_b64(column: array) -> str:
+    if sys.byteorder != "little":
+        column = array("q", column)
+        column.byteswap()
+    return base64.b64encode(column.tobytes()).decode()
+
+
+def test_dedup_table_in_the_older_triple_form_is_still_read(tmp_path: Path) -> None:
+    clock = FakeClock()
+    first = Env(Settings(store_dir=str(tmp_path)), clock)
+    first.create()
+    first.pub("s.a", Nats_Msg_Id="a")
+    first.engine.close()
+    snapshot = _stream_dir(tmp_path) / "dedup.json"
+    body = json.loads(snapshot.read_text())
+    ts = _dedup_column(body["ts"])[0]
+    snapshot.write_text(json.dumps({
+        "last_seq": body["last_seq"], "last_msg_id": "a",
+        "ids": [["a", 1, ts], ["only-in-snapshot", 1, ts]],
+    }))
+    second = Env(Settings(store_dir=str(tmp_path)), clock)
+    assert second.pub("s.b", Nats_Msg_Id="only-in-snapshot") == {"stream": "S", "seq": 1, "duplicate": True}
     second.engine.close()
 
 

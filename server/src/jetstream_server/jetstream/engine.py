@@ -391,13 +391,14 @@ class JetStream:
 
     def _account_check(self, stream: Stream, size: int) -> None:
         storage = stream.config.storage
-        if self.account_limits.exceeded_by(storage, self.usage(storage), size):
+        used = self.usage(storage)
+        if self.account_limits.exceeded_by(storage, used, size):
             # nats-server's answer when the account's own limit would be passed
             raise ApiError(Err.ACCOUNT_RESOURCES_EXCEEDED)
         limit = self.max_memory if storage == "memory" else self.max_storage
         if limit <= 0:
             return
-        if self.server_usage(storage) + size > limit:
+        if (self.server_usage(storage) if self.peers else used) + size > limit:
             # what nats-server answers a publish that would pass the server's store limit
             raise ApiError(Err.INSUFFICIENT_RESOURCES)
 
@@ -409,7 +410,7 @@ class JetStream:
         return sum(e.reserved(storage) for e in self.peers) if self.peers else self.reserved(storage)
 
     def usage(self, storage: str) -> int:
-        return sum(s.store.state().bytes for s in self.streams.values() if s.config.storage == storage)
+        return sum(s.store.stored_bytes() for s in self.streams.values() if s.config.storage == storage)
 
     def prepare_config(self, config: StreamConfig) -> StreamConfig:
         """The checks that need the other streams (mirror and source sizes,

@@ -28,8 +28,11 @@ Invariants:
 - Interest retention with no consumer (nor mirror or source still to copy
   it, `held_by_readers`) that wants a message keeps nothing; workqueue
   removes a message once acknowledged (`acknowledged(seq)`).
-- The dedup table only holds ids younger than `duplicate_window`; it is
-  rebuilt from the stored headers when a stream is reopened.
+- The dedup table (dedup.py) only holds ids younger than `duplicate_window`;
+  it is rebuilt from the stored headers when a stream is reopened.
+- A header block whose only JetStream header is `Nats-Msg-Id` (what a sink
+  sends with every message) takes `_msg_id_only`, with the answers a full
+  parse would give; anything else is parsed in full.
 - `removals` grows whenever the stream removes messages on its own (limits,
   max_age, TTL, rollup, purge, message delete). Only purges and max_age
   expiry reach consumers (`on_purged`), so a consumer keeping `num_pending`
@@ -43,7 +46,6 @@ import heapq
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -51,6 +53,7 @@ from typing import Any, NamedTuple
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
 from jetstream_server.jetstream import counters, schedules
+from jetstream_server.jetstream.dedup import DedupTable
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.persistence import write_json_atomic
 from jetstream_server.jetstream.republish import Republisher
@@ -76,6 +79,8 @@ STREAM_SOURCE = "Nats-Stream-Source"
 # A cheap pre-check before parsing headers at all: every header JetStream acts
 # on starts with "Nats-".
 _JS_HEADER_MARK = b"Nats-"
+_ONLY_MSG_ID_MARK = b"\r\nNats-Msg-Id:"
+_NO_STATUS_LINE = b"NATS/1.0\r\n"
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
@@ -150,6 +155,7 @@ AccountCheck = Callable[["Stream", int], None]
 
 
 DEDUP_SNAPSHOT = "dedup.json"
+_DEDUP_TIMER_MIN_S = 1.0
 
 
 class Stream:
@@ -173,7 +179,8 @@ class Stream:
         self.created_ns = created_ns or clock.now_ns()
         self.consumers: dict[str, StreamListener] = {}
         self._account_check = account_check
-        self._dedup: OrderedDict[str, tuple[int, int]] = OrderedDict()  # id -> (seq, ts)
+        self._dedup = DedupTable(config.duplicate_window)
+        self._dedup_timer: TimerHandle | None = None
         self.last_msg_id = ""
         self._age_timer: TimerHandle | None = None
         self._ttl_heap: list[tuple[int, int]] = []  # (expire_ns, seq)
@@ -302,11 +309,19 @@ class Stream:
             if not self._mirror_position(sourced.seq, now):
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
+        msg_id = ""  # the Nats-Msg-Id of a block `_msg_id_only` took (no plan then)
         if headers and _JS_HEADER_MARK in headers:
-            planned = self._plan_headers(headers, subject, now, payload, sourced)
-            if isinstance(planned, PubAck):
-                return planned
-            plan = planned
+            quick = self._msg_id_only(headers, now) if sourced is None and not self.counter else None
+            if isinstance(quick, str):
+                msg_id = quick
+            else:
+                planned = (
+                    quick if quick is not None
+                    else self._plan_headers(headers, subject, now, payload, sourced)
+                )
+                if isinstance(planned, PubAck):
+                    return planned
+                plan = planned
         if self.counter:
             if plan is None or plan.incr is None:
                 return self._fail(Err.MESSAGE_INCR_MISSING)
@@ -334,7 +349,9 @@ class Stream:
         seq = self.store.store(subject, headers, payload, now)
         msg = StoredMessage(subject, seq, now, headers, payload)
         if plan is None:
-            self.last_msg_id = ""
+            self.last_msg_id = msg_id
+            if msg_id:
+                self._dedup_record(msg_id, seq, now)
         else:
             self._apply_plan(plan, subject, seq, now)
         if self._limited:
@@ -383,6 +400,26 @@ class Stream:
             headers = counters.set_header(headers, counters.COUNTER_SOURCES,
                                           counters.encode_sources(sources))
         return headers, counters.total_payload(total + incr)
+
+    def _msg_id_only(self, headers: bytes, now: int) -> str | PubAck | None:
+        """The `Nats-Msg-Id` of a block whose one JetStream header it is (a sink's
+        publish; "" when empty), the duplicate's answer, or None when the block
+        needs the full parse (no `_HeaderPlan` built: storing it needs none).
+
+        Same answers as `_plan_headers`: every other header it looks up is
+        absent (no "nats-" in any case elsewhere, no status line), and the
+        value is what `parse_headers` makes of the line."""
+        at = headers.find(_ONLY_MSG_ID_MARK)
+        if at < 0 or not headers.startswith(_NO_STATUS_LINE) or headers.lower().count(b"nats-") != 1:
+            return None
+        start = at + len(_ONLY_MSG_ID_MARK)
+        end = headers.find(b"\r\n", start)
+        msg_id = headers[start : end if end >= 0 else len(headers)].strip().decode("utf-8", "replace")
+        if msg_id:
+            found = self._dedup.lookup(msg_id, now)
+            if found is not None:
+                return PubAck(found, duplicate=True)
+        return msg_id
 
     def _plan_headers(
         self,
@@ -633,25 +670,31 @@ class Stream:
     # -- dedup -----------------------------------------------------------------
     def is_duplicate(self, msg_id: str, now: int) -> bool:
         """`msg_id` was stored within the duplicate window (atomic batch checks)."""
-        return self._dedup_lookup(msg_id, now) is not None
+        return self._dedup.lookup(msg_id, now) is not None
 
     def _dedup_lookup(self, msg_id: str, now: int) -> int | None:
-        self._dedup_prune(now)
-        entry = self._dedup.get(msg_id)
-        return entry[0] if entry is not None else None
+        return self._dedup.lookup(msg_id, now)
 
     def _dedup_record(self, msg_id: str, seq: int, ts: int) -> None:
-        self._dedup[msg_id] = (seq, ts)
-        self._dedup.move_to_end(msg_id)
+        self._dedup.record(msg_id, seq, ts)
+        if self._dedup_timer is None:
+            self._arm_dedup_timer()
 
-    def _dedup_prune(self, now: int) -> None:
-        horizon = now - self.config.duplicate_window
-        dedup = self._dedup
-        while dedup:
-            first = next(iter(dedup.values()))
-            if first[1] > horizon:
-                break
-            dedup.popitem(last=False)
+    def _arm_dedup_timer(self) -> None:
+        """Prune when the oldest id leaves the window, publishing or not (nats-server's
+        purgeMsgIds timer): an idle stream does not keep its ids in memory."""
+        due = self._dedup.due_ns
+        if due is None or self.closed:
+            return
+        # at most once a second: lookups prune exactly on their own, the timer
+        # only frees memory (while publishing goes on, ids fall due every few µs)
+        delay_s = max((due - self.clock.now_ns()) / NS, _DEDUP_TIMER_MIN_S)
+        self._dedup_timer = self.clock.call_later(delay_s, self._expire_dedup)
+
+    def _expire_dedup(self) -> None:
+        self._dedup_timer = None
+        self._dedup.prune(self.clock.now_ns())
+        self._arm_dedup_timer()
 
     def _rebuild_after_open(self) -> None:
         """Dedup ids, the last msg id and TTL timers from what the store holds."""
@@ -807,6 +850,7 @@ class Stream:
     def update_config(self, config: StreamConfig) -> None:
         was_interest = self.config.retention == "interest"
         self.config = config
+        self._dedup.set_window(config.duplicate_window)
         self._plan_limits()
         self._enforce_all_limits()
         if config.retention == "interest" and not was_interest:
@@ -895,7 +939,7 @@ class Stream:
         body = {
             "last_seq": self.store.state().last_seq,
             "last_msg_id": self.last_msg_id,
-            "ids": [[msg_id, seq, ts] for msg_id, (seq, ts) in self._dedup.items()],
+            **self._dedup.to_json(),
         }
         try:
             write_json_atomic(self.directory / DEDUP_SNAPSHOT, body)
@@ -917,15 +961,13 @@ class Stream:
             return False
         if not isinstance(raw, dict) or raw.get("last_seq") != last_seq:
             return False
-        horizon = now - self.config.duplicate_window
         try:
-            for msg_id, seq, ts in raw["ids"]:
-                if int(ts) >= horizon:
-                    self._dedup_record(str(msg_id), int(seq), int(ts))
+            self._dedup.load_json(raw, now)
             self.last_msg_id = str(raw.get("last_msg_id") or "")
         except (KeyError, TypeError, ValueError):
             self._dedup.clear()
             return False
+        self._arm_dedup_timer()
         return True
 
     def delete(self) -> None:
@@ -942,10 +984,10 @@ class Stream:
     def _cancel_timers(self) -> None:
         self.closed = True
         self.scheduler.stop()
-        for timer in (self._age_timer, self._ttl_timer):
+        for timer in (self._age_timer, self._ttl_timer, self._dedup_timer):
             if timer is not None:
                 timer.cancel()
-        self._age_timer = self._ttl_timer = None
+        self._age_timer = self._ttl_timer = self._dedup_timer = None
 
 
 def _is_marker(headers: bytes | None) -> bool:

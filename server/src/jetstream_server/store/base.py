@@ -234,6 +234,11 @@ class StreamStore(ABC):
     def state(self) -> StoreState:
         """Counts and bounds; cheap (no scan)."""
 
+    def stored_bytes(self) -> int:
+        """`state().bytes` without building the whole state (the store-limit
+        check asks it of every stream on each publish)."""
+        return self.state().bytes
+
     @abstractmethod
     def deleted(self) -> list[int]:
         """Sequences between first_seq and last_seq that are absent (interior deletes)."""

@@ -285,6 +285,10 @@ class IndexedStore(StreamStore):
         self._check_open()
         return self._index.state()
 
+    def stored_bytes(self) -> int:
+        self._check_open()
+        return self._index.bytes
+
     def deleted(self) -> list[int]:
         self._check_open()
         return self._index.deleted()

@@ -60,6 +60,9 @@ from jetstream_server.store.base import StoredMessage
 NO_MESSAGES: Final = status_headers(404, "No Messages")
 CONSUMER_DELETED: Final = status_headers(409, "Consumer Deleted")
 EXCEEDED_MAX_WAITING: Final = status_headers(409, "Exceeded MaxWaiting")
+# How much longer an ack reply can get within one run than the first one built:
+# its five numbers grow by at most 19 digits each (int64).
+_REPLY_GROWTH: Final = 5 * 19
 
 
 def request_timeout(pending_msgs: int, pending_bytes: int) -> bytes:
@@ -507,6 +510,7 @@ class PullDelivery:
         chosen = self.policy in ("overflow", "pinned_client")
         pin = self.pin
         checked: str | None = None
+        reply_bound = -1  # the longest ack reply this run can build (max_bytes requests)
         while True:
             waiting = self._choose() if chosen else queue.peek()
             if waiting is None:
@@ -530,13 +534,18 @@ class PullDelivery:
                 payload = b""
             else:
                 headers, payload = msg.headers, msg.data
+            size = 0
+            exact = False
             if waiting.request.max_bytes:
-                # nats-server counts subject, ack reply, headers and payload
-                size = (
-                    len(msg.subject) + len(source.ack_reply(msg, dc)) + len(headers or b"")
-                    + len(payload)
-                )
-                if size > waiting.bytes_left:
+                # nats-server counts subject, ack reply, headers and payload; the
+                # reply is built (by commit) only once, unless the message may not fit
+                size = len(msg.subject) + len(headers or b"") + len(payload)
+                if reply_bound < 0:
+                    reply_bound = len(source.ack_reply(msg, dc)) + _REPLY_GROWTH
+                if size + reply_bound > waiting.bytes_left:
+                    size += len(source.ack_reply(msg, dc))
+                    exact = True
+                if exact and size > waiting.bytes_left:
                     source.unget(msg, dc)
                     queue.remove(waiting)
                     publish(
@@ -551,10 +560,11 @@ class PullDelivery:
                         b"",
                     )
                     continue
-                waiting.bytes_left -= size
             if pin is not None and pin.pin_id:
                 headers = add_pin_header(headers, pin.pin_id)
             reply = commit(msg, dc)
+            if waiting.request.max_bytes:
+                waiting.bytes_left -= size if exact else size + len(reply)
             deliver(waiting.reply, msg.subject, reply, headers, payload)
             waiting.remaining -= 1
             waiting.delivered += 1
