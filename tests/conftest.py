@@ -77,7 +77,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("server_kind") == "nats-server":
+        if callspec is not None and "nats-server" in (
+            callspec.params.get("server_kind"), callspec.params.get("shared_server")
+        ):
             item.add_marker(pytest.mark.nats_server)
 
 
@@ -98,6 +100,21 @@ def server_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
     proc = start_server(server_kind, store_dir)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def shared_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """One server of each kind for a whole module: for tests that only ask questions or
+    make objects of their own names (error tables, malformed requests), so they need no
+    fresh server each. A module may use both this and `server`: each is parametrized on
+    its own (the kind of a `shared_server` test is this fixture's parameter)."""
+    proc = start_server(str(request.param), tmp_path_factory.mktemp("store"))
     try:
         yield proc
     finally:
