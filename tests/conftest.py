@@ -40,6 +40,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from server_kinds import SERVER_KINDS
+from spare_servers import SparePool
 
 from jetstream_testing.process import ServerProcess, start_server, write_config
 
@@ -97,9 +98,19 @@ def server_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def spare_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparePool]:
+    """The next bundled server, started while the current test runs (spare_servers.py)."""
+    pool = SparePool(tmp_path_factory.mktemp("spares"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture
-def server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, store_dir)
+def server(server_kind: str, store_dir: Path, spare_servers: SparePool) -> Iterator[ServerProcess]:
+    proc = spare_servers.take(server_kind, store_dir)
     try:
         yield proc
     finally:
@@ -114,7 +125,8 @@ def shared_server(
     make objects of their own names (error tables, malformed requests), so they need no
     fresh server each. A module may use both this and `server`: each is parametrized on
     its own (the kind of a `shared_server` test is this fixture's parameter)."""
-    proc = start_server(str(request.param), tmp_path_factory.mktemp("store"))
+    pool: SparePool = request.getfixturevalue("spare_servers")
+    proc = pool.take(str(request.param), tmp_path_factory.mktemp("store"))
     try:
         yield proc
     finally:
