@@ -26,16 +26,21 @@ from jetstream_testing.process import ServerProcess, start_server
 SPARE_KINDS = frozenset({"bundled"})
 
 
+# set by pytest to the running test's id and phase: it changes with every test
+PER_TEST_VARIABLES = frozenset({"PYTEST_CURRENT_TEST"})
+
+
 @dataclass(frozen=True)
 class _Context:
-    """What a child process inherits from the test process."""
+    """What a child process inherits from the test process (less pytest's per-test variable)."""
 
     env: tuple[tuple[str, str], ...]
     cwd: str
 
     @classmethod
     def now(cls) -> _Context:
-        return cls(tuple(sorted(os.environ.items())), os.getcwd())
+        env = (item for item in os.environ.items() if item[0] not in PER_TEST_VARIABLES)
+        return cls(tuple(sorted(env)), os.getcwd())
 
 
 @dataclass
@@ -89,7 +94,7 @@ class SparePool:
         context = _Context.now()
         store_dir = self._root / f"spare-{next(self._numbers)}"
         store_dir.mkdir(parents=True)
-        env = dict(context.env)  # this thread's view now, not the worker's later
+        env = dict(os.environ)  # this thread's view now, not the worker's later
         started = self._executor.submit(start_server, kind, store_dir, env=env)
         self._spares[kind] = _Spare(context, store_dir, started)
 

@@ -86,3 +86,15 @@ def test_nats_server_gets_no_spare(pool: SparePool, tmp_path: Path) -> None:
             assert serves(proc.port) and proc.store_dir == str(store)
         finally:
             proc.stop()
+
+
+def test_the_next_test_gets_the_spare(pool: SparePool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest names the running test in PYTEST_CURRENT_TEST: that change alone keeps the spare."""
+    pool.take("bundled", fresh_dir(tmp_path, "first")).stop()
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/x.py::test_next (setup)")
+    second_dir = fresh_dir(tmp_path, "second")
+    proc = pool.take("bundled", second_dir)
+    try:
+        assert second_dir.is_symlink() and proc.store_dir != str(second_dir)
+    finally:
+        proc.stop()
