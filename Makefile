@@ -38,11 +38,17 @@ $(STAMP): $(DEPS) $(SOURCES)
 demo: $(STAMP)
 	$(BIN)/python -m jobs.orders_pipeline
 
+# The suite in two worker processes (pytest-xdist), one test file per worker at a time so
+# that a module's shared servers, clusters and venvs start once; a single test process
+# spends most of its time waiting (server starts, JVMs, timeouts), not on the CPU.
+# `make test PYTEST_WORKERS=` runs it in one process.
+PYTEST_WORKERS ?= -n 2 --dist loadfile
+
 test: $(STAMP)
 	$(BIN)/ruff check server testing cli spark_jetstream jobs tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check server testing cli spark_jetstream jobs tests

@@ -40,6 +40,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from server_kinds import SERVER_KINDS
+from spare_servers import SparePool
 
 from jetstream_testing.process import ServerProcess, start_server, write_config
 
@@ -77,7 +78,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("server_kind") == "nats-server":
+        if callspec is not None and "nats-server" in (
+            callspec.params.get("server_kind"), callspec.params.get("shared_server")
+        ):
             item.add_marker(pytest.mark.nats_server)
 
 
@@ -95,9 +98,35 @@ def server_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def spare_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparePool]:
+    """The next bundled server, started while the current test runs (spare_servers.py)."""
+    pool = SparePool(tmp_path_factory.mktemp("spares"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture
-def server(server_kind: str, store_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, store_dir)
+def server(server_kind: str, store_dir: Path, spare_servers: SparePool) -> Iterator[ServerProcess]:
+    proc = spare_servers.take(server_kind, store_dir)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def shared_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """One server of each kind for a whole module: for tests that only ask questions or
+    make objects of their own names (error tables, malformed requests), so they need no
+    fresh server each. A module may use both this and `server`: each is parametrized on
+    its own (the kind of a `shared_server` test is this fixture's parameter)."""
+    pool: SparePool = request.getfixturevalue("spare_servers")
+    proc = pool.take(str(request.param), tmp_path_factory.mktemp("store"))
     try:
         yield proc
     finally:

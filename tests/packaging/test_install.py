@@ -12,7 +12,7 @@ virtual environment, and no clash with a user's own `server.py` or `jobs/`.
 
 The fresh environments install from the repository's own directories with
 pip, as a user would (build isolation included); pyspark comes from pip's cache
-when it is there.
+when it is there. The two are built side by side, once per module.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import subprocess
 import sys
 import textwrap
 import venv
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,33 @@ def _pip_install(python: Path, *targets: str, timeout: float = 900) -> None:
     assert done.returncode == 0, f"pip install {targets} failed:\n{done.stdout}\n{done.stderr}"
 
 
+def _venv_with(path: Path, target: str) -> Path:
+    python = _fresh_venv(path)
+    _pip_install(python, target)
+    return python
+
+
+# the fresh environment each test installs into: (directory name, pip target)
+FRESH = {
+    "test_server_alone_has_no_dependencies_and_serves": ("server", "./server"),
+    "test_connector_alone_reads_and_writes_a_real_nats_server": ("connector", "."),
+}
+
+
+@pytest.fixture(scope="module")
+def fresh_installs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[Path]]]:
+    """The fresh environments of the selected tests (`./server` alone, `.` alone), built at
+    once in two threads (pip waits mostly on the disk and its subprocesses); each test
+    waits for its own."""
+    root = tmp_path_factory.mktemp("fresh-installs")
+    selected = {getattr(item, "originalname", item.name) for item in request.session.items}
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="fresh-venv") as pool:
+        yield {target: pool.submit(_venv_with, root / name, target)
+               for test, (name, target) in FRESH.items() if test in selected}
+
+
 def _installed(python: Path) -> set[str]:
     """Distribution names seen by `python`, run outside the repository (whose build
     leftovers, such as an egg-info directory, would count when the root is the cwd)."""
@@ -72,9 +101,10 @@ def _run(python: Path, code: str, *, cwd: Path, timeout: float = 300,
     return done.stdout
 
 
-def test_server_alone_has_no_dependencies_and_serves(tmp_path: Path) -> None:
-    python = _fresh_venv(tmp_path / "venv")
-    _pip_install(python, "./server")
+def test_server_alone_has_no_dependencies_and_serves(
+    fresh_installs: dict[str, Future[Path]], tmp_path: Path
+) -> None:
+    python = fresh_installs["./server"].result()
     installed = _installed(python)
     assert "jetstream-server" in installed
     assert not installed & {"pyspark", "pyarrow", "nats-py", "py4j", "spark-jetstream"}, installed
@@ -90,9 +120,10 @@ def test_server_alone_has_no_dependencies_and_serves(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(1500)
-def test_connector_alone_reads_and_writes_a_real_nats_server(tmp_path: Path) -> None:
-    python = _fresh_venv(tmp_path / "venv")
-    _pip_install(python, ".")
+def test_connector_alone_reads_and_writes_a_real_nats_server(
+    fresh_installs: dict[str, Future[Path]], tmp_path: Path
+) -> None:
+    python = fresh_installs["."].result()
     installed = _installed(python)
     assert {"spark-jetstream", "pyspark", "pyarrow"} <= installed
     assert not installed & {"jetstream-server", "nats-py", "jetstream-testing"}, installed

@@ -15,6 +15,7 @@ Each seed is printed; `CLUSTER_SEEDS=1,2,3` replays given seeds.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import subprocess
@@ -39,9 +40,18 @@ pytestmark = [pytest.mark.crash, pytest.mark.cluster]
 N = 3000
 MAX_PER_TRIGGER = 25
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "crash_pipeline.py"
-SEEDS = [int(s) for s in os.environ.get("CLUSTER_SEEDS", "").split(",") if s.strip()] or [
-    random.randrange(1, 10**6)
-]
+
+
+def run_seed() -> int:
+    """A new seed each run, the same in every pytest-xdist worker of one run: they must
+    collect the same parametrized tests."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return random.randrange(1, 10**6)
+    return int(hashlib.sha256(run.encode()).hexdigest(), 16) % (10**6 - 1) + 1
+
+
+SEEDS = [int(s) for s in os.environ.get("CLUSTER_SEEDS", "").split(",") if s.strip()] or [run_seed()]
 RECOVERY_S = 180  # the query reaches the end on its own within this after the last fault
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import nats
@@ -17,27 +17,11 @@ import pytest
 from js_helpers import api, err, info, pub
 from nats.aio.client import Client as NATS
 from nats.js.api import StreamConfig, StreamSource, SubjectTransform
-from server_kinds import SERVER_KINDS
 
 from jetstream_server.jetstream.sourcing.headers import stream_identity
-from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture(scope="module", params=SERVER_KINDS)
-def server_kind(request: pytest.FixtureRequest) -> str:
-    """Module scope, so the error-table tests share one server per kind."""
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 async def create(nc: NATS, **config: Any) -> dict[str, Any]:

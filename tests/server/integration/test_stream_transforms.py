@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import nats
@@ -19,27 +18,12 @@ import pytest
 from js_helpers import api, create, err, info, pub
 from nats.aio.msg import Msg
 from nats.js.api import KeyValueConfig, RePublish
-from server_kinds import SERVER_KINDS
 
 from jetstream_server.jetstream.transform import SubjectTransform
-from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess
 
 pytestmark = pytest.mark.asyncio
 
-
-@pytest.fixture(scope="module", params=SERVER_KINDS)
-def server_kind(request: pytest.FixtureRequest) -> str:
-    """Module scope, so the error-table tests share one server per kind."""
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 MAPPING_SRC = "in.*.*"
 MAPPING_DEST = (
