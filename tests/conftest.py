@@ -30,6 +30,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import random
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -65,6 +66,16 @@ def _check_installed(package: str, distribution: str) -> None:
             f"{package} was imported from {where}, not from the installed {distribution}: "
             "run the venv's pytest (`make test`), not `python -m pytest` from the repository root"
         )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Tests parametrized with random seeds (printed, replayable) pick them while
+    they are collected; every pytest-xdist worker of a run must collect the same
+    tests, so `random` starts from the run's id there (a new one each run)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is not None:
+        random.seed(run)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
