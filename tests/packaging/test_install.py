@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import venv
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,8 +41,16 @@ OURS = {"jetstream-server": {"jetstream_server"}, "spark-jetstream": {"spark_jet
         "jetstream-testing": {"jetstream_testing"}}
 
 
+_CREATING = threading.Lock()
+
+
 def _fresh_venv(path: Path) -> Path:
-    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    # Built side by side: a copied interpreter being written in one thread while the
+    # other forks is still open for writing in that child, and exec'ing it fails with
+    # ETXTBSY ("Text file busy"). The interpreter is linked, not copied, and one
+    # environment is created at a time (their pip installs still overlap).
+    with _CREATING:
+        venv.EnvBuilder(with_pip=True, clear=True, symlinks=True).create(path)
     return path / "bin" / "python"
 
 

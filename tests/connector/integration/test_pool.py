@@ -50,6 +50,15 @@ def ours(server: ServerProcess) -> list[dict[str, Any]]:
     return [c for c in monitor(server, "/connz")["connections"] if c.get("name") == CLIENT_NAME]
 
 
+def settled_count(server: ServerProcess, expected: int, timeout_s: float = 10.0) -> int:
+    """Our connections in /connz once it shows `expected` (or the timeout passed): a
+    client's close reaches the server's connection list a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while (count := len(ours(server))) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return count
+
+
 def opts(server: ServerProcess, **more: str) -> ConnectionOptions:
     return ConnectionOptions.from_options({"servers": server.url, **more})
 
@@ -117,7 +126,7 @@ def test_one_idle_connection_per_key(server: ServerProcess) -> None:
     b.close()
     other_key.close()
     assert pool.idle_count() == 2 and b.sock is None  # the extra one is closed
-    assert len(ours(server)) == 2
+    assert settled_count(server, 2) == 2
 
 
 def test_concurrent_leases_from_threads(server: ServerProcess) -> None:
@@ -142,10 +151,7 @@ def test_concurrent_leases_from_threads(server: ServerProcess) -> None:
     # one idle connection is kept; the others were closed when returned (a later lease may
     # open a new one, so how many were opened depends on the interleaving): none leaks
     assert pool.idle_count() == 1
-    deadline = time.monotonic() + 5
-    while len(ours(server)) > 1 and time.monotonic() < deadline:
-        time.sleep(0.05)  # bounded: the server notices closed sockets asynchronously
-    assert len(ours(server)) == 1
+    assert settled_count(server, 1) == 1
 
 
 def test_a_forked_child_never_uses_its_parent_s_sockets(server: ServerProcess) -> None:
