@@ -10,34 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nats
 import pytest
 from js_helpers import api
 from nats.aio.client import Client as NATS
-from server_kinds import SERVER_KINDS
 
-from jetstream_testing.process import ServerProcess, start_server
+from jetstream_testing.process import ServerProcess
 
 S = 1_000_000_000
 PINNED = "$JS.EVENT.ADVISORY.CONSUMER.PINNED.PA.C"
 UNPINNED = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.PA.C"
-
-
-@pytest.fixture(scope="module", params=SERVER_KINDS)
-def server_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ tests/server/unit/test_cron.py.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,23 +17,8 @@ import nats
 import pytest
 from js_helpers import api
 from nats.aio.client import Client as NATS
-from server_kinds import SERVER_KINDS
 
-from jetstream_testing.process import ServerProcess, start_server
-
-
-@pytest.fixture(scope="module", params=SERVER_KINDS)
-def server_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(scope="module")
-def shared_server(server_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server(server_kind, tmp_path_factory.mktemp("store"))
-    try:
-        yield proc
-    finally:
-        proc.stop()
+from jetstream_testing.process import ServerProcess
 
 
 @pytest.fixture
