@@ -31,6 +31,7 @@ from typing import Any
 
 from jetstream_server.store import codec
 from jetstream_server.store.blocks import Block
+from jetstream_server.store.durable_io import fsync_dir, replace_file
 
 # (kind, seq, ts or tombstone stamp, offset in the block, record length)
 Record = tuple[int, int, int, int, int]
@@ -122,21 +123,7 @@ def write_block(
     makes obsolete may go in later rewrites: the rename must be durable first).
     An interrupted write leaves no temp file and the old block intact."""
     view = memoryview(raw)
-    data = b"".join([header, *(view[pos : pos + length] for pos, length in spans)])
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            out = memoryview(data)
-            while out:
-                out = out[os.write(fd, out) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_file(path, [b"".join([header, *(view[pos : pos + length] for pos, length in spans)])])
     try:
         fsync_dir(path.parent)
     except OSError as exc:
@@ -166,11 +153,3 @@ def unlink_blocks(paths: list[Path], sync_dir: bool) -> None:
         path.unlink(missing_ok=True)
     if sync_dir and paths:
         fsync_dir(paths[0].parent)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

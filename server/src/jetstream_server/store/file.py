@@ -97,6 +97,7 @@ from jetstream_server.store.compaction import (
     unlink_blocks,
     write_block,
 )
+from jetstream_server.store.durable_io import fsync_dir
 from jetstream_server.store.index import DELETED, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
 from jetstream_server.store.recovery import scan_blocks
@@ -1069,17 +1070,9 @@ class SyncJob:
                 os.close(fd)
         self.fds = []
         if self.directory is not None:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         if error is not None:
             raise error
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _make_dirs(path: Path) -> None:
@@ -1091,4 +1084,4 @@ def _make_dirs(path: Path) -> None:
         probe = probe.parent
     path.mkdir(parents=True, exist_ok=True)
     for created in reversed(missing):
-        _fsync_dir(created.parent)
+        fsync_dir(created.parent)

@@ -37,6 +37,7 @@ from pathlib import Path
 from jetstream_server.store import codec
 from jetstream_server.store.base import RecoveryReport
 from jetstream_server.store.blocks import Block
+from jetstream_server.store.durable_io import replace_file
 from jetstream_server.store.index import MessageIndex
 
 log = logging.getLogger(__name__)
@@ -205,21 +206,7 @@ def _cut_holes(
         k = bisect.bisect_right(starts, tail[0])
         if k:
             tail = (tail[0] - shift[k - 1], tail[1])
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            for part in parts:
-                view = memoryview(part)
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_file(path, parts)
     return end - removed, tail
 
 
