@@ -252,13 +252,7 @@ class JetStream:
                 self.unloaded[directory.name] = f"{persistence.META_FILE} unreadable: {why}"
                 continue
             try:
-                store = open_stream_store(
-                    config.storage,
-                    directory,
-                    sync_always=self.sync_always and not config.async_persist,
-                    sync_interval_s=self.sync_interval_s,
-                    offload=getattr(self.clock, "run_off_loop", None),
-                )
+                store = self._open_store(config, directory)
             except Exception as exc:  # one damaged stream must not keep the server down
                 logger.exception("could not open the store of stream %s", config.name)
                 self.unloaded[directory.name] = f"store did not open: {_why(exc, directory)}"
@@ -437,18 +431,32 @@ class JetStream:
                     Err.STREAM_CREATE, err=f"stream {config.name}: {_why(exc)}"
                 ) from exc
         try:
-            store = open_stream_store(
-                config.storage,
-                directory,
-                sync_always=self.sync_always and not config.async_persist,
-                sync_interval_s=self.sync_interval_s,
-                offload=getattr(self.clock, "run_off_loop", None),
-            )
+            store = self._open_store(config, directory)
         except Exception as exc:
             if directory is not None:
                 persistence.remove_stream_dir(directory)
             logger.exception("could not create the store of stream %s", config.name)
             raise ApiError(Err.STREAM_CREATE, err=str(exc)) from exc
+        stream = self._register(config, store, directory, created)
+        logger.info("created stream %s", config.name)
+        advisories.stream_action(self, self.clock.now_ns(), config.name, "create", self.domain)
+        return stream
+
+    def _open_store(self, config: StreamConfig, directory: Path | None) -> StreamStore:
+        """The store of a stream being loaded, created or made live from a restore."""
+        return open_stream_store(
+            config.storage,
+            directory,
+            sync_always=self.sync_always and not config.async_persist,
+            sync_interval_s=self.sync_interval_s,
+            offload=getattr(self.clock, "run_off_loop", None),
+        )
+
+    def _register(
+        self, config: StreamConfig, store: StreamStore, directory: Path | None, created: int
+    ) -> Stream:
+        """A new stream (created or restored) served: listed, subscribed, and an
+        origin that waiting mirrors and sources start copying from."""
         stream = Stream(
             config, store, self.clock, directory=directory, created_ns=created,
             account_check=self._store_limit_check(),
@@ -457,8 +465,6 @@ class JetStream:
         self._subscribe_stream(stream)
         self.sourcing.attach(stream)
         self.sourcing.stream_created(stream)
-        logger.info("created stream %s", config.name)
-        advisories.stream_action(self, self.clock.now_ns(), config.name, "create", self.domain)
         return stream
 
     # -- restores (snapshot/restore.py) ----------------------------------------------
@@ -509,18 +515,8 @@ class JetStream:
             os.rename(staged.directory, directory)
             persistence.fsync_dir(directory.parent)
             persistence.fsync_dir(staged.directory.parent)
-            store = open_stream_store(
-                config.storage, directory,
-                sync_always=self.sync_always, sync_interval_s=self.sync_interval_s,
-            )
-        stream = Stream(
-            config, store, self.clock, directory=directory, created_ns=created,
-            account_check=self._store_limit_check(),
-        )
-        self.streams[config.name] = stream
-        self._subscribe_stream(stream)
-        self.sourcing.attach(stream)
-        self.sourcing.stream_created(stream)  # mirrors and sources waiting for this origin
+            store = self._open_store(config, directory)
+        stream = self._register(config, store, directory, created)
         if directory is not None:
             restore_consumers(self, stream)
         adopt_consumers(self.consumer_host, stream, staged.consumers)
