@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
+from jetstream_server.core.gotime import ZERO_TIME, rfc3339_ns
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.api.host import ApiHost
@@ -56,7 +57,6 @@ from jetstream_server.jetstream.stream_config import (
     metadata_size,
     stream_consumer_limits,
 )
-from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
 from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
