@@ -73,6 +73,12 @@ from jetstream_server.core.auth import (
     require_bcrypt,
     require_nkeys,
 )
+from jetstream_server.core.gotime import (
+    NS_PER_SECOND,
+    DurationError,
+    format_duration,
+    parse_duration_ns,
+)
 from jetstream_server.core.jwt import Claims, JwtError, decode
 from jetstream_server.core.jwt_auth import JwtAccount, JwtAuth
 from jetstream_server.core.permissions import (
@@ -353,8 +359,6 @@ _SIZE_UNITS = {
     "TB": 1024**4,
     "TIB": 1024**4,
 }
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_size(value: object, key: str = "size") -> int:
@@ -382,9 +386,11 @@ def parse_duration(value: object, key: str = "duration") -> float:
         text = value.strip()
         if re.fullmatch(r"\d+(\.\d+)?", text):
             return float(text)
-        parts = _DURATION_RE.findall(text)
-        if parts and "".join(n + u for n, u in parts) == text:
-            return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+        if text[:1] not in ("-", "+"):  # Go takes a sign; a config file's durations have none
+            try:
+                return parse_duration_ns(text) / NS_PER_SECOND
+            except DurationError:
+                pass
     raise ConfigError(f"{key}: expected a duration like \"10s\" or \"2m\", got {value!r}")
 
 
@@ -625,15 +631,8 @@ def _lame_duck_grace_period(value: Any, key: str) -> float:
 
 
 def _go_duration(seconds: float) -> str:
-    """A duration as Go prints one (``30s``, ``1m30s``, ``500ms``)."""
-    if 0 < seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    out = f"{hours}h" if hours else ""
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{secs:g}s"
+    """A duration in seconds as Go prints one (``30s``, ``1m30s``, ``500ms``)."""
+    return format_duration(round(seconds * NS_PER_SECOND))
 
 
 def _max_connections(value: Any, key: str) -> int:

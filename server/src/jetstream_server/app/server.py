@@ -43,6 +43,7 @@ from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
+from jetstream_server.core.gotime import NS_PER_SECOND, rfc3339_ns
 from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
 from jetstream_server.jetstream.versioning import SERVER_VERSION
@@ -541,9 +542,8 @@ def _auth_fields(identity: Identity | None) -> dict[str, str]:
 
 
 def _rfc3339(ts: float) -> str:
-    secs = int(ts)
-    nanos = int((ts - secs) * 1e9)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{nanos:09d}Z"
+    """A wall-clock time (seconds) as the monitoring endpoints print it: nine digits."""
+    return rfc3339_ns(int(ts * NS_PER_SECOND), fixed_fraction=True)
 
 
 def _uptime(seconds: float) -> str:
