@@ -36,7 +36,7 @@ from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.loop_watchdog import LoopWatchdog
-from jetstream_server.app.monitoring import MonitorServer
+from jetstream_server.app.monitor_http import MonitorServer
 from jetstream_server.app.services import with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
