@@ -1,11 +1,14 @@
-"""Monitoring HTTP: `/healthz`, `/varz`, `/connz`, `/jsz`, `/accountz` as nats-server serves them.
+"""The monitoring HTTP listener: the paths of a route table, as nats-server serves them.
 
-A tiny HTTP/1.1 server on asyncio streams: GET only, one request per
-connection (``Connection: close``), JSON bodies (a plain-text 400 where
-nats-server answers one, as for an unknown ``/accountz?acc=``). The data
-comes from a `MonitorSource` (the `NatsServer`: `varz()`, `connz()`,
-`jsz()`, `accountz()`); this module
-only serves it and never imports the server.
+A tiny HTTP/1.1 server on asyncio streams: GET (and HEAD) only, one request
+per connection (``Connection: close``). `MonitorServer` looks the path up in
+its route table (path -> handler of the parsed query string -> `Response`);
+a dict body goes out as JSON, a string as plain text (a 400 where
+nats-server answers one, as for an unknown ``/accountz?acc=``), unless the
+response names its content type. ``/`` lists the table; a path not in it is
+a 404. The table comes from `app.monitoring` (`Monitoring.routes`); a new
+page is one more entry (`add_route`). This module only serves: it knows no
+payload and never imports the server.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from jetstream_server.app.listen import bind_socket
@@ -23,24 +28,30 @@ log = logging.getLogger(__name__)
 _MAX_REQUEST = 16 * 1024
 
 
-class MonitorSource(Protocol):
-    """Where the monitoring data comes from."""
+Query = Mapping[str, list[str]]  # a query string as `urllib.parse.parse_qs` gives it
 
-    def varz(self) -> dict[str, Any]: ...
 
-    def connz(self, auth: bool = False) -> dict[str, Any]: ...
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One answer: a dict body is sent as JSON, a string as plain text,
+    unless `content_type` says otherwise."""
 
-    def jsz(self, accounts: bool = False) -> dict[str, Any]: ...
+    status: int
+    body: dict[str, Any] | str
+    content_type: str | None = None
 
-    def accountz(self, account: str = "") -> dict[str, Any] | None:
-        """The account names, or one account's detail; None: no such account."""
-        ...
+
+RouteHandler = Callable[[Query], Response]
 
 
 class MonitorServer:
-    def __init__(self, server: MonitorSource) -> None:
-        self.server = server
+    def __init__(self, routes: Mapping[str, RouteHandler]) -> None:
+        self.routes: dict[str, RouteHandler] = dict(routes)
         self._http: asyncio.Server | None = None
+
+    def add_route(self, path: str, handler: RouteHandler) -> None:
+        """Serve `path` (``/name``, no trailing slash) with `handler`."""
+        self.routes[path] = handler
 
     async def start(self, host: str, port: int) -> int:
         sock = bind_socket(host, 0 if port == -1 else port)
@@ -57,28 +68,14 @@ class MonitorServer:
                 log.debug("monitor listener slow to close")
             self._http = None
 
-    def route(self, path: str, query: str = "") -> tuple[int, dict[str, Any] | str]:
+    def route(self, path: str, query: str = "") -> Response:
         path = path.rstrip("/") or "/"
-        params = parse_qs(query)
-        if path == "/healthz":
-            return 200, {"status": "ok"}
-        if path == "/varz":
-            return 200, self.server.varz()
-        if path == "/connz":
-            auth = params.get("auth", ["false"])[-1].lower() in ("1", "true", "t")
-            return 200, self.server.connz(auth=auth)
-        if path == "/jsz":
-            accounts = params.get("accounts", ["false"])[-1].lower() in ("1", "true", "t")
-            return 200, self.server.jsz(accounts=accounts)
-        if path == "/accountz":
-            name = params.get("acc", [""])[-1]
-            detail = self.server.accountz(name)
-            if detail is None:
-                return 400, f"Account {name} does not exist"
-            return 200, detail
+        handler = self.routes.get(path)
+        if handler is not None:
+            return handler(parse_qs(query))
         if path == "/":
-            return 200, {"endpoints": ["/varz", "/connz", "/healthz", "/jsz", "/accountz"]}
-        return 404, {"error": f"not found: {path}"}
+            return Response(200, {"endpoints": list(self.routes)})
+        return Response(404, {"error": f"not found: {path}"})
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -89,19 +86,20 @@ class MonitorServer:
             return
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         parts = request_line.split()
-        body_type = "application/json"
-        body: dict[str, Any] | str
         if len(parts) != 3 or len(head) > _MAX_REQUEST:
-            status, body = 400, {"error": "bad request"}
+            response = Response(400, {"error": "bad request"})
         elif parts[0] not in ("GET", "HEAD"):
-            status, body = 405, {"error": f"method {parts[0]} not allowed"}
+            response = Response(405, {"error": f"method {parts[0]} not allowed"})
         else:
             url = urlsplit(parts[1])
-            status, body = self.route(url.path, url.query)
+            response = self.route(url.path, url.query)
+        status, body = response.status, response.body
         if isinstance(body, str):
-            payload, body_type = body.encode(), "text/plain; charset=utf-8"
+            payload = body.encode()
+            body_type = response.content_type or "text/plain; charset=utf-8"
         else:
             payload = json.dumps(body, indent=2).encode()
+            body_type = response.content_type or "application/json"
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
         writer.write(
             (
