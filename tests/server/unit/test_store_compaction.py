@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from disk_probe import LagMeter, SlowFsync, until
+from disk_probe import LagMeter, SlowFsync
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.store import compactor as compactor_module
@@ -225,6 +226,28 @@ class StepOffload:
         return True
 
 
+class CountingOffload:
+    """An offload that counts the jobs handed over and the answers back: idle
+    when every job's `done` ran (and started no other job)."""
+
+    def __init__(self, offload: Callable[[Callable[[], Any], Callable[[Any], None]], None]) -> None:
+        self.offload = offload
+        self.submitted = self.answered = 0
+
+    def __call__(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        self.submitted += 1
+
+        def answered(result: Any) -> None:
+            self.answered += 1
+            done(result)
+
+        self.offload(job, answered)
+
+    @property
+    def idle(self) -> bool:
+        return self.answered == self.submitted
+
+
 def test_removals_between_every_step_of_a_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -297,8 +320,9 @@ async def test_close_waits_for_a_rewrite_being_written_and_starts_no_other(
     in, writes a snapshot that matches the files, and leaves the other blocks
     that wanted compacting alone (nothing touches the directory after close)."""
     clock = LoopClock(asyncio.get_running_loop())
+    offload = CountingOffload(clock.run_off_loop)
     directory = tmp_path / "s"
-    store = FileStore(directory, block_size=BLOCK, offload=clock.run_off_loop)
+    store = FileStore(directory, block_size=BLOCK, offload=offload)
     present: dict[int, str] = {}
     for i in range(1, 751):
         present[i] = "keep" if i % 3 == 0 else "drop"
@@ -310,8 +334,8 @@ async def test_close_waits_for_a_rewrite_being_written_and_starts_no_other(
     assert store.compactor.waiting, "only one block wanted compacting"
     store.close()
     monkeypatch.undo()
-    for _ in range(30):  # the disk thread's answers to anything started after close
-        await asyncio.sleep(0.01)
+    # the disk thread's answers to what was in flight (and to anything they start)
+    await until(lambda: offload.idle, 10, "every disk job's answer")
     clock.shutdown()  # every job submitted has run: nothing else may have been
     gone = {seq for seq, subject in present.items() if subject == "drop"}
     present = {seq: s for seq, s in present.items() if s == "keep"}
