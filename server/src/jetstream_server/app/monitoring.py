@@ -24,11 +24,12 @@ from jetstream_server.app.accounts import Account
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitor_http import Query, Response, RouteHandler
-from jetstream_server.config import ServerConfig
+from jetstream_server.config import JetStreamLimits, ServerConfig
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Identity
 from jetstream_server.core.gotime import NS_PER_SECOND, rfc3339_ns
 from jetstream_server.core.router import Service
 from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.engine import JetStream
 
 
 class MonitoredServer(Protocol):
@@ -81,6 +82,12 @@ class MonitoredServer(Protocol):
     def traffic_totals(self) -> tuple[int, int, int, int]:
         """(in_msgs, in_bytes, out_msgs, out_bytes) of every connection so far."""
         ...
+
+
+# nats-server's JetStreamStats: what /varz shows of /jsz
+_JETSTREAM_STATS = (
+    "memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets", "api",
+)
 
 
 def _flag(query: Query, name: str) -> bool:
@@ -159,7 +166,8 @@ class Monitoring:
                     "sync_always": cfg.jetstream.sync_always,
                     **({"domain": cfg.jetstream.domain} if cfg.jetstream.domain else {}),
                 },
-                **({"stats": js} if "disabled" not in js else {}),
+                "limits": _limits(cfg.jetstream.limits),
+                **({"stats": {k: js[k] for k in _JETSTREAM_STATS}} if "disabled" not in js else {}),
             },
             "system": platform.system().lower(),
             **({"system_account": system} if (system := self._system_account()) else {}),
@@ -210,7 +218,9 @@ class Monitoring:
 
     def jsz(self, accounts: bool = False) -> dict[str, Any]:
         """JetStream totals over every account that has it (nats-server's
-        /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
+        /jsz: the engines' usage and counts, the server's id and time, the
+        reservations of streams with `max_bytes`, the configured limits);
+        `accounts`: each account's usage too (``/jsz?accounts=true``)."""
         server = self.server
         parts: list[dict[str, Any]] = []
         services = [svc for acc in server.accounts.values() for svc in acc.services] or server.services
@@ -228,22 +238,34 @@ class Monitoring:
                 "config": {"max_memory": 0, "max_storage": 0},
                 "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
             }
-        if len(parts) == 1 and not accounts:
-            return parts[0]
-        total = dict(parts[0])
-        for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
-            total[key] = sum(int(p.get(key, 0)) for p in parts)
-        total["api"] = {
-            k: sum(int(p.get("api", {}).get(k, 0)) for p in parts) for k in ("total", "errors")
+        stats = dict(parts[0])
+        if len(parts) > 1:
+            for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
+                stats[key] = sum(int(p.get(key, 0)) for p in parts)
+            api = dict(stats.get("api", {}))
+            for key in ("total", "errors"):
+                api[key] = sum(int(p.get("api", {}).get(key, 0)) for p in parts)
+            stats["api"] = api
+        engines = [acc.jetstream for acc in server.accounts.values() if acc.jetstream is not None]
+        reserved = _reserved(engines)
+        out: dict[str, Any] = {
+            "server_id": server.server_id,
+            "now": _rfc3339(time.time()),
+            **stats,
+            "reserved_memory": reserved["memory"],
+            "reserved_storage": reserved["file"],
+            "accounts": len(parts),
+            "ha_assets": 0,
+            "limits": _limits(server.config.jetstream.limits),
+            "total": len(parts),
         }
-        total["accounts"] = len(parts)
         if accounts:
-            total["account_details"] = [
+            out["account_details"] = [
                 _account_detail(acc.name, acc.jetstream)
                 for acc in server.accounts.values()
                 if acc.jetstream is not None
             ]
-        return total
+        return out
 
     def _system_account(self) -> str | None:
         return next((a.name for a in self.server.accounts.values() if a.is_system), None)
@@ -280,6 +302,27 @@ class Monitoring:
             "name_tag": acc.name_tag or acc.name,
         }
         return out
+
+
+def _reserved(engines: Sequence[JetStream]) -> dict[str, int]:
+    """What nats-server reserves: the `max_bytes` of every stream that sets one,
+    by storage ("memory", "file")."""
+    out = {"memory": 0, "file": 0}
+    for engine in engines:
+        for stream in engine.streams.values():
+            if stream.config.max_bytes > 0:
+                out[stream.config.storage] = out.get(stream.config.storage, 0) + stream.config.max_bytes
+    return out
+
+
+def _limits(limits: JetStreamLimits) -> dict[str, int]:
+    """``jetstream { limits { ... } }`` as nats-server's /jsz shows them (only those set)."""
+    shown = {
+        "max_request_batch": limits.max_request_batch,
+        "max_ack_pending": limits.max_ack_pending,
+        "max_duplicate_window": limits.duplicate_window_ns,
+    }
+    return {key: value for key, value in shown.items() if value}
 
 
 def _account_detail(name: str, engine: Any) -> dict[str, Any]:
