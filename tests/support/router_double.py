@@ -4,7 +4,7 @@ Synchronous and deterministic: `publish()` calls every matching internal
 handler at once and appends to every matching client `Inbox`. Re-entrant
 publishes from inside a handler are queued and delivered after the current
 one, so messages reach subscribers in the order they were published (the
-broker's invariant in server/router.py).
+broker's invariant in jetstream_server/core/routing.py).
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Subject validation, wildcard matching and the subscription index (server/subjects.py)."""
+"""Subject validation, wildcard matching and the subscription index (jetstream_server/core/subjects.py)."""
 
 from __future__ import annotations
 

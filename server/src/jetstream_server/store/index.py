@@ -23,7 +23,7 @@ position is plain arithmetic; otherwise a bisect.
 Per subject id: name, message count, first and last sequence (arrays too).
 Subject ids are recycled when a subject's count drops to 0.
 
-Invariants (checked by tests/test_store.py through both backends):
+Invariants (checked by tests/server/unit/test_store.py through both backends):
 - `first_seq` is the lowest present sequence, or `last_seq + 1` when empty.
 - `msgs`/`bytes` equal the number/sum of sizes of present entries.
 - For a live subject, `s_first`/`s_last` are its lowest/highest present sequence.
