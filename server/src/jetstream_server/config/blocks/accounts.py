@@ -17,7 +17,7 @@ from jetstream_server.config.blocks.authorization import (
     permissions_block,
     users_block,
 )
-from jetstream_server.config.errors import ConfigError, with_line
+from jetstream_server.config.errors import ConfigError, at_line
 from jetstream_server.config.model import AccountSettings, AuthSettings, Export, Import
 from jetstream_server.config.values import as_bool, as_str, block_items, parse_duration, parse_size
 from jetstream_server.core.account_limits import AccountLimits
@@ -50,14 +50,12 @@ def accounts_block(
         raise ConfigError(f"{key}: expected a block {{ ... }} or a list of names, got {value!r}")
     for name, body in value.items():
         name = str(name)
-        try:
+        with at_line(lines.get(name)):
             if not isinstance(body, dict):
                 raise ConfigError("Expected map entries for accounts")
             if name == GLOBAL_ACCOUNT:
                 raise ConfigError(f'"{name}" is a Reserved Account')
             account, acc_users, acc_nkeys = _account_entry(name, body, f"{key}.{name}")
-        except ConfigError as exc:
-            raise with_line(lines.get(name), exc) from None
         accounts.append(account)
         users.extend(acc_users)
         nkey_users.extend(acc_nkeys)
@@ -100,7 +98,7 @@ def _exports(value: object, key: str) -> tuple[Export, ...]:
         accounts: tuple[str, ...] | None = None
         response = "singleton"
         for k, v, line in block_items(entry, key):
-            try:
+            with at_line(line):
                 if k in ("stream", "service"):
                     if kind is not None:
                         raise ConfigError(f'Detected {k} "{v}" but already saw a {kind}')
@@ -124,8 +122,6 @@ def _exports(value: object, key: str) -> tuple[Export, ...]:
                     parse_duration(v, k)
                 else:
                     raise ConfigError(f"unknown key {key}.{k}")
-            except ConfigError as exc:
-                raise with_line(line, exc) from None
         if kind is None or subject is None:
             raise ConfigError("Export Items should be a map with type entry")
         if kind == "stream" and response != "singleton":
@@ -143,7 +139,7 @@ def _imports(value: object, key: str) -> tuple[Import, ...]:
             raise ConfigError(f"Import Items should be a map with type entry, got {type(entry).__name__}")
         kind = account = subject = prefix = to = None
         for k, v, line in block_items(entry, key):
-            try:
+            with at_line(line):
                 if k in ("stream", "service"):
                     if kind is not None:
                         raise ConfigError(f"Detected {k} but already saw a {kind}")
@@ -166,8 +162,6 @@ def _imports(value: object, key: str) -> tuple[Import, ...]:
                     as_bool(v, k)
                 else:
                     raise ConfigError(f"unknown key {key}.{k}")
-            except ConfigError as exc:
-                raise with_line(line, exc) from None
         if kind is None or account is None or subject is None:
             raise ConfigError("Import Items should be a map with type entry")
         if prefix is not None and to is not None:
@@ -192,7 +186,7 @@ def _account_entry(
     nkey_users: tuple[NkeyUser, ...] = ()
     defaults: Permissions | None = None
     for k, v, line in block_items(body, key):
-        try:
+        with at_line(line):
             if k == "users":
                 users, nkey_users = users_block(v, f"{key}.{k}")
             elif k == "jetstream":
@@ -209,8 +203,6 @@ def _account_entry(
                     raise ConfigError(f'Not a valid public nkey for an account: "{nkey}"')
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     users = tuple(
         replace(u, account=name, permissions=u.permissions if u.permissions is not None else defaults)
         for u in users
@@ -254,7 +246,7 @@ def _account_jetstream(value: object, key: str) -> AccountLimits | None:
         )
     out: dict[str, Any] = {}
     for k, v, line in block_items(value, key):
-        try:
+        with at_line(line):
             if k in _ACCOUNT_JS_SIZES:
                 try:
                     out[_ACCOUNT_JS_SIZES[k]] = parse_size(v, k)
@@ -269,8 +261,6 @@ def _account_jetstream(value: object, key: str) -> AccountLimits | None:
                     raise ConfigError(f'Expected \'system\' or \'owner\' string value for "{k}", got {v}')
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     return AccountLimits(**out)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jetstream_server.config.errors import ConfigError, with_line
+from jetstream_server.config.errors import ConfigError, at_line
 from jetstream_server.config.model import AuthSettings
 from jetstream_server.config.values import as_int, as_str, block_items, parse_duration
 from jetstream_server.core.auth import (
@@ -43,7 +43,7 @@ def authorization_block(value: object, key: str) -> tuple[AuthSettings, float | 
     defaults: Permissions | None = None
     block_line: int | None = None
     for k, v, line in items:
-        try:
+        with at_line(line):
             if k in ("user", "username"):
                 user = as_str(v, f"{key}.{k}")
             elif k in ("password", "pass"):
@@ -59,8 +59,6 @@ def authorization_block(value: object, key: str) -> tuple[AuthSettings, float | 
                 defaults = permissions_block(v, f"{key}.{k}")
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     if (user is not None or password is not None) and token is not None:
         raise ConfigError("Cannot have a user/pass and token")
     if users is not None:
@@ -79,10 +77,8 @@ def authorization_block(value: object, key: str) -> tuple[AuthSettings, float | 
             u if u.permissions is not None else replace(u, permissions=defaults)
             for u in nkey_users
         )
-    try:
+    with at_line(block_line):
         check_packages(user, password, token, users or (), nkey_users)
-    except ConfigError as exc:
-        raise with_line(block_line, exc) from None
     return (
         AuthSettings(
             user=user, password=password, token=token, users=users or (), nkey_users=nkey_users
@@ -127,7 +123,7 @@ def users_block(value: object, key: str) -> tuple[tuple[User, ...], tuple[NkeyUs
         name = password = nkey = None
         perms: Permissions | None = None
         for k, v, line in block_items(entry, key):
-            try:
+            with at_line(line):
                 if k == "nkey":
                     nkey = as_str(v, f"{key}.{k}")
                 elif k in ("user", "username"):
@@ -138,8 +134,6 @@ def users_block(value: object, key: str) -> tuple[tuple[User, ...], tuple[NkeyUs
                     perms = permissions_block(v, f"{key}.{k}")
                 else:
                     raise ConfigError(f"unknown key {key}.{k}")
-            except ConfigError as exc:
-                raise with_line(line, exc) from None
         if not nkey and not name:
             raise ConfigError("User entry requires a user")
         if nkey:
@@ -165,7 +159,7 @@ def permissions_block(value: object, key: str) -> Permissions:
     publish = subscribe = None
     responses: ResponsePermission | None = None
     for k, v, line in block_items(value, key):
-        try:
+        with at_line(line):
             if k in ("pub", "publish", "import"):
                 publish = _subject_permission(v, allow_queue=False)
             elif k in ("sub", "subscribe", "export"):
@@ -174,8 +168,6 @@ def permissions_block(value: object, key: str) -> Permissions:
                 responses = _responses(v)
             else:
                 raise ConfigError(f'Unknown field "{k}" parsing permissions')
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     return Permissions(publish, subscribe, responses)
 
 
@@ -186,7 +178,7 @@ def _subject_permission(value: object, allow_queue: bool) -> SubjectPermission |
         allow: tuple[str, ...] | None = None
         deny: tuple[str, ...] = ()
         for k, v, line in block_items(value, "permissions"):
-            try:
+            with at_line(line):
                 if k == "allow":
                     allow = _perm_subjects(v, allow_queue) or None
                 elif k == "deny":
@@ -196,8 +188,6 @@ def _subject_permission(value: object, allow_queue: bool) -> SubjectPermission |
                         f'Unknown field name "{k}" parsing subject permissions, '
                         "only 'allow' or 'deny' are permitted"
                     )
-            except ConfigError as exc:
-                raise with_line(line, exc) from None
         return SubjectPermission(allow, deny)
     # the old style: a subject or a list of subjects, all allowed
     return SubjectPermission(_perm_subjects(value, allow_queue) or None)
@@ -238,7 +228,7 @@ def _responses(value: object) -> ResponsePermission | None:
     defaults = ResponsePermission()
     max_msgs, expires_s = defaults.max_msgs, defaults.expires_s
     for k, v, line in block_items(value, "allow_responses"):
-        try:
+        with at_line(line):
             if k in ("max", "max_msgs", "max_messages", "max_responses"):
                 # 0 keeps the default; a negative value means no limit
                 max_msgs = as_int(v, k) or max_msgs
@@ -248,6 +238,4 @@ def _responses(value: object) -> ResponsePermission | None:
                 expires_s = parse_duration(v, k) or expires_s
             else:
                 raise ConfigError(f'Unknown field "{k}" parsing permissions')
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     return ResponsePermission(max_msgs, expires_s)

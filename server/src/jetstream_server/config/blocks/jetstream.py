@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
-from jetstream_server.config.errors import ConfigError, with_line
+from jetstream_server.config.errors import ConfigError, at_line
 from jetstream_server.config.model import JetStreamLimits, JetStreamSettings
 from jetstream_server.config.values import (
     as_bool,
@@ -40,7 +40,7 @@ def jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStre
     items = block_items(value, key)
     out: dict[str, Any] = {"enabled": True}
     for k, v, line in items:
-        try:
+        with at_line(line):
             name = f"{key}.{k}"
             if k in ("store_dir", "store"):
                 out["store_dir"] = as_str(v, name)
@@ -63,8 +63,6 @@ def jetstream_block(value: object, key: str, base: JetStreamSettings) -> JetStre
                 out["enabled"] = as_bool(v, name)
             else:
                 raise ConfigError(f"unknown key {name}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     return replace(base, **out)
 
 
@@ -72,7 +70,7 @@ def _jetstream_limits(value: object, key: str) -> JetStreamLimits:
     out: dict[str, int] = {}
     for k, v, line in block_items(value, key):
         name = f"{key}.{k}"
-        try:
+        with at_line(line):
             if k == "max_ack_pending":
                 out["max_ack_pending"] = as_int(v, name)
             elif k == "max_request_batch":
@@ -83,6 +81,4 @@ def _jetstream_limits(value: object, key: str) -> JetStreamLimits:
                 out["duplicate_window_ns"] = int(parse_duration(v, name) * 1e9)
             else:
                 raise ConfigError(f"unknown key {name}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     return JetStreamLimits(**out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from jetstream_server.config.errors import ConfigError, with_line
+from jetstream_server.config.errors import ConfigError, at_line
 from jetstream_server.config.model import TlsSettings
 from jetstream_server.config.values import as_bool, as_str, block_items, parse_duration
 
@@ -21,7 +21,7 @@ def tls_block(value: object, key: str) -> TlsSettings:
     items = block_items(value, key)
     out: dict[str, Any] = {"enabled": True}
     for k, v, line in items:
-        try:
+        with at_line(line):
             if k in ("cert_file", "key_file", "ca_file"):
                 out[k] = as_str(v, f"{key}.{k}")
             elif k == "verify":
@@ -32,8 +32,6 @@ def tls_block(value: object, key: str) -> TlsSettings:
                 out["handshake_first"], out["handshake_first_fallback_s"] = _handshake_first(v, k)
             else:
                 raise ConfigError(f"unknown key {key}.{k}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     if not out.get("cert_file") or not out.get("key_file"):
         raise ConfigError(f"{key}: cert_file and key_file are required")
     return TlsSettings(**out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from jetstream_server.config.blocks.tls import tls_block
-from jetstream_server.config.errors import ConfigError, with_line
+from jetstream_server.config.errors import ConfigError, at_line
 from jetstream_server.config.model import WebSocketSettings
 from jetstream_server.config.values import (
     as_bool,
@@ -26,7 +26,7 @@ def websocket_block(value: object, key: str) -> WebSocketSettings:
     its rule that a listener without TLS must say `no_tls: true`."""
     out: dict[str, Any] = {}
     for k, v, line in block_items(value, key):
-        try:
+        with at_line(line):
             name = f"{key}.{k}"
             if k == "listen":
                 host, port = split_hostport(v, name)
@@ -48,8 +48,6 @@ def websocket_block(value: object, key: str) -> WebSocketSettings:
                 out["handshake_timeout_s"] = parse_duration(v, name)
             else:
                 raise ConfigError(f"unknown key {name}")
-        except ConfigError as exc:
-            raise with_line(line, exc) from None
     settings = WebSocketSettings(**out)
     if settings.tls is None and not settings.no_tls:
         raise ConfigError("websocket requires TLS configuration")
