@@ -85,7 +85,7 @@ async def run(directory: str, journal: str, seed: int, sync_always: bool) -> Non
             job = store.begin_sync()
             if job is not None:
                 clock.run_off_loop(job, lambda _result: None)
-        op = store._op
+        op = store.compactor.in_flight
         if op is not None and op is not seen_op:
             note(f"C {op.blk.number}")
         elif op is None and seen_op is not None:

@@ -14,7 +14,6 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 
@@ -73,10 +72,3 @@ class LagMeter:
         await self._task
         return self.worst
 
-
-async def until(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    """Wait (bounded) for `check()` to hold, letting the loop run."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)

@@ -4,7 +4,7 @@ Synchronous and deterministic: `publish()` calls every matching internal
 handler at once and appends to every matching client `Inbox`. Re-entrant
 publishes from inside a handler are queued and delivered after the current
 one, so messages reach subscribers in the order they were published (the
-broker's invariant in server/router.py).
+broker's invariant in jetstream_server/core/routing.py).
 
 Usage::
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from jetstream_server.core.headers import Headers, parse_headers
 from jetstream_server.core.router import MessageHandler
-from jetstream_server.jetstream.subject_match import subject_matches
+from jetstream_server.core.subjects import filter_matches
 
 
 @dataclass
@@ -74,7 +74,7 @@ class RouterDouble:
                 self.published.append(Msg(subj, rep, hdr, data))
                 groups_done: set[str] = set()
                 for pattern, handler, queue in list(self._subs.values()):
-                    if not subject_matches(pattern, subj):
+                    if not filter_matches(pattern, subj):
                         continue
                     if queue is not None:
                         if queue in groups_done:
@@ -94,7 +94,7 @@ class RouterDouble:
         self._subs.pop(sub_id, None)
 
     def has_interest(self, subject: str) -> bool:
-        return any(subject_matches(p, subject) for p, _, _ in self._subs.values())
+        return any(filter_matches(p, subject) for p, _, _ in self._subs.values())
 
     @property
     def subscription_count(self) -> int:

@@ -6,6 +6,7 @@ Timing: ack waits of 0.5-1 s, bounded waits only (no sleep loops)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -106,14 +107,26 @@ async def test_nak_immediate_and_with_delay(nc: NATS, js: JetStreamContext) -> N
 
 
 async def test_progress_delays_redelivery(nc: NATS, js: JetStreamContext) -> None:
+    """+WPI restarts the ack wait: a worker reporting progress four times per
+    ack wait keeps its message for 2.5 ack waits; once it stops, it comes back."""
     await seed(js, 1)
-    await create(nc, "P", ack_wait=800 * MS)
+    await create(nc, "P", ack_wait=600 * MS)
     msgs = await pull(nc, "P", 1)
-    await asyncio.sleep(0.5)
-    await nc.request(msgs[0].reply, b"+WPI", timeout=2)
-    # without +WPI it would be redelivered 0.3 s from now
-    assert await pull(nc, "P", 1, expires_ms=500) == []
-    again = await pull(nc, "P", 1, expires_ms=1500)
+    stop = asyncio.Event()
+
+    async def report_progress() -> None:
+        while not stop.is_set():
+            await nc.request(msgs[0].reply, b"+WPI", timeout=2)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.15)
+
+    worker = asyncio.create_task(report_progress())
+    try:
+        assert await pull(nc, "P", 1, expires_ms=1500) == []
+    finally:
+        stop.set()
+        await worker
+    again = await pull(nc, "P", 1, expires_ms=2000)
     assert seqs(again) == [(1, 2)]
 
 

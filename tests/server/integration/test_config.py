@@ -1,4 +1,4 @@
-"""The nats-server config file subset (server/config.py): syntax, values, errors."""
+"""The nats-server config file subset (jetstream_server/config/): syntax, values, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Connection life cycle (server/app/connection.py) on both servers: ping keepalive,
+"""Connection life cycle (jetstream_server/app/connection.py) on both servers: ping keepalive,
 stale connections, slow consumers, auth timeout, outbound batching."""
 
 from __future__ import annotations

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import nats
 import nats.errors
 import pytest
 from nats.aio.client import Client as NATS
+from waits import until
 
 from jetstream_testing.process import ServerProcess
 
@@ -27,6 +29,45 @@ async def api(nc: NATS, subject: str, body: Any = None) -> dict[str, Any]:
     data = b"" if body is None else json.dumps(body).encode()
     msg = await nc.request("$JS.API." + subject, data, timeout=3)
     return json.loads(msg.data)  # type: ignore[no-any-return]
+
+
+def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def nats_server_consumer_state(path: Path) -> dict[str, Any] | None:
+    """What nats-server's consumer state file holds of `state()` (obs/<name>/o.dat,
+    written atomically; store.go encodeConsumerState, version 2): all but
+    num_pending, which it does not store. None while there is no such file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    assert data[1] == 2, f"consumer state version {data[1]}"
+    pos = 2
+    values = []
+    for _ in range(5):  # ack floor (consumer, stream), delivered (consumer, stream), pending
+        value, pos = _uvarint(data, pos)
+        values.append(value)
+    ack_consumer, ack_stream, delivered_consumer, delivered_stream, pending = values
+    if pending:
+        _base, pos = _uvarint(data, pos)  # a zigzag varint: only skipped
+        for _ in range(3 * pending):
+            _value, pos = _uvarint(data, pos)
+    redelivered, pos = _uvarint(data, pos)
+    return {
+        "delivered": (delivered_consumer, delivered_stream),
+        "ack_floor": (ack_consumer, ack_stream),
+        "num_ack_pending": pending,
+        "num_redelivered": redelivered,
+    }
 
 
 def state(info: dict[str, Any]) -> dict[str, Any]:
@@ -69,9 +110,14 @@ async def test_durable_state_survives_restart(server: ServerProcess, server_kind
     await nc.flush()
     await nc.close()
     if how == "kill" and server_kind == "nats-server":
-        # nats-server writes consumer state behind the acks (a flusher); give it the
-        # moment it needs. The bundled server writes it within the loop turn.
-        await asyncio.sleep(1.5)
+        # nats-server writes consumer state behind the acks (a flusher): wait until
+        # its state file says what the API said. The bundled server writes it
+        # within the loop turn.
+        assert server.store_dir is not None
+        state_file = Path(server.store_dir, "jetstream", "$G", "streams", "S", "obs", "D", "o.dat")
+        stored = {k: v for k, v in before.items() if k != "num_pending"}
+        await until(lambda: nats_server_consumer_state(state_file) == stored, 10,
+                    "nats-server to write the consumer state")
     if how == "kill":
         server.kill()
     server.restart()

@@ -15,6 +15,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.errors import MaxPayloadError, NoRespondersError, TimeoutError
 from raw_client import RawClient
+from waits import until
 
 from jetstream_testing.process import ServerProcess
 
@@ -65,8 +66,9 @@ async def test_queue_groups(server: ServerProcess) -> None:
 
             return handler
 
+        subs = []
         for i, c in enumerate(conns):
-            await c.subscribe("work", queue="workers", cb=handler_for(i))
+            subs.append(await c.subscribe("work", queue="workers", cb=handler_for(i)))
             await c.flush()
 
         async def plain(msg) -> None:  # type: ignore[no-untyped-def]
@@ -79,7 +81,11 @@ async def test_queue_groups(server: ServerProcess) -> None:
             await pub.publish("work", str(i).encode())
         await pub.flush()
         await asyncio.wait_for(done.wait(), 5)
-        await asyncio.sleep(0.1)  # would let any duplicate delivery show up
+        # a duplicate delivery would be on a member's connection before its PONG,
+        # and handled once its queue is empty
+        for c in conns:
+            await c.flush()
+        await until(lambda: all(s.pending_msgs == 0 for s in subs), 5, "the members' queues to empty")
         assert sum(got.values()) == 100  # each message to exactly one member
         assert len(got) >= 2  # spread over members
         await conns[0].flush()

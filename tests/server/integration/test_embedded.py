@@ -1,4 +1,4 @@
-"""`EmbeddedServer` (server/embedded.py): a server in a background thread."""
+"""`EmbeddedServer` (jetstream_server/embedded.py): a server in a background thread."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nats
 import pytest
+from raw_client import RawClient
 
 from jetstream_server import EmbeddedServer
 from jetstream_server.config import AuthSettings, ConfigError
@@ -30,8 +31,14 @@ async def test_context_manager_round_trip(tmp_path: Path) -> None:
             sub = await nc.subscribe("emb")
             await nc.publish("emb", b"hi")
             assert (await sub.next_msg(2)).data == b"hi"
-            info = await nc.jetstream().account_info()
-            assert info is not None
+            js = nc.jetstream()
+            info = await js.account_info()
+            assert (info.streams, info.consumers) == (0, 0)
+            await js.add_stream(name="E", subjects=["e.>"])
+            ack = await js.publish("e.1", b"kept")
+            assert (ack.stream, ack.seq) == ("E", 1)
+            assert (await js.get_msg("E", 1)).data == b"kept"
+            assert (tmp_path / "jetstream" / "$G" / "streams" / "E").is_dir()  # the store_dir given
         finally:
             await nc.close()
     assert _port_closed(srv.port)
@@ -58,9 +65,21 @@ def test_http_port_and_options() -> None:
 
 
 async def test_auth_option() -> None:
+    """`auth=AuthSettings(...)` is the server's authorization: its INFO asks for
+    credentials, a wrong token gets nats-server's error, the right one works."""
     with EmbeddedServer(auth=AuthSettings(token="tok")) as srv:
+        raw = RawClient(srv.port)
+        assert raw.info.get("auth_required") is True
+        raw.send(b'CONNECT {"verbose":false,"auth_token":"wrong"}\r\nPING\r\n')
+        assert raw.read_all_until_close() == b"-ERR 'Authorization Violation'\r\n"
+        raw.close()
         nc = await nats.connect(srv.url, token="tok", max_reconnect_attempts=0)
-        await nc.close()
+        try:
+            sub = await nc.subscribe("emb.auth")
+            await nc.publish("emb.auth", b"in")
+            assert (await sub.next_msg(2)).data == b"in"
+        finally:
+            await nc.close()
 
 
 def test_stop_is_idempotent() -> None:

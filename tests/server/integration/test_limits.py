@@ -22,6 +22,7 @@ import pytest
 from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import APIError
 from raw_client import RawClient
+from waits import until_sync
 
 from jetstream_testing.process import ServerProcess
 
@@ -46,9 +47,23 @@ def test_max_connections(config_server: ConfigServer) -> None:
     third = RawClient(srv.port)  # the INFO still comes first
     assert third.read_all_until_close() == b"-ERR 'maximum connections exceeded'\r\n"
     first.close()
-    time.sleep(0.2)
-    again = _connected(srv.port)  # a slot is free again
-    for c in (second, third, again):
+    again: list[RawClient] = []
+
+    def slot_free() -> bool:
+        """A new client gets its PONG (not the -ERR) once the server saw `first` go."""
+        try:
+            c = RawClient(srv.port)
+            c.send(b'CONNECT {"verbose":false}\r\nPING\r\n')
+            if c.readline() == b"PONG":
+                again.append(c)
+                return True
+            c.close()
+        except OSError:
+            pass
+        return False
+
+    until_sync(slot_free, 10, "the closed client's slot to be free again")
+    for c in (second, third, *again):
         c.close()
 
 

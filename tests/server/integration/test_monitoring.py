@@ -47,6 +47,9 @@ async def test_varz_counts(monitored: ServerProcess) -> None:
         assert key in before, key
     assert before["port"] == monitored.port
     assert before["max_payload"] == 1024 * 1024
+    assert {"config", "limits", "stats"} <= set(before["jetstream"])
+    assert set(before["jetstream"]["stats"]) >= {
+        "memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets", "api"}
     nc = await nats.connect(monitored.url, name="varz-test")
     try:
         sub = await nc.subscribe("m.x")
@@ -96,9 +99,56 @@ async def test_connz_lists_clients(monitored: ServerProcess) -> None:
         await nc.close()
 
 
-def test_jsz_answers(monitored: ServerProcess) -> None:
+# the fields nats-server's /jsz always has (JSInfo and its JetStreamStats)
+JSZ_FIELDS = {
+    "server_id", "now", "config", "limits", "memory", "storage", "reserved_memory",
+    "reserved_storage", "accounts", "ha_assets", "api", "streams", "consumers", "messages",
+    "bytes", "total",
+}
+ACCOUNT_DETAIL_FIELDS = {
+    "name", "id", "memory", "storage", "reserved_memory", "reserved_storage", "accounts",
+    "ha_assets", "api",
+}
+
+
+async def test_jsz_reports_jetstream(monitored: ServerProcess, store_dir: Path) -> None:
+    """/jsz: nats-server's fields, with the counts, the usage and the reservations
+    (streams' max_bytes) following the streams, and one account's detail."""
+    empty = _get(monitored, "/jsz")
+    assert JSZ_FIELDS <= set(empty), JSZ_FIELDS - set(empty)
+    assert (empty["streams"], empty["consumers"], empty["messages"]) == (0, 0, 0)
+    nc = await nats.connect(monitored.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="S", subjects=["s.>"], max_bytes=1_000_000)
+        for _ in range(3):
+            await js.publish("s.1", b"abc")
+        await js.add_consumer("S", durable_name="C")
+        stored = (await js.stream_info("S")).state.bytes
+    finally:
+        await nc.close()
     jsz = _get(monitored, "/jsz")
-    assert isinstance(jsz, dict)
+    assert JSZ_FIELDS <= set(jsz), JSZ_FIELDS - set(jsz)
+    assert {k: jsz[k] for k in (
+        "streams", "consumers", "messages", "bytes", "storage", "memory", "reserved_memory",
+        "reserved_storage", "accounts", "ha_assets", "total",
+    )} == {
+        "streams": 1, "consumers": 1, "messages": 3, "bytes": stored, "storage": stored,
+        "memory": 0, "reserved_memory": 0, "reserved_storage": 1_000_000, "accounts": 1,
+        "ha_assets": 0, "total": 1,
+    }
+    assert stored > 0
+    assert jsz["api"]["errors"] == 0
+    assert jsz["api"]["total"] >= empty["api"]["total"] + 3  # stream create, consumer create, info
+    assert jsz["api"]["level"] >= 1
+    assert {"max_memory", "max_storage", "store_dir", "sync_interval"} <= set(jsz["config"])
+    assert jsz["config"]["store_dir"].startswith(str(store_dir))
+    assert isinstance(jsz["limits"], dict)
+    assert jsz["server_id"] == _get(monitored, "/varz")["server_id"]
+    assert jsz["now"].endswith("Z") and jsz["now"] > empty["now"]
+    (detail,) = _get(monitored, "/jsz?accounts=true")["account_details"]
+    assert ACCOUNT_DETAIL_FIELDS <= set(detail), ACCOUNT_DETAIL_FIELDS - set(detail)
+    assert (detail["name"], detail["id"], detail["storage"]) == ("$G", "$G", stored)
 
 
 def test_unknown_path_is_404(monitored: ServerProcess) -> None:

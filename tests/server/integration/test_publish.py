@@ -6,28 +6,19 @@ answers recorded from nats-server 2.15.1.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import time
 from pathlib import Path
 
 import nats
 import pytest
 from js_helpers import api, create, err, info, pub
 from nats.aio.client import Client as NATS
+from waits import until
 
 from jetstream_testing.process import start_server
 
 pytestmark = pytest.mark.asyncio
-
-
-async def wait_for(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def test_pub_ack_shape_and_silent_publish(nc: NATS) -> None:
@@ -117,7 +108,7 @@ async def test_msg_ttl_headers(nc: NATS) -> None:
     async def expired() -> bool:
         return (await info(nc))["state"]["messages"] == 2
 
-    await wait_for(expired, timeout=5)
+    await until(expired, 5, "expired")
     assert (await info(nc))["state"]["first_seq"] == 2
 
 
@@ -128,7 +119,7 @@ async def test_max_age_expiry(nc: NATS) -> None:
     async def empty() -> bool:
         return (await info(nc))["state"]["messages"] == 0
 
-    await wait_for(empty, timeout=5)
+    await until(empty, 5, "empty")
     st = (await info(nc))["state"]
     assert st["first_seq"] == 2 and st["last_seq"] == 1
 
@@ -241,7 +232,7 @@ async def test_subject_delete_markers_and_ttl_never(nc: NATS) -> None:
     async def marked() -> bool:
         return (await info(nc))["state"]["last_seq"] >= 3
 
-    await wait_for(marked, timeout=5)
+    await until(marked, 5, "marked")
     st = (await info(nc, subjects_filter=">"))["state"]
     assert st["subjects"] == {"s.a": 1, "s.keep": 1}
     marker = (await api(nc, "STREAM.MSG.GET.S", {"seq": 3}))["message"]

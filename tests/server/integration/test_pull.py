@@ -129,7 +129,7 @@ async def test_no_wait_with_expires_returns_when_messages_arrive(nc: NATS, js: J
     await create(nc, "N")
     p = Puller(nc)
     task = asyncio.create_task(p.pull("N", {"batch": 10, "expires": 5_000_000_000, "no_wait": True}, timeout=4))
-    await asyncio.sleep(0.2)
+    assert await waiting_requests(nc, "N", 1) == 1  # the request waits in the server
     t0 = time.monotonic()
     await js.publish("s.1", b"late")
     got = await task

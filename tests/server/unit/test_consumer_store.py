@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from router_double import Inbox, RouterDouble
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.config import JetStreamSettings
@@ -269,13 +270,6 @@ async def test_sync_always_ack_waits_for_the_disk_thread_not_the_loop(
     router = RouterDouble()
     engine = JetStream(JetStreamSettings(store_dir=str(tmp_path), sync_always=True), clock)
     engine.start(router)
-
-    async def until(check: Callable[[], bool]) -> None:
-        for _ in range(300):
-            if check():
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError("timed out")
 
     try:
         resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})

@@ -1,7 +1,7 @@
 """Unit tests of the JetStream engine with the in-memory router double and a FakeClock.
 
 No sockets, no server process: API requests and publishes go through
-tests/router_double.py; time moves only with FakeClock.advance.
+tests/support/router_double.py; time moves only with FakeClock.advance.
 """
 
 from __future__ import annotations

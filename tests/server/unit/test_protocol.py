@@ -1,4 +1,4 @@
-"""The sans-IO parser and encoders (server/protocol.py): no sockets, no loop.
+"""The sans-IO parser and encoders (jetstream_server/core/protocol.py): no sockets, no loop.
 
 Every frame is fed whole and one byte at a time; hypothesis states the
 invariants: any bytes parse or raise `ProtocolError` (nothing else), and

@@ -19,7 +19,7 @@ from jetstream_server.store import StoreError, StreamStore, SubjectInfo
 from jetstream_server.store import index as index_module
 from jetstream_server.store.factory import open_store
 from jetstream_server.store.file import FileStore
-from jetstream_server.store.filters import subject_matches
+from jetstream_server.store.filters import filter_selects
 
 BACKENDS = ["memory", "file"]
 T0 = 1_700_000_000_000_000_000
@@ -516,7 +516,7 @@ class Model:
                 return 0 if keep >= len(self.msgs) else self.compact(sorted(self.msgs)[-keep])
             return self.compact(self.last + 1)
         assert subject is not None
-        match = sorted(s for s, m in self.msgs.items() if subject_matches(subject, m[0]))
+        match = sorted(s for s, m in self.msgs.items() if filter_selects(subject, m[0]))
         if keep:
             match = match[: max(0, len(match) - keep)]
         if up_to:
@@ -529,7 +529,7 @@ class Model:
         return sorted(
             s
             for s, m in self.msgs.items()
-            if not filters or any(subject_matches(f, m[0]) for f in filters)
+            if not filters or any(filter_selects(f, m[0]) for f in filters)
         )
 
 

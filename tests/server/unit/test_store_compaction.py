@@ -1,4 +1,4 @@
-"""Block compaction off the event loop (store/compaction.py, FileStore).
+"""Block compaction off the event loop (store/compactor.py, store/compaction.py, FileStore).
 
 A real `FileStore` on a real directory with the server's `LoopClock`: its
 disk thread does the compaction's reads, writes, fsyncs, renames and
@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from disk_probe import LagMeter, SlowFsync, until
+from disk_probe import LagMeter, SlowFsync
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.store import file as file_store
+from jetstream_server.store import compactor as compactor_module
 from jetstream_server.store.file import FileStore
 
 FSYNC_S = 0.4  # each fsync's time, on whichever thread makes it
@@ -87,11 +88,11 @@ async def test_rewrite_runs_on_the_disk_thread_and_keeps_every_message(
         store.purge(subject="drop")
         gone = {seq for seq, subject in present.items() if subject == "drop"}
         present = {seq: s for seq, s in present.items() if s == "keep"}
-        assert store._op is not None, "no compaction started"
+        assert store.compactor.in_flight is not None, "no compaction started"
         # while a rewrite is being written: deletes (some erased) of messages in
         # that very block, and reads of everything
-        await until(lambda: store._op is not None and store._op.writing)
-        op = store._op
+        await until(lambda: store.compactor.in_flight is not None and store.compactor.in_flight.writing)
+        op = store.compactor.in_flight
         assert op is not None
         lo, hi = op.blk.first_seq, store._firsts[store._blocks.index(op.blk) + 1]
         in_block = [seq for seq in present if lo <= seq < hi]
@@ -102,7 +103,7 @@ async def test_rewrite_runs_on_the_disk_thread_and_keeps_every_message(
             gone.add(seq)
         erased = victims[0::2]
         check_contents(store, present, gone)
-        await until(lambda: store._op is None and not store._touched)
+        await until(lambda: store.compactor.in_flight is None and not store.compactor.waiting)
     finally:
         lag = await meter.stop()
         monkeypatch.undo()
@@ -167,7 +168,7 @@ async def test_retire_unlinks_on_the_disk_thread_after_the_fsync(
     meter.start()
     try:
         store.purge(subject="mid")
-        await until(lambda: store._op is None and not store._touched)
+        await until(lambda: store.compactor.in_flight is None and not store.compactor.waiting)
     finally:
         lag = await meter.stop()
         monkeypatch.undo()
@@ -197,7 +198,7 @@ def test_without_a_disk_thread_compaction_is_done_before_the_call_returns(tmp_pa
         store.store("keep" if i % 3 == 0 else "drop", None, payload(i), i)
     before = sum(b.size for b in store._blocks)
     store.purge(subject="drop")
-    assert store._op is None and not store._touched
+    assert store.compactor.in_flight is None and not store.compactor.waiting
     assert sum(b.size for b in store._blocks) < before * 0.6
     for i in range(3, 1201, 3):
         assert store.load(i).data == payload(i)
@@ -225,6 +226,28 @@ class StepOffload:
         return True
 
 
+class CountingOffload:
+    """An offload that counts the jobs handed over and the answers back: idle
+    when every job's `done` ran (and started no other job)."""
+
+    def __init__(self, offload: Callable[[Callable[[], Any], Callable[[Any], None]], None]) -> None:
+        self.offload = offload
+        self.submitted = self.answered = 0
+
+    def __call__(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        self.submitted += 1
+
+        def answered(result: Any) -> None:
+            self.answered += 1
+            done(result)
+
+        self.offload(job, answered)
+
+    @property
+    def idle(self) -> bool:
+        return self.answered == self.submitted
+
+
 def test_removals_between_every_step_of_a_compaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,7 +258,7 @@ def test_removals_between_every_step_of_a_compaction(
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
     rnd = random.Random(seed)
-    monkeypatch.setattr(file_store, "PLAN_BATCH", 10)
+    monkeypatch.setattr(compactor_module, "PLAN_BATCH", 10)
     offload = StepOffload()
     directory = tmp_path / "s"
     store = FileStore(directory, block_size=64 * 1024, offload=offload)
@@ -251,7 +274,7 @@ def test_removals_between_every_step_of_a_compaction(
     steps = turns = 0
     while offload.step():
         steps += 1
-        op = store._op
+        op = store.compactor.in_flight
         if op is None:
             continue
         turns += 0 < op.planned < len(op.records)
@@ -267,7 +290,7 @@ def test_removals_between_every_step_of_a_compaction(
         if erase:
             erased.append(victim)
         check_contents(store, present, gone)
-    assert store._op is None and turns > 0, (store._op, turns)
+    assert store.compactor.in_flight is None and turns > 0, (store.compactor.in_flight, turns)
     check_contents(store, present, gone)
     # the blocks holding those tombstones finished and emptied: compacted in
     # turn, they keep exactly the tombstones still hiding a record
@@ -297,8 +320,9 @@ async def test_close_waits_for_a_rewrite_being_written_and_starts_no_other(
     in, writes a snapshot that matches the files, and leaves the other blocks
     that wanted compacting alone (nothing touches the directory after close)."""
     clock = LoopClock(asyncio.get_running_loop())
+    offload = CountingOffload(clock.run_off_loop)
     directory = tmp_path / "s"
-    store = FileStore(directory, block_size=BLOCK, offload=clock.run_off_loop)
+    store = FileStore(directory, block_size=BLOCK, offload=offload)
     present: dict[int, str] = {}
     for i in range(1, 751):
         present[i] = "keep" if i % 3 == 0 else "drop"
@@ -306,12 +330,12 @@ async def test_close_waits_for_a_rewrite_being_written_and_starts_no_other(
     store.sync()
     monkeypatch.setattr(os, "fsync", SlowFsync(0.2))
     store.purge(subject="drop")
-    await until(lambda: store._op is not None and store._op.writing)
-    assert store._touched, "only one block wanted compacting"
+    await until(lambda: store.compactor.in_flight is not None and store.compactor.in_flight.writing)
+    assert store.compactor.waiting, "only one block wanted compacting"
     store.close()
     monkeypatch.undo()
-    for _ in range(30):  # the disk thread's answers to anything started after close
-        await asyncio.sleep(0.01)
+    # the disk thread's answers to what was in flight (and to anything they start)
+    await until(lambda: offload.idle, 10, "every disk job's answer")
     clock.shutdown()  # every job submitted has run: nothing else may have been
     gone = {seq for seq, subject in present.items() if subject == "drop"}
     present = {seq: s for seq, s in present.items() if s == "keep"}

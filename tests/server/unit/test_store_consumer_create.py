@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from disk_probe import LagMeter, SlowFsync, until
+from disk_probe import LagMeter, SlowFsync
 from router_double import RouterDouble
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.config import JetStreamSettings

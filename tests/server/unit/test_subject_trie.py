@@ -1,5 +1,5 @@
 """SubjectTrie (store/subject_trie.py): the wildcard look-up of a stream's subjects
-answers as `subject_matches`, and a new wildcard per publish
+answers as `filter_matches`, and a new wildcard per publish
 (`Nats-Expected-Last-Subject-Sequence-Subject`) costs no scan of every subject."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jetstream_server.core.clock import FakeClock
-from jetstream_server.core.subjects import subject_matches
+from jetstream_server.core.subjects import filter_matches
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
 from jetstream_server.store.memory import MemoryStore
@@ -24,7 +24,7 @@ pattern = st.lists(st.sampled_from(["a", "b", "*"]), min_size=1, max_size=4).map
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(literal, max_size=12, unique=True), st.data(), pattern)
-def test_match_equals_subject_matches(subjects: list[str], data: st.DataObject, filt: str) -> None:
+def test_match_equals_filter_matches(subjects: list[str], data: st.DataObject, filt: str) -> None:
     trie = SubjectTrie()
     for sid, subject in enumerate(subjects):
         trie.add(subject, sid)
@@ -32,7 +32,7 @@ def test_match_equals_subject_matches(subjects: list[str], data: st.DataObject, 
     for sid in gone:
         trie.remove(subjects[sid])
     live = {sid for sid in range(len(subjects)) if sid not in gone}
-    assert trie.match(filt) == {sid for sid in live if subject_matches(filt, subjects[sid])}
+    assert trie.match(filt) == {sid for sid in live if filter_matches(filt, subjects[sid])}
     for sid in live:
         trie.remove(subjects[sid])
     assert trie.match(">") == set() and not trie._root.children  # pruned back to nothing

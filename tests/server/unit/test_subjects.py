@@ -1,4 +1,4 @@
-"""Subject validation, wildcard matching and the subscription index (server/subjects.py)."""
+"""Subject validation, wildcard matching and the subscription index (jetstream_server/core/subjects.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from jetstream_server.core.subjects import (
     SubjectIndex,
+    filter_matches,
     filters_overlap,
     is_subset_filter,
     is_valid_publish_subject,
     is_valid_subject,
-    subject_matches,
 )
 
 VALIDITY = [
@@ -74,7 +74,7 @@ MATCHES = [
 
 @pytest.mark.parametrize(("filter_subject", "subject", "expected"), MATCHES)
 def test_matching(filter_subject: str, subject: str, expected: bool) -> None:
-    assert subject_matches(filter_subject, subject) is expected
+    assert filter_matches(filter_subject, subject) is expected
     index: SubjectIndex[str] = SubjectIndex()
     index.insert(filter_subject, "sub")
     assert bool(index.match(subject)) is expected
@@ -192,7 +192,7 @@ literals = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=5).ma
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(filters, min_size=1, max_size=15), st.lists(literals, min_size=1, max_size=20), st.randoms())
-def test_index_agrees_with_subject_matches(fs: list[str], subjects: list[str], rnd: random.Random) -> None:
+def test_index_agrees_with_filter_matches(fs: list[str], subjects: list[str], rnd: random.Random) -> None:
     index: SubjectIndex[int] = SubjectIndex()
     live: dict[int, str] = {}
     for i, f in enumerate(fs):
@@ -203,5 +203,5 @@ def test_index_agrees_with_subject_matches(fs: list[str], subjects: list[str], r
     for i in rnd.sample(sorted(live), k=len(live) // 2):
         index.remove(live.pop(i), i)
     for s in subjects:
-        expected = sorted(i for i, f in live.items() if subject_matches(f, s))
+        expected = sorted(i for i, f in live.items() if filter_matches(f, s))
         assert sorted(index.match(s).plain) == expected

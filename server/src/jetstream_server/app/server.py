@@ -3,7 +3,8 @@
 The broker (routing) and the per-client sessions are sans-IO
 (`jetstream_server.core`); this module wires them to sockets: it accepts
 connections (`ClientConnection`), owns the write batcher and the clock, and
-serves the monitoring data.
+starts the monitoring listener (`app.monitor_http`) on the routes of
+`app.monitoring`, which builds the payloads from this server's state.
 
 `NatsServer.start()` (on a running loop) starts the services on the broker,
 then the listener, then the monitoring HTTP server, and logs the same lines
@@ -22,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import platform
 import secrets
 import ssl
 import time
@@ -36,12 +35,13 @@ from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.loop_watchdog import LoopWatchdog
-from jetstream_server.app.monitoring import MonitorServer
+from jetstream_server.app.monitor_http import MonitorServer
+from jetstream_server.app.monitoring import Monitoring
 from jetstream_server.app.services import with_store_defaults
 from jetstream_server.app.tls import make_server_context
 from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
-from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
+from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
@@ -147,7 +147,7 @@ class NatsServer:
                     started.append(service)
                 account.updated = time.time()
             if cfg.http_port is not None:
-                self._monitor = MonitorServer(self)
+                self._monitor = MonitorServer(Monitoring(self).routes())
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
                 log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
             sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
@@ -281,31 +281,32 @@ class NatsServer:
     def slow_consumer_detected(self, conn: ClientConnection) -> None:
         self.slow_consumers += 1
 
-    def _totals(self) -> list[int]:
-        totals = list(self._closed_totals)
+    def traffic_totals(self) -> tuple[int, int, int, int]:
+        """(in_msgs, in_bytes, out_msgs, out_bytes) of every connection so far."""
+        in_msgs, in_bytes, out_msgs, out_bytes = self._closed_totals
         for conn in self.connections.values():
             session = conn.session
-            totals[0] += session.in_msgs
-            totals[1] += session.in_bytes
-            totals[2] += session.out_msgs
-            totals[3] += session.out_bytes
-        return totals
+            in_msgs += session.in_msgs
+            in_bytes += session.in_bytes
+            out_msgs += session.out_msgs
+            out_bytes += session.out_bytes
+        return in_msgs, in_bytes, out_msgs, out_bytes
 
     @property
     def in_msgs(self) -> int:
-        return self._totals()[0]
+        return self.traffic_totals()[0]
 
     @property
     def in_bytes(self) -> int:
-        return self._totals()[1]
+        return self.traffic_totals()[1]
 
     @property
     def out_msgs(self) -> int:
-        return self._totals()[2]
+        return self.traffic_totals()[2]
 
     @property
     def out_bytes(self) -> int:
-        return self._totals()[3]
+        return self.traffic_totals()[3]
 
     def info_for(self, conn: ClientConnection | None) -> dict[str, Any]:
         cfg = self.config
@@ -339,241 +340,3 @@ class NatsServer:
             info["client_id"] = conn.cid
             info["client_ip"] = conn.ip
         return info
-
-    # -- monitoring data -------------------------------------------------------------
-    def varz(self) -> dict[str, Any]:
-        cfg = self.config
-        now = time.time()
-        info = self.info_for(None)
-        js = self.jsz()
-        totals = self._totals()
-        varz: dict[str, Any] = {
-            **info,
-            "now": _rfc3339(now),
-            "start": _rfc3339(self.start_time),
-            "uptime": _uptime(now - self.start_time),
-            "mem": _rss_bytes(),
-            "cores": os.cpu_count() or 1,
-            "cpu": _cpu_percent(now - self.start_time),
-            "connections": len(self.connections),
-            "total_connections": self.total_connections,
-            "routes": 0,
-            "remotes": 0,
-            "leafnodes": 0,
-            "in_msgs": totals[0],
-            "out_msgs": totals[2],
-            "in_bytes": totals[1],
-            "out_bytes": totals[3],
-            "slow_consumers": self.slow_consumers,
-            "event_loop": self.watchdog.varz(),  # bundled server only: its loop's lag
-            "subscriptions": sum(b.num_subscriptions for b in self.account_brokers.values())
-            or self.broker.num_subscriptions,
-            "http_host": self.http_host,
-            "http_port": self.http_port or 0,
-            "max_connections": cfg.max_connections,
-            **({"max_subscriptions": cfg.max_subscriptions} if cfg.max_subscriptions else {}),
-            "max_control_line": cfg.max_control_line,
-            "max_pending": cfg.max_pending,
-            "ping_interval": int(cfg.ping_interval_s * 1e9),
-            "ping_max": cfg.max_pings_out,
-            "write_deadline": int(cfg.write_deadline_s * 1e9),
-            "auth_timeout": cfg.auth_timeout_s,
-            "tls_timeout": 2,
-            "jetstream": {} if not cfg.jetstream.enabled else {
-                "config": {
-                    "max_memory": cfg.jetstream.max_memory_store,
-                    "max_storage": cfg.jetstream.max_file_store,
-                    "store_dir": cfg.jetstream.store_dir or "",
-                    "sync_interval": int(cfg.jetstream.sync_interval_s * 1e9),
-                    "sync_always": cfg.jetstream.sync_always,
-                    **({"domain": cfg.jetstream.domain} if cfg.jetstream.domain else {}),
-                },
-                **({"stats": js} if "disabled" not in js else {}),
-            },
-            "system": platform.system().lower(),
-            **({"system_account": system} if (system := self._system_account()) else {}),
-        }
-        return varz
-
-    def connz(self, auth: bool = False) -> dict[str, Any]:
-        """`auth`: show each connection's ``authorized_user`` (and a
-        non-global ``account``), as nats-server's ``/connz?auth=1``."""
-        now = time.time()
-        conns = []
-        for conn in sorted(self.connections.values(), key=lambda c: c.cid):
-            session = conn.session
-            conns.append(
-                {
-                    "cid": conn.cid,
-                    "kind": "Client",
-                    "type": "websocket" if conn.websocket else "nats",
-                    "ip": conn.ip,
-                    "port": conn.port,
-                    "start": _rfc3339(conn.start),
-                    "last_activity": _rfc3339(conn.last_activity),
-                    "uptime": _uptime(now - conn.start),
-                    "idle": _uptime(now - conn.last_activity),
-                    "pending_bytes": conn.pending_bytes,
-                    "in_msgs": session.in_msgs,
-                    "out_msgs": session.out_msgs,
-                    "in_bytes": session.in_bytes,
-                    "out_bytes": session.out_bytes,
-                    "subscriptions": len(session.subs),
-                    "name": session.name,
-                    "lang": session.lang,
-                    "version": session.version,
-                    **(_auth_fields(session.identity) if auth else {}),
-                    **({"tls_version": "1.3"} if self.tls_context is not None else {}),
-                }
-            )
-        return {
-            "server_id": self.server_id,
-            "now": _rfc3339(now),
-            "num_connections": len(conns),
-            "total": len(conns),
-            "offset": 0,
-            "limit": 1024,
-            "connections": conns,
-        }
-
-    def jsz(self, accounts: bool = False) -> dict[str, Any]:
-        """JetStream totals over every account that has it (nats-server's
-        /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
-        parts: list[dict[str, Any]] = []
-        services = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
-        for service in services:
-            jsz = getattr(service, "jsz", None)
-            if callable(jsz):
-                result = jsz()
-                parts.append(dict(result) if isinstance(result, dict) else {"data": result})
-        if not parts:
-            # nats-server's /jsz without JetStream
-            return {
-                "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
-                "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
-                "server_id": self.server_id, "now": _rfc3339(time.time()), "disabled": True,
-                "config": {"max_memory": 0, "max_storage": 0},
-                "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
-            }
-        if len(parts) == 1 and not accounts:
-            return parts[0]
-        total = dict(parts[0])
-        for key in ("memory", "storage", "streams", "consumers", "messages", "bytes"):
-            total[key] = sum(int(p.get(key, 0)) for p in parts)
-        total["api"] = {
-            k: sum(int(p.get("api", {}).get(k, 0)) for p in parts) for k in ("total", "errors")
-        }
-        total["accounts"] = len(parts)
-        if accounts:
-            total["account_details"] = [
-                _account_detail(acc.name, acc.jetstream)
-                for acc in self.accounts.values()
-                if acc.jetstream is not None
-            ]
-        return total
-
-    def _system_account(self) -> str | None:
-        return next((a.name for a in self.accounts.values() if a.is_system), None)
-
-    def accountz(self, account: str = "") -> dict[str, Any] | None:
-        """nats-server's /accountz: the account names, or one account's detail
-        (None when there is no such account)."""
-        system = self._system_account()
-        out: dict[str, Any] = {"server_id": self.server_id, "now": _rfc3339(time.time())}
-        if system is not None:
-            out["system_account"] = system
-        if not account:
-            out["accounts"] = list(self.accounts)
-            return out
-        acc = self.accounts.get(account)
-        if acc is None:
-            return None
-        clients = sum(
-            1
-            for conn in self.connections.values()
-            if conn.session.identity is not None and conn.session.identity.account == account
-        )
-        out["account_detail"] = {
-            "account_name": acc.name,
-            "update_time": _rfc3339(acc.updated or self.start_time),
-            **({"is_system": True} if acc.is_system else {}),
-            "expired": False,
-            "complete": True,
-            "jetstream_enabled": acc.jetstream is not None,
-            "leafnode_connections": 0,
-            "client_connections": clients,
-            "subscriptions": acc.broker.num_subscriptions,
-            "name_tag": acc.name_tag or acc.name,
-        }
-        return out
-
-
-def _account_detail(name: str, engine: Any) -> dict[str, Any]:
-    """One account of ``/jsz?accounts=true``. nats-server reports the account's
-    limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
-    64-bit integer it prints); so does this."""
-    limits = engine.account_limits
-    return {
-        "name": name,
-        "id": name,
-        "memory": engine.usage("memory"),
-        "storage": engine.usage("file"),
-        "reserved_memory": limits.max_memory % 2**64,
-        "reserved_storage": limits.max_storage % 2**64,
-        "accounts": 0,
-        "ha_assets": 0,
-        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
-    }
-
-
-def _auth_fields(identity: Identity | None) -> dict[str, str]:
-    """nats-server's /connz?auth=1 fields: the user, the account unless it
-    is the global one, and the account's name tag."""
-    out: dict[str, str] = {}
-    if identity is None:
-        return out
-    if identity.user:
-        out["authorized_user"] = identity.user
-    if identity.account != GLOBAL_ACCOUNT:
-        out["account"] = identity.account
-    out["name_tag"] = identity.name_tag or identity.account
-    return out
-
-
-def _rfc3339(ts: float) -> str:
-    secs = int(ts)
-    nanos = int((ts - secs) * 1e9)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{nanos:09d}Z"
-
-
-def _uptime(seconds: float) -> str:
-    """Go-ish compact duration as nats-server's /varz uptime ("1h2m3s", "4s")."""
-    total = int(seconds)
-    days, rem = divmod(total, 86400)
-    hours, rem = divmod(rem, 3600)
-    minutes, secs = divmod(rem, 60)
-    out = ""
-    if days:
-        out += f"{days}d"
-    if days or hours:
-        out += f"{hours}h"
-    if days or hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{secs}s"
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
-            pages = int(fh.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
-
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
-def _cpu_percent(elapsed: float) -> float:
-    times = os.times()
-    used = times.user + times.system
-    return round(100.0 * used / elapsed, 2) if elapsed > 0 else 0.0

@@ -8,7 +8,8 @@
   no responders);
 - `subjects`, `headers`: subject validation and index, NATS header blocks;
 - `router`: the seam between the broker and the services built on it;
-- `clock`: injected time (`FakeClock` for tests).
+- `clock`: injected time (`FakeClock` for tests);
+- `gotime`: Go's durations and RFC 3339 times, as nats-server reads and writes them.
 
 Nothing here imports asyncio or touches a socket (an import contract checks
 it); the asyncio layer (`jetstream_server.app`) feeds bytes and timer events

@@ -80,7 +80,7 @@ def is_valid_queue_name(queue: str) -> bool:
     return bool(queue) and not any(ch in _WHITESPACE for ch in queue)
 
 
-def subject_matches(filter_subject: str, subject: str) -> bool:
+def filter_matches(filter_subject: str, subject: str) -> bool:
     """Does the literal `subject` match `filter_subject` (which may hold wildcards)?"""
     if filter_subject == subject:
         return True
@@ -293,7 +293,7 @@ class SubjectIndex(Generic[T]):
         if PWC not in filter_subject and FWC not in filter_subject:
             self._cache.pop(filter_subject, None)
             return
-        stale = [s for s in self._cache if subject_matches(filter_subject, s)]
+        stale = [s for s in self._cache if filter_matches(filter_subject, s)]
         for s in stale:
             del self._cache[s]
 

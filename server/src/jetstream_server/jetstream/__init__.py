@@ -10,5 +10,7 @@ test in tests/packaging checks it):
 - consumer/ and stream.py: consumers and streams, which never import each other
 - seams.py: what streams and consumers ask of each other
 - stream_config.py, persistence.py: stream configuration and metadata on disk
-- errors.py (nats-server's error table, typed), subject_match.py, timefmt.py
+- errors.py (nats-server's error table, typed), subject_match.py
+
+Times and durations as Go writes them are jetstream_server.core.gotime's.
 """

@@ -33,7 +33,7 @@ import json
 import os
 from typing import Any, Final, Protocol
 
-from jetstream_server.jetstream.timefmt import rfc3339_ns
+from jetstream_server.core.gotime import rfc3339_ns
 
 PREFIX: Final = "$JS.EVENT.ADVISORY."
 API_AUDIT: Final = PREFIX + "API"

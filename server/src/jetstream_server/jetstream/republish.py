@@ -14,9 +14,9 @@ Pure: `Republisher.target(subject)` says where (None: not republished) and
 
 from __future__ import annotations
 
+from jetstream_server.core.gotime import rfc3339_ns
 from jetstream_server.core.subjects import is_valid_publish_subject
 from jetstream_server.jetstream.sourcing_config import RepublishConfig
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.jetstream.transform import SubjectTransform, TransformError
 
 _STATUS_LINE = b"NATS/1.0\r\n"

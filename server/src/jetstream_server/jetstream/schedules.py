@@ -25,13 +25,13 @@ due times on the injected clock and `fire` builds the produced message.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Final
 
 from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.gotime import DurationError, parse_duration_ns, parse_rfc3339_ns
 from jetstream_server.core.headers import Headers, encode_headers
 from jetstream_server.jetstream import cron
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -47,39 +47,22 @@ SCHEDULER: Final = "Nats-Scheduler"
 NEXT: Final = "Nats-Schedule-Next"
 PURGE: Final = "purge"
 NS: Final = 1_000_000_000
-_GO_DURATION: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS: Final = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS,
-                 "h": 3600 * NS}
-_RFC3339: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 
 def _go_duration_ns(text: str) -> int | None:
-    """Go's time.ParseDuration (no sign needed here), None when it does not parse."""
-    text = text.removeprefix("+")
-    if not text:
+    """Go's time.ParseDuration, None when it does not parse."""
+    try:
+        return parse_duration_ns(text)
+    except DurationError:
         return None
-    pos, total = 0, 0.0
-    for match in _GO_DURATION.finditer(text):
-        if match.start() != pos:
-            return None
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    return int(total) if pos == len(text) else None
 
 
 def _rfc3339_ns(text: str) -> int | None:
     """Go's time.Parse(time.RFC3339, text) as nanoseconds since the epoch."""
-    match = _RFC3339.fullmatch(text)
-    if match is None:
-        return None
-    fraction = (match.group(1) or ".")[1:]
-    whole = text[:19] + ("+00:00" if match.group(2) == "Z" else match.group(2))
     try:
-        when = datetime.fromisoformat(whole)
+        return parse_rfc3339_ns(text)
     except ValueError:
         return None
-    return int(when.timestamp()) * NS + int((fraction + "000000000")[:9])
 
 
 def _round_s(ns: int) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from jetstream_server.core.gotime import parse_rfc3339_ns
 from jetstream_server.core.subjects import (
     filters_overlap,
     is_subset_filter,
@@ -26,7 +27,6 @@ from jetstream_server.core.subjects import (
     is_valid_subject,
 )
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.timefmt import parse_rfc3339_ns
 from jetstream_server.jetstream.transform import (
     ERR_BAD_SUBJECT,
     SubjectTransform,

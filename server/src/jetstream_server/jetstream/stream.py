@@ -45,12 +45,12 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.gotime import DurationError, format_duration, parse_duration_ns
 from jetstream_server.core.headers import HeaderError, Headers, get_header, parse_headers
 from jetstream_server.jetstream import counters, schedules
 from jetstream_server.jetstream.dedup import DedupTable
@@ -82,9 +82,6 @@ _JS_HEADER_MARK = b"Nats-"
 _ONLY_MSG_ID_MARK = b"\r\nNats-Msg-Id:"
 _NO_STATUS_LINE = b"NATS/1.0\r\n"
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS}
-
 
 def parse_ttl_ns(value: str) -> int:
     """A `Nats-TTL` value in ns: Go duration ("1s", "1m30s"), bare seconds, or
@@ -96,14 +93,10 @@ def parse_ttl_ns(value: str) -> int:
     if text.isdigit():
         ttl = int(text) * NS
     else:
-        pos, total = 0, 0.0
-        for m in _DURATION_RE.finditer(text):
-            if m.start() != pos:
-                break
-            total += float(m.group(1)) * _UNIT_NS[m.group(2)]
-            pos = m.end()
-        if pos == len(text) and text:
-            ttl = int(total)
+        try:
+            ttl = parse_duration_ns(text)
+        except DurationError:
+            ttl = None
     if ttl is None or ttl < NS:
         raise ApiError(Err.MESSAGE_TTL_INVALID)
     return ttl
@@ -833,7 +826,7 @@ class Stream:
             return
         headers = (
             b"NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n"
-            % go_duration_s(ttl_s).encode()
+            % format_duration(ttl_s * NS).encode()
         )
         for subject, was_marker in emptied.items():
             if was_marker or self.store.subject_info(subject) is not None:
@@ -992,17 +985,6 @@ class Stream:
 
 def _is_marker(headers: bytes | None) -> bool:
     return bool(headers) and b"Nats-Marker-Reason" in headers  # type: ignore[operator]
-
-
-def go_duration_s(seconds: int) -> str:
-    """Whole seconds the way Go prints a time.Duration ("2s", "15m0s", "1h0m0s")."""
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
 
 
 def _seq_value(raw: str) -> int:

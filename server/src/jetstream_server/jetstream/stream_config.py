@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_collision
+from jetstream_server.core.gotime import format_duration
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing_config import (
     RepublishConfig,
@@ -74,26 +75,6 @@ def stream_consumer_limits(config: Any) -> tuple[int, int]:
         values.append(value if isinstance(value, int) and not isinstance(value, bool) else 0)
     return values[0], values[1]
 
-
-def go_duration(ns: int) -> str:
-    """A duration as Go's time.Duration prints it (``1m0s``, ``1.5s``, ``200ms``)."""
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < NS_PER_S:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if ns >= size:
-                return sign + f"{ns / size:.9f}".rstrip("0").rstrip(".") + unit
-    hours, rest = divmod(ns, 3600 * NS_PER_S)
-    minutes, rest = divmod(rest, 60 * NS_PER_S)
-    seconds = f"{rest / NS_PER_S:.9f}".rstrip("0").rstrip(".")
-    out = sign
-    if hours:
-        out += f"{hours}h"
-    if hours or minutes:
-        out += f"{minutes}m"
-    return out + f"{seconds}s"
 
 RETENTIONS = ("limits", "interest", "workqueue")
 STORAGES = ("file", "memory")
@@ -351,7 +332,7 @@ class StreamConfig:
             return replace(self, duplicate_window=cap)
         if self.duplicate_window > cap:
             raise invalid(
-                f"duplicates window can not be larger then server limit of {go_duration(cap)}"
+                f"duplicates window can not be larger then server limit of {format_duration(cap)}"
             )
         return self
 

@@ -25,7 +25,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from jetstream_server.core.subjects import is_valid_publish_subject, subject_matches
+from jetstream_server.core.subjects import filter_matches, is_valid_publish_subject
 
 FWC = ">"
 PWC = "*"
@@ -259,7 +259,7 @@ class SubjectTransform:
             return subject
         if not is_valid_publish_subject(subject):
             return None
-        if self.src != FWC and not subject_matches(self.src, subject):
+        if self.src != FWC and not filter_matches(self.src, subject):
             return None
         return self.transform(subject)
 

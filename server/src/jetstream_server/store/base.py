@@ -2,7 +2,7 @@
 
 One contract, two backends (`memory.MemoryStore`, `file.FileStore`). Stream and
 consumer code never knows which backend it has. Every backend passes the same
-contract test suite (tests/test_store.py, parametrized over both).
+contract test suite (tests/server/unit/test_store.py, parametrized over both).
 
 Semantics (modelled on nats-server's `StreamStore`):
 - Sequences start at 1 and only grow. `store()` assigns `last_seq + 1`.

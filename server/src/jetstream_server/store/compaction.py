@@ -1,7 +1,8 @@
 """Block compaction's disk work, as jobs for the server's disk thread.
 
-The file store (`file.FileStore`) compacts a block in four steps, one at a
-time per store, so the event loop never waits for block I/O:
+The file store's compactor (`compactor.BlockCompactor`) compacts a block in
+four steps, one block at a time per store, so the event loop never waits for
+block I/O; this module holds the disk work and the state of one compaction:
 
 1. `read_records` (disk thread): read the block through a duplicated
    descriptor and list its records `(kind, seq, ts, pos, rec_len)`;

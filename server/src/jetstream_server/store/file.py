@@ -33,9 +33,10 @@ once the block that held its message was rewritten after it (every tombstone
 carries an operation stamp, every block header the stamp of its last write)
 or retired (the index marks such sequences `NO_RECORD`).
 
-Compaction (rewrite or retire) does its block I/O through `offload` (the
-server's disk thread; inline without one), one block at a time, in the steps
-of `compaction`: read and scan off the loop, choose the records on the loop,
+Compaction (rewrite or retire) is `compactor.BlockCompactor`'s, which asks the
+store through a narrow `CompactionHost` seam. It does its block I/O through
+`offload` (the server's disk thread; inline without one), one block at a time,
+in the steps of `compaction`: read and scan off the loop, choose the records on the loop,
 write + fsync + rename (or fsync + unlink) off the loop, swap the offsets in
 on the loop. Meanwhile reads of the block use the reader opened before it
 started (the old file, even after the rename); a delete lands as usual (its
@@ -79,24 +80,17 @@ import os
 import shutil
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.store import codec
 from jetstream_server.store.base import FILE_OVERHEAD, RecoveryReport, StoredMessage, StoreError
 from jetstream_server.store.blocks import Block, block_files, block_path
 from jetstream_server.store.cache import CHUNK_SIZE, SHARED
-from jetstream_server.store.compaction import (
-    Compaction,
-    Offload,
-    Written,
-    read_records,
-    run_inline,
-    unlink_block,
-    unlink_blocks,
-    write_block,
-)
+from jetstream_server.store.compaction import Offload, run_inline, unlink_blocks
+from jetstream_server.store.compactor import BlockCompactor
 from jetstream_server.store.durable_io import fsync_dir
 from jetstream_server.store.index import DELETED, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
@@ -114,8 +108,6 @@ LOCK_FILE = "LOCK"
 SNAPSHOT_VERSION = 2  # 2: sizes are nats-server's fileStoreMsgSize
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
-REWRITE_MIN_BYTES = 64 * 1024
-PLAN_BATCH = 4096  # records a compaction looks at per loop turn
 NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
 _HEAD = codec.RECORD_HEAD_SIZE
 
@@ -162,15 +154,13 @@ class FileStore(IndexedStore):
         self._open_fds = 0
         self._unsynced_fds: list[int] = []  # finished blocks awaiting their fsync
         self._erase_fds: dict[int, int] = {}  # block number -> descriptor, erased in place
-        self._touched: set[Block] = set()
-        self._rewrite_min = min(REWRITE_MIN_BYTES, block_size // 4)
         self._recovery = RecoveryReport()
         self._timer: TimerHandle | None = None
         self._torn: int | None = None  # offset of a failed append still in the current block
         # block compaction: its disk work goes to `offload` (the server's disk
-        # thread), one block at a time (`_op`; see `compaction`)
+        # thread), one block at a time (see `compactor`)
         self._offload: Offload = run_inline  # `offload` once open
-        self._op: Compaction | None = None
+        self.compactor = BlockCompactor(self, block_size)
         _make_dirs(self._msgs_dir)
         self._lock_fd = self._lock()
         try:
@@ -296,7 +286,7 @@ class FileStore(IndexedStore):
         path = block_path(self._msgs_dir, number)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         try:
-            stamp = self._next_stamp()
+            stamp = self.next_stamp()
             self._write_all(fd, codec.encode_block_header(first_seq, stamp))
         except BaseException:
             os.close(fd)
@@ -397,7 +387,7 @@ class FileStore(IndexedStore):
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
         sizes, pos_of = index.sizes, index.pos_of
-        stamp = self._next_stamp()
+        stamp = self.next_stamp()
         if len(seqs) == 1:
             recs = codec.encode_delete(seqs[0], stamp)
         else:
@@ -406,7 +396,7 @@ class FileStore(IndexedStore):
         for seq in seqs:
             blk = self._block_for(seq)
             blk.live_bytes -= sizes[pos_of(seq)]
-            self._touched.add(blk)
+            self.compactor.touch(blk)
         if erase:
             for seq in seqs:
                 try:
@@ -420,12 +410,8 @@ class FileStore(IndexedStore):
         pos = index.pos_of(seq)
         blk = self._block_for(seq)
         subject = index.names[index.sids[pos]].encode()
-        op = self._op
-        if op is not None and op.blk is blk:
-            # the block is being compacted: its file may be replaced any moment;
-            # the overwrite is done on whichever file holds the record afterwards
-            op.erased.append((seq, subject))
-            return
+        if self.compactor.defer_erase(blk, seq, subject):
+            return  # done on whichever file holds the record once the compaction ends
         self._erase_at(blk, self._offsets[pos], seq, subject)
 
     def _erase_at(self, blk: Block, offset: int, seq: int, subject: bytes) -> None:
@@ -480,30 +466,15 @@ class FileStore(IndexedStore):
             i += 1
 
     def _removed(self) -> None:
+        self.release_dead_blocks()
+        self.compactor.start_next()
+
+    def release_dead_blocks(self) -> None:
+        """Unlink the front blocks whose every sequence is below first_seq."""
         if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
             self._drop_dead_blocks()
-        self._compact_touched()
 
-    def _compact_touched(self) -> None:
-        """Start compacting the oldest touched block that needs it; the others
-        wait until that one is done (one compaction in flight per store)."""
-        if self._op is not None or self._closed:
-            return
-        touched = self._touched
-        current = self._blocks[-1]
-        while touched:
-            blk = min(touched, key=lambda b: b.number)
-            touched.discard(blk)
-            if blk is current or blk not in self._blocks:
-                continue
-            if blk.live_bytes <= 0 or (
-                blk.size >= self._rewrite_min and blk.live_bytes * 2 < blk.size
-            ):
-                self._start_compaction(blk)
-                if self._op is not None:
-                    return
-
-    def _next_stamp(self) -> int:
+    def next_stamp(self) -> int:
         stamp = self._stamp
         self._stamp += 1
         return stamp
@@ -537,229 +508,87 @@ class FileStore(IndexedStore):
                 offsets[pos] = NO_RECORD
             pos += 1
 
-    # -- compaction (off the loop: see `compaction`) ----------------------------
-    def _start_compaction(self, blk: Block) -> None:
-        """Step 1: the block's records are read on the disk thread. Its reader
-        is opened now and kept (`_open_reader` never closes it) until the swap,
+    # -- what the compactor asks (see `compactor.CompactionHost`) -----------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def sync_always(self) -> bool:
+        return self._sync_always
+
+    def offload(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        self._offload(job, done)
+
+    def current_block(self) -> Block:
+        return self._blocks[-1]
+
+    def holds_block(self, blk: Block) -> bool:
+        return blk in self._blocks
+
+    def dup_reader(self, blk: Block) -> int:
+        """A duplicate of `blk`'s reader: opened now if needed and kept
+        (`_open_reader` never closes a block being compacted) until the swap,
         so reads go on seeing the old file even after the rename."""
-        try:
-            if blk.rfd < 0:
-                self._open_reader(blk)
-            fd = os.dup(blk.rfd)
-        except OSError:
-            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
-            return
-        op = self._op = Compaction(blk)
-        self._offload(
-            functools.partial(read_records, fd, blk.size),
-            functools.partial(self._compaction_read, op),
-        )
+        if blk.rfd < 0:
+            self._open_reader(blk)
+        return os.dup(blk.rfd)
 
-    def _compaction_read(self, op: Compaction, result: object) -> None:
-        """Step 2 (on the loop): choose what still matters, in bounded turns,
-        then hand the write over."""
-        if op.cancelled or self._closed:
-            return
-        blk = op.blk
-        try:
-            if isinstance(result, BaseException):
-                raise result
-            assert isinstance(result, tuple)
-            raw, records = result
-            if isinstance(records, str):
-                log.warning("store %s: leaving %s as is: %s", self._dir, blk.path.name, records)
-                self._compaction_done(op)
-                return
-            op.raw = raw
-            op.records = records
-            op.size = codec.BLOCK_HEADER_SIZE
-            # stamped before any choice: a delete from now on is stamped after the
-            # new file, so its tombstone keeps hiding a record the file got a copy of
-            op.stamp = self._next_stamp()
-        except Exception:  # compaction is an optimization: the removals are durable
-            log.exception("store %s: compacting %s failed", self._dir, blk.path.name)
-            self._compaction_done(op)
-            return
-        self._plan_turn(op, None)
+    def keeps_record(self, kind: int, seq: int, ts: int, blk: Block) -> bool:
+        if kind == codec.KIND_MSG:
+            return self._index.present(seq)
+        if kind == codec.KIND_DELETE:
+            return self._needed_delete(seq, ts, blk)
+        return kind == codec.KIND_FLOOR and seq > self._firsts[0]
 
-    def _plan_turn(self, op: Compaction, _result: object) -> None:
-        """One turn of step 2: `PLAN_BATCH` records; the next turn comes back
-        through the disk thread (so other work on the loop goes in between)."""
-        if op.cancelled or self._closed:
-            return
-        try:
-            if not self._plan(op):
-                self._offload(_nothing, functools.partial(self._plan_turn, op))
-                return
-            op.records = []
-            if op.retire:
-                self._retire(op)
-            else:
-                self._rewrite(op)
-        except Exception:  # compaction is an optimization: the removals are durable
-            log.exception("store %s: compacting %s failed", self._dir, op.blk.path.name)
-            self._compaction_done(op)
+    def append_records(self, data: bytes, last_len: int) -> SyncJob:
+        self._append(data, last_len)
+        # its own fsync of the current block (a duplicate descriptor): the
+        # store's unsynced state stays as it is
+        return SyncJob([os.dup(self._wfd)], None)
 
-    def _plan(self, op: Compaction) -> bool:
-        """Choose among the next `PLAN_BATCH` records: which stay, the moved
-        messages' new offsets. True once every record was looked at. A choice
-        holds across turns: a message never comes back once gone, tombstones'
-        fates change only with another compaction (not while this one runs),
-        and the first block only moves up."""
-        index, blk = self._index, op.blk
-        present = index.present
-        first = self._firsts[0]
-        spans, moves = op.spans, op.moves
-        size = op.size
-        start = op.planned
-        end = min(start + PLAN_BATCH, len(op.records))
-        for kind, seq, ts, pos, rec_len in op.records[start:end]:
-            if kind == codec.KIND_MSG and present(seq):
-                moves.append((seq, size))
-            elif not (
-                (kind == codec.KIND_DELETE and self._needed_delete(seq, ts, blk))
-                or (kind == codec.KIND_FLOOR and seq > first)
-            ):
-                continue
-            spans.append((pos, rec_len))
-            size += rec_len
-        op.size = size
-        op.planned = end
-        if end < len(op.records):
-            return False
-        op.retire = not moves
-        return True
+    def directory_changed(self) -> None:
+        self._dir_dirty = True
 
-    def _retire(self, op: Compaction) -> None:
-        """Step 3 for a block with no present message: the records in it that
-        still matter (tombstones hiding records in earlier blocks, FLOOR
-        records) are appended to the current block, then fsynced, then the file
-        goes (disk thread)."""
-        raw = op.raw
-        parts = [raw[pos : pos + length] for pos, length in op.spans]
-        op.raw = b""
-        sync = None
-        if parts:
-            self._append(b"".join(parts), len(parts[-1]))
-            # its own fsync of the current block (a duplicate descriptor): the
-            # store's unsynced state stays as it is, so a group commit waiting
-            # on it still makes its own fsync (and acks after that one)
-            sync = SyncJob([os.dup(self._wfd)], None)
-        op.writing = True
-        self._offload(
-            functools.partial(op.track, unlink_block, sync, op.blk.path, self._sync_always),
-            functools.partial(self._compaction_written, op),
-        )
-
-    def _rewrite(self, op: Compaction) -> None:
-        """Step 3 for a mostly-dead block: a new file with only what still
-        matters (present messages, tombstones that may hide records in earlier
-        blocks, FLOOR records), written and renamed in on the disk thread."""
-        header = codec.encode_block_header(op.blk.first_seq, op.stamp)
-        raw, op.raw = op.raw, b""
-        op.writing = True
-        self._offload(
-            functools.partial(op.track, write_block, op.blk.path, header, raw, op.spans),
-            functools.partial(self._compaction_written, op),
-        )
-
-    def _compaction_written(self, op: Compaction, result: object) -> None:
-        """Step 4 (on the loop, or from `close`): swap the new file in."""
-        if op.cancelled:
-            return
-        op.cancelled = True  # done: a second call (close, then the loop) does nothing
-        blk = op.blk
-        try:
-            if not isinstance(result, Written):
-                log.error(
-                    "store %s: compacting %s failed: %s", self._dir, blk.path.name, result
-                )
-                self._compaction_done(op)
-                return
-            if result.dir_error is not None:
-                log.error(
-                    "store %s: fsync of %s after compacting %s failed: %s",
-                    self._dir, self._msgs_dir, blk.path.name, result.dir_error,
-                )
-            if not self._sync_always or result.dir_error is not None:
-                self._dir_dirty = True
-            if op.retire:
-                self._swap_retired(op)
-            else:
-                self._swap_rewritten(op)
-        except Exception:
-            log.exception("store %s: finishing the compaction of %s failed", self._dir, blk.path.name)
-        self._compaction_done(op)
-
-    def _swap_retired(self, op: Compaction) -> None:
-        blk = op.blk
+    def swap_retired(self, blk: Block) -> None:
         self._forget_records(blk)
         i = self._blocks.index(blk)
         del self._blocks[i]
         del self._firsts[i]
         self._close_block(blk)
         self._index.maybe_compact()
-        log.debug("store %s: retired %s", self._dir, blk.path.name)
 
-    def _swap_rewritten(self, op: Compaction) -> None:
-        blk = op.blk
+    def swap_rewritten(
+        self,
+        blk: Block,
+        stamp: int,
+        size: int,
+        moves: Sequence[tuple[int, int]],
+        erased: Sequence[tuple[int, bytes]],
+    ) -> None:
         self._close_block(blk)  # its reader still saw the replaced file
-        blk.stamp = op.stamp
+        blk.stamp = stamp
         offsets, pos_of = self._offsets, self._index.pos_of
         moved: set[int] = set()
-        for seq, offset in op.moves:
+        for seq, offset in moves:
             pos = pos_of(seq)
             if pos >= 0:
                 # also for messages deleted meanwhile: their records are in the new file
                 offsets[pos] = offset
                 moved.add(seq)
         self._forget_records(blk, keep=moved)
-        log.debug(
-            "store %s: rewrote %s: %d -> %d bytes", self._dir, blk.path.name, blk.size, op.size
-        )
-        blk.size = op.size
-        erased, op.erased = op.erased, []
-        for seq, subject in erased:
-            if seq in moved:
-                try:
-                    self._erase_at(blk, offsets[pos_of(seq)], seq, subject)
-                except OSError:  # the tombstone is written: the message is gone either way
-                    log.exception("store %s: could not overwrite message %d", self._dir, seq)
+        blk.size = size
+        self.redo_erases(blk, erased)
         self._index.maybe_compact()
 
-    def _compaction_done(self, op: Compaction) -> None:
-        """The compaction ended (done or abandoned): erases that waited for it
-        are done on the file that holds their records, the next one starts."""
-        op.cancelled = True
-        if self._op is op:
-            self._op = None
-        if self._closed:
-            return
-        for seq, subject in op.erased:  # abandoned: the old file is in place
+    def redo_erases(self, blk: Block, erased: Sequence[tuple[int, bytes]]) -> None:
+        for seq, subject in erased:
             pos = self._index.pos_of(seq)
             if pos >= 0 and self._offsets[pos] != NO_RECORD:
                 try:
-                    self._erase_at(op.blk, self._offsets[pos], seq, subject)
-                except OSError:
+                    self._erase_at(blk, self._offsets[pos], seq, subject)
+                except OSError:  # the tombstone is written: the message is gone either way
                     log.exception("store %s: could not overwrite message %d", self._dir, seq)
-        op.erased = []
-        if len(self._blocks) > 1 and self._firsts[1] <= self._index.first_seq:
-            self._drop_dead_blocks()
-        self._compact_touched()
-
-    def _settle(self) -> None:
-        """Closing: a compaction whose write is on the disk thread is waited
-        for and swapped in here; one not that far is dropped."""
-        self._touched.clear()  # a closing store starts no compaction
-        op = self._op
-        if op is None:
-            return
-        op.erased = []  # a closing store writes no more
-        if op.writing:
-            op.finished.wait()
-            self._compaction_written(op, op.result)
-        op.cancelled = True
-        self._op = None
 
     def _block_range(self, blk: Block) -> tuple[int, int]:
         """Positions in the index of the sequences this block may hold."""
@@ -785,10 +614,9 @@ class FileStore(IndexedStore):
         """Unlink front blocks whose every sequence is below first_seq (never the
         current one, nor one being compacted: that waits until it is done)."""
         first = self._index.first_seq
-        op = self._op
         paths: list[Path] = []
         while len(self._blocks) > 1 and self._firsts[1] <= first:
-            if op is not None and self._blocks[0] is op.blk:
+            if self.compactor.compacting(self._blocks[0]):
                 break
             blk = self._blocks.pop(0)
             self._firsts.pop(0)
@@ -843,9 +671,8 @@ class FileStore(IndexedStore):
 
     def _open_reader(self, blk: Block) -> None:
         if self._open_fds >= MAX_READ_FDS:
-            op = self._op
             for other in self._blocks:  # close the oldest open reader
-                if other.rfd >= 0 and (op is None or other is not op.blk):
+                if other.rfd >= 0 and not self.compactor.compacting(other):
                     os.close(other.rfd)
                     other.rfd = -1
                     self._open_fds -= 1
@@ -1031,7 +858,7 @@ class FileStore(IndexedStore):
         if self._closed:
             return
         try:
-            self._settle()
+            self.compactor.settle()
             self.sync()
             self._snapshot()
         finally:
@@ -1039,14 +866,10 @@ class FileStore(IndexedStore):
             self._release_fds()
 
     def destroy(self) -> None:
-        self._settle()
+        self.compactor.settle()
         self._closed = True
         self._release_fds()
         shutil.rmtree(self._dir, ignore_errors=True)
-
-
-def _nothing() -> None:
-    """A disk-thread job that only brings its callback back to the loop."""
 
 
 class SyncJob:

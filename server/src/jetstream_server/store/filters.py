@@ -2,17 +2,17 @@
 
 A filter token that is exactly ``*`` matches one token; a final token that is
 exactly ``>`` matches one or more tokens; any other token (including ``a*``)
-is literal. ``None``, ``""`` and ``">"`` match every subject. The token rules
-themselves are jetstream_server.core.subjects' (one implementation of NATS subject rules);
-this module adds what the stores need: "match everything" and normalisation.
+is literal. ``None``, ``""`` and ``">"`` select every subject (`filter_selects`).
+The token rules themselves are jetstream_server.core.subjects' (`filter_matches`,
+one implementation of NATS subject rules); this module adds what the stores
+need: "select everything" and normalisation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from jetstream_server.core.subjects import has_wildcard
-from jetstream_server.core.subjects import subject_matches as _subject_matches
+from jetstream_server.core.subjects import filter_matches, has_wildcard
 
 FWC = ">"
 
@@ -27,9 +27,13 @@ def is_literal(filter_subject: str) -> bool:
     return not has_wildcard(filter_subject)
 
 
-def subject_matches(filter_subject: str, subject: str) -> bool:
-    """Does the literal `subject` match `filter_subject` (None/""/">" match all)?"""
-    return matches_all(filter_subject) or _subject_matches(filter_subject, subject)
+def filter_selects(filter_subject: str | None, subject: str) -> bool:
+    """Does the store filter `filter_subject` select the literal `subject`?
+    None, "" and ">" select every subject; any other filter matches as a NATS
+    filter (`core.subjects.filter_matches`)."""
+    if filter_subject is None or matches_all(filter_subject):
+        return True
+    return filter_matches(filter_subject, subject)
 
 
 def normalize(filters: Sequence[str] | str | None) -> tuple[str, ...] | None:

@@ -23,7 +23,7 @@ position is plain arithmetic; otherwise a bisect.
 Per subject id: name, message count, first and last sequence (arrays too).
 Subject ids are recycled when a subject's count drops to 0.
 
-Invariants (checked by tests/test_store.py through both backends):
+Invariants (checked by tests/server/unit/test_store.py through both backends):
 - `first_seq` is the lowest present sequence, or `last_seq + 1` when empty.
 - `msgs`/`bytes` equal the number/sum of sizes of present entries.
 - For a live subject, `s_first`/`s_last` are its lowest/highest present sequence.
@@ -47,7 +47,7 @@ from itertools import compress
 from typing import Any
 
 from jetstream_server.store.base import StoreError, StoreState, SubjectInfo
-from jetstream_server.store.filters import is_literal, normalize, subject_matches
+from jetstream_server.store.filters import filter_selects, is_literal, normalize
 from jetstream_server.store.subject_trie import SubjectTrie
 
 DELETED = 0xFFFFFFFF
@@ -116,7 +116,7 @@ class MessageIndex:
         if self._trie is not None:
             self._trie.add(subject, sid)
         for key, members in self._fcache.items():
-            if any(subject_matches(f, subject) for f in key):
+            if any(filter_selects(f, subject) for f in key):
                 members.add(sid)
         return sid
 

@@ -8,7 +8,7 @@ the filter can match: a literal token follows one child, ``*`` every child
 of that level, ``>`` the whole subtree below.
 
 Invariant: `match(f)` returns exactly the ids of the subjects `s` held with
-`subject_matches(f, s)` (core/subjects.py); `remove` prunes empty branches, so
+`filter_matches(f, s)` (core/subjects.py); `remove` prunes empty branches, so
 the trie's size follows the live subjects.
 """
 

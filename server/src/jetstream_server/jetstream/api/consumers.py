@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
+from jetstream_server.core.gotime import ZERO_TIME, format_duration, rfc3339_ns
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.api.host import ApiHost
@@ -52,11 +53,9 @@ from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import (
     MAX_DESCRIPTION_LEN,
     MAX_METADATA_LEN,
-    go_duration,
     metadata_size,
     stream_consumer_limits,
 )
-from jetstream_server.jetstream.timefmt import ZERO_TIME, rfc3339_ns
 from jetstream_server.jetstream.versioning import with_dynamic
 
 logger = logging.getLogger(__name__)
@@ -252,7 +251,7 @@ def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> Con
     if 0 < stream_max_ack < config.max_ack_pending:
         raise ApiError(Err.CONSUMER_MAX_PENDING_ACK_EXCESS, limit=stream_max_ack)
     if 0 < stream_inactive < config.inactive_threshold_ns:
-        raise ApiError(Err.CONSUMER_INACTIVE_THRESHOLD_EXCESS, limit=go_duration(stream_inactive))
+        raise ApiError(Err.CONSUMER_INACTIVE_THRESHOLD_EXCESS, limit=format_duration(stream_inactive))
     return config
 
 

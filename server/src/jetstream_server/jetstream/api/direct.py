@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jetstream_server.core.gotime import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.stream import Stream
-from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.store.base import StoredMessage
 
 MULTI_LAST_LIMIT = 1024  # nats-server's maxAllowedResponses: above it, 413 Too Many Results

@@ -8,9 +8,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from jetstream_server.core.gotime import rfc3339_ns
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.subject_match import subjects_overlap
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.store.base import StoredMessage
 
 STREAM_NAMES_LIMIT = 1024

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_nested
+from jetstream_server.core.gotime import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
 from jetstream_server.jetstream.subject_match import is_valid_subject
-from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_KEY, without_dynamic
 
 DEFAULT_ACK_WAIT_NS: Final = 30_000_000_000

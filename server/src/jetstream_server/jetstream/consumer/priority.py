@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from jetstream_server.core.clock import Clock, TimerHandle
+from jetstream_server.core.gotime import rfc3339_ns
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.consumer.config import ConsumerConfig
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 
 NS: Final = 1_000_000_000
 PIN_HEADER: Final = "Nats-Pin-Id"

@@ -23,9 +23,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from jetstream_server.core.gotime import rfc3339_ns
 from jetstream_server.jetstream.consumer.store import ConsumerState
 from jetstream_server.jetstream.stream import Stream
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
 from jetstream_server.store.s2frame import FrameEncoder
 

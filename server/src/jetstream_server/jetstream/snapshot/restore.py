@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from jetstream_server.core.clock import TimerHandle
+from jetstream_server.core.gotime import parse_rfc3339_ns
 from jetstream_server.jetstream.consumer.config import ConsumerConfig
 from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
@@ -54,7 +55,6 @@ from jetstream_server.jetstream.snapshot.content import (
 )
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
-from jetstream_server.jetstream.timefmt import parse_rfc3339_ns
 from jetstream_server.store.base import StoreError, StreamStore
 from jetstream_server.store.natsarc import ArchiveError, ArchiveReader, Entry
 from jetstream_server.store.s2frame import FrameDecoder, S2Error

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from jetstream_server.core.subjects import subject_matches
+from jetstream_server.core.subjects import filter_matches
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.sourcing.headers import (
     source_header,
@@ -168,7 +168,7 @@ class Feed:
         """True while this feed still has to copy `seq` (interest retention of the origin)."""
         if self.next_seq and seq < self.next_seq:
             return False
-        return not self.filters or any(subject_matches(f, subject) for f in self.filters)
+        return not self.filters or any(filter_matches(f, subject) for f in self.filters)
 
     def _copy(self, msg: StoredMessage, ingest: Ingest) -> bool:
         subject = first_match(self.transforms, msg.subject) if self.transforms else msg.subject

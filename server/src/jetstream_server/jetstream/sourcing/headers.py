@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 
+from jetstream_server.core.gotime import rfc3339_ns
 from jetstream_server.core.headers import VERSION_LINE, get_header
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 
 STREAM_SOURCE = "Nats-Stream-Source"
 _DROPPED_PREFIXES = (b"nats-expected-", b"nats-batch-")

@@ -1,4 +1,5 @@
-"""`python -m jetstream_server` / `jetstream-server`: flags, random port, log lines, config
+"""The server's command line, `python -m jetstream_server` / `jetstream-server` (not the
+`jetstream` CLI, tested in tests/cli): flags, random port, log lines, config
 files, errors and clean shutdown on signals. Real child processes."""
 
 from __future__ import annotations
