@@ -583,7 +583,7 @@ class Stream:
                 consumer.on_stored(msg)
             except Exception:  # a broken consumer must not lose the stream's other consumers
                 logger.exception("stream %s: consumer %s failed on message %d",
-                                 self.name, getattr(consumer, "name", "?"), msg.seq)
+                                 self.name, consumer.name, msg.seq)
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
         if self.on_appended is not None:
@@ -914,7 +914,7 @@ class Stream:
                 consumer.on_purged(first_seq, removed)
             except Exception:  # one consumer's bug must not stop the others hearing it
                 logger.exception("stream %s: consumer %s failed on purge",
-                                 self.name, getattr(consumer, "name", "?"))
+                                 self.name, consumer.name)
 
     def stop(self) -> None:
         """Server shutdown: stop consumers and timers, save the dedup table, close the store."""

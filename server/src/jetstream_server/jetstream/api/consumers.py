@@ -335,16 +335,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | No
     # answered once what it wrote is durable; the fsyncs run on the disk thread
     _SAVING.setdefault(consumer, [])
     done = functools.partial(_after_fsyncs, host, req, stream, consumer, created, info)
-    run_off_loop = getattr(host.clock, "run_off_loop", None)
-    if run_off_loop is None:
-        try:
-            job()
-        except OSError as exc:
-            done(exc)
-            return None
-        done(None)
-        return None
-    run_off_loop(job, done)
+    host.clock.run_off_loop(job, done)
     return None
 
 
