@@ -106,7 +106,7 @@ class AtomicBatches:
         limit = cfg.max_msg_size
         if limit >= 0 and (len(headers) > limit or len(payload) > limit - len(headers)):
             raise ApiError(Err.STREAM_MESSAGE_EXCEEDS_MAXIMUM)
-        if not cfg.flag("allow_atomic"):
+        if not cfg.allow_atomic:
             raise ApiError(Err.ATOMIC_PUBLISH_DISABLED)
         batch_id = hdr.get(BATCH_ID) or ""
         if len(batch_id.encode()) > MAX_BATCH_ID_LEN:

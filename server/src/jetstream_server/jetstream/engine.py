@@ -554,9 +554,9 @@ class JetStream:
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
             )
         subjects_changed = config.subjects != stream.config.subjects
-        if not config.flag("allow_atomic"):
+        if not config.allow_atomic:
             self.batches.drop_stream(stream.name)
-        if not config.flag("allow_batched"):
+        if not config.allow_batched:
             self.fast_batches.drop_stream(stream.name)
         stream.update_config(config)
         if subjects_changed:

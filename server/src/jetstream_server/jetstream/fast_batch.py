@@ -205,7 +205,7 @@ class FastBatches:
         size = len(headers or b"")
         if limit >= 0 and (size > limit or len(payload) > limit - size):
             return refuse(Err.STREAM_MESSAGE_EXCEEDS_MAXIMUM)
-        if not cfg.flag("allow_batched"):
+        if not cfg.allow_batched:
             return refuse(Err.BATCH_PUBLISH_DISABLED)
         if not isinstance(op, FastOp):
             return refuse(Err.BATCH_PUBLISH_INVALID_PATTERN)

@@ -286,7 +286,7 @@ class Stream:
         self._republisher = (
             Republisher(self.name, cfg.republish) if cfg.republish is not None else None
         )
-        self.counter = cfg.flag("allow_msg_counter")  # counters.py
+        self.counter = cfg.allow_msg_counter  # counters.py
 
     def accept(
         self, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced | None = None
@@ -478,7 +478,7 @@ class Stream:
         if b"Nats-Schedule" in headers:
             try:
                 checked = schedules.check_publish(
-                    hdr, subject, cfg.subjects, cfg.flag("allow_msg_schedules"),
+                    hdr, subject, cfg.subjects, cfg.allow_msg_schedules,
                     cfg.allow_msg_ttl, now, self._last_headers,
                 )
             except ApiError as exc:
@@ -726,7 +726,7 @@ class Stream:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
                     elif ttl < 0:
                         self._ttl_never.add(msg.seq)
-        if self.config.flag("allow_msg_schedules"):
+        if self.config.allow_msg_schedules:
             self._rebuild_schedules(state.first_seq, state.last_seq, now)
         if self.config.max_age > 0:
             self._expire_by_age()
