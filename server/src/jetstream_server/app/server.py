@@ -43,8 +43,9 @@ from jetstream_server.app.write_batch import WriteBatcher
 from jetstream_server.config import ConfigError, ServerConfig, WebSocketSettings
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Authenticator, Identity
 from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import Service, ShutdownNotice
+from jetstream_server.core.router import JszReporter, Service, ShutdownNotice
 from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.versioning import SERVER_VERSION
 
 log = logging.getLogger(__name__)
@@ -439,13 +440,8 @@ class NatsServer:
     def jsz(self, accounts: bool = False) -> dict[str, Any]:
         """JetStream totals over every account that has it (nats-server's
         /jsz); `accounts`: each account's usage too (``/jsz?accounts=true``)."""
-        parts: list[dict[str, Any]] = []
         services = [svc for acc in self.accounts.values() for svc in acc.services] or self.services
-        for service in services:
-            jsz = getattr(service, "jsz", None)
-            if callable(jsz):
-                result = jsz()
-                parts.append(dict(result) if isinstance(result, dict) else {"data": result})
+        parts = [service.jsz() for service in services if isinstance(service, JszReporter)]
         if not parts:
             # nats-server's /jsz without JetStream
             return {
@@ -508,21 +504,21 @@ class NatsServer:
         return out
 
 
-def _account_detail(name: str, engine: Any) -> dict[str, Any]:
+def _account_detail(name: str, engine: JetStream) -> dict[str, Any]:
     """One account of ``/jsz?accounts=true``. nats-server reports the account's
     limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
     64-bit integer it prints); so does this."""
-    limits = engine.account_limits
+    limits = engine.store_limits.account
     return {
         "name": name,
         "id": name,
-        "memory": engine.usage("memory"),
-        "storage": engine.usage("file"),
+        "memory": engine.store_limits.usage("memory"),
+        "storage": engine.store_limits.usage("file"),
         "reserved_memory": limits.max_memory % 2**64,
         "reserved_storage": limits.max_storage % 2**64,
         "accounts": 0,
         "ha_assets": 0,
-        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+        "api": {"level": 0, "total": engine.api_stats.total, "errors": engine.api_stats.errors},
     }
 
 

@@ -25,6 +25,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 
+# `Clock.run_off_loop` as a value: (job, done) -> None
+Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
+
+
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 

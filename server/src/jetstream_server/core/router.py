@@ -24,7 +24,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # (subject, reply, headers, payload)
 MessageHandler = Callable[[str, "str | None", "bytes | None", bytes], None]
@@ -88,6 +88,14 @@ class Service(Protocol):
     def start(self, router: Router) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class JszReporter(Protocol):
+    """A service with a part of the monitoring summary ``/jsz`` (JetStream's
+    engines: one part per account, summed by the server)."""
+
+    def jsz(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

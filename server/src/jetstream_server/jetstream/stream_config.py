@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, TypeVar, get_args
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_collision
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.settings import ServerLimits
 from jetstream_server.jetstream.sourcing_config import (
     RepublishConfig,
     SourceConfig,
@@ -47,26 +48,6 @@ NS_PER_S = 1_000_000_000
 MAX_NAME_LEN = 255
 MAX_DESCRIPTION_LEN = 4 * 1024
 MAX_METADATA_LEN = 128 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class ServerLimits:
-    """``jetstream { limits { ... } }`` as the API applies them (0: no limit)."""
-
-    max_ack_pending: int = 0
-    max_request_batch: int = 0
-    duplicate_window_ns: int = 0
-
-    @classmethod
-    def of(cls, settings: Any) -> ServerLimits:
-        """From any object with the config's `JetStreamLimits` attributes (or None)."""
-        if settings is None:
-            return cls()
-        return cls(
-            int(getattr(settings, "max_ack_pending", 0) or 0),
-            int(getattr(settings, "max_request_batch", 0) or 0),
-            int(getattr(settings, "duplicate_window_ns", 0) or 0),
-        )
 
 
 def metadata_size(metadata: Any) -> int:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from jetstream_server.core.router import ClientOrigin
 from jetstream_server.jetstream.errors import ApiError, Err
 
 
@@ -26,7 +27,7 @@ class ApiRequest:
     reply: str | None
     headers: bytes | None
     payload: bytes
-    origin: object | None = None  # the requesting client (for an answer sent later's audit)
+    origin: ClientOrigin | None = None  # the requesting client (for an answer sent later's audit)
 
 
 def request_body(req: ApiRequest) -> dict[str, Any]:

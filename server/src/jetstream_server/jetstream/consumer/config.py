@@ -27,12 +27,8 @@ from typing import Any, Final, Literal, TypeVar, get_args
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_nested
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.stream_config import (
-    Retention,
-    ServerLimits,
-    StreamConfig,
-    stream_consumer_limits,
-)
+from jetstream_server.jetstream.settings import ServerLimits
+from jetstream_server.jetstream.stream_config import Retention, StreamConfig, stream_consumer_limits
 from jetstream_server.jetstream.subject_match import is_valid_subject
 from jetstream_server.jetstream.timefmt import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_KEY, without_dynamic
