@@ -14,10 +14,10 @@ from typing import Any
 
 from router_double import Inbox, RouterDouble
 
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.consumer.store import STATE_FILE
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 PENDING = 20_000

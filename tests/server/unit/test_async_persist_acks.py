@@ -9,9 +9,9 @@ from pathlib import Path
 
 from router_double import RouterDouble
 
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 

@@ -22,11 +22,11 @@ import pytest
 from router_double import Inbox, RouterDouble
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.consumer import store as consumer_store
 from jetstream_server.jetstream.consumer.store import LOG_FILE, STATE_FILE, decode_line
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 

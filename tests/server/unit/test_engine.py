@@ -20,10 +20,10 @@ import pytest
 from router_double import RouterDouble
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.store.base import StoredMessage
 
 API = "$JS.API."

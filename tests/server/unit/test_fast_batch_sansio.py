@@ -12,10 +12,10 @@ import random
 import pytest
 from router_double import RouterDouble
 
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.fast_batch import INVALID, FastOp, parse_reply, without_header
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from router_double import RouterDouble
 
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers, parse_headers
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.jetstream.sourcing import coordinator
 from jetstream_server.jetstream.sourcing.headers import (
     parse_source_header,

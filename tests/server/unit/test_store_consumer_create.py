@@ -22,8 +22,8 @@ from disk_probe import LagMeter, SlowFsync, until
 from router_double import RouterDouble
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 pytestmark = pytest.mark.asyncio
 

@@ -24,7 +24,6 @@ import itertools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-
 # `Clock.run_off_loop` as a value: (job, done) -> None
 Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 

@@ -2,7 +2,7 @@
 
 `Stream` owns a `StreamStore` (memory or file; it never knows which) and the
 consumers registered on it (`StreamListener`s, see seams.py). It has no
-sockets and no asyncio: the engine hands it published messages and sends
+sockets and no asyncio: the publish pipeline (publish.py) hands it published messages and sends
 whatever it answers; time comes from the injected clock.
 
 Publish path (`accept()`), in nats-server's order: the stream's
@@ -17,14 +17,14 @@ sends it only for in-flight races that a single-threaded stream cannot have),
 `Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
 limits (10077); then store, record the msg id, apply rollup and discard-old
 limits, arm TTL / max-age timers, and build the `republish` message
-(republish.py) the engine sends before the ack. Mirrors and sources store
+(republish.py) the pipeline sends before the ack. Mirrors and sources store
 through the same path with `Sourced` (no expectation checks; a mirror keeps
 the origin's sequence and time, its gaps become deleted sequences).
 
 Invariants:
 - Listeners hear about a message (`on_stored`) only after it is in the store,
   and (with `sync_always`) after the group-commit fsync: `accept()` stores,
-  `deliver()` notifies; the engine decides when to call the second.
+  `deliver()` notifies; the publish pipeline decides when to call the second.
 - Interest retention with no consumer (nor mirror or source still to copy
   it, `held_by_readers`) that wants a message keeps nothing; workqueue
   removes a message once acknowledged (`acknowledged(seq)`).

@@ -45,9 +45,10 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
         return {}
     if not isinstance(body, dict):
         raise ApiError(Err.INVALID_JSON, err=f"expected a JSON object, got {type(body).__name__}")
+    fields: dict[str, Any] = body
     if _LONE_SURROGATE_ESCAPE.search(payload):
-        body = _replace_lone_surrogates(body)
-    return body
+        fields = _replace_lone_surrogates(fields)
+    return fields
 
 
 # `\ud800` alone is valid JSON but no UTF-8 can carry it: Go's decoder (nats-server)
