@@ -4,7 +4,9 @@ Synchronous and deterministic: `publish()` calls every matching internal
 handler at once and appends to every matching client `Inbox`. Re-entrant
 publishes from inside a handler are queued and delivered after the current
 one, so messages reach subscribers in the order they were published (the
-broker's invariant in jetstream_server/core/routing.py).
+broker's invariant in jetstream_server/core/routing.py). `publish_as` routes by its target and
+presents the message under its own subject, as the broker does for JetStream
+deliveries; `origin` is always None (every publish here is internal).
 
 Usage::
 
@@ -56,25 +58,33 @@ class Inbox:
 
 
 class RouterDouble:
+    origin = None
+
     def __init__(self) -> None:
         self._subs: dict[int, tuple[str, MessageHandler, str | None]] = {}
         self._next = 1
-        self._queue: deque[tuple[str, str | None, bytes | None, bytes]] = deque()
+        # (routed by, presented as, reply, headers, payload)
+        self._queue: deque[tuple[str, str, str | None, bytes | None, bytes]] = deque()
         self._delivering = False
         self.published: list[Msg] = []
 
     def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
-        self._queue.append((subject, reply, headers, payload))
+        self.publish_as(subject, subject, reply, headers, payload)
+
+    def publish_as(
+        self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        self._queue.append((target, subject, reply, headers, payload))
         if self._delivering:
             return
         self._delivering = True
         try:
             while self._queue:
-                subj, rep, hdr, data = self._queue.popleft()
+                route, subj, rep, hdr, data = self._queue.popleft()
                 self.published.append(Msg(subj, rep, hdr, data))
                 groups_done: set[str] = set()
                 for pattern, handler, queue in list(self._subs.values()):
-                    if not filter_matches(pattern, subj):
+                    if not filter_matches(pattern, route):
                         continue
                     if queue is not None:
                         if queue in groups_done:

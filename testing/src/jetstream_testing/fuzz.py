@@ -38,6 +38,7 @@ from typing import Any
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.routing import Broker
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 CLEANUP_EVERY = 500
 MAX_STREAMS = 600  # what CLEANUP_EVERY inputs can create, plus the base streams
@@ -221,10 +222,7 @@ class Fuzzer:
         self.rng = random.Random(seed)
         self.clock = FakeClock()
         self.broker = Broker()
-        settings = type("Settings", (), {"store_dir": store_dir, "max_memory_store": -1,
-                                         "max_file_store": -1, "sync_interval_s": 120.0,
-                                         "sync_always": False, "domain": None})()
-        self.engine = JetStream(settings, self.clock)
+        self.engine = JetStream(EngineSettings(store_dir=store_dir), self.clock)
         self.engine.start(self.broker)
         self.replies: list[tuple[bytes | None, bytes]] = []
         self.broker.subscribe("_R.>", lambda s, r, h, p: self.replies.append((h, p)))

@@ -14,10 +14,10 @@ from typing import Any
 
 from router_double import Inbox, RouterDouble
 
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.consumer.store import STATE_FILE
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 PENDING = 20_000
@@ -28,7 +28,7 @@ class Env:
         self.store_dir = store_dir
         self.clock = FakeClock()
         self.router = RouterDouble()
-        self.engine = JetStream(JetStreamSettings(store_dir=str(store_dir)), self.clock)
+        self.engine = JetStream(EngineSettings(store_dir=str(store_dir)), self.clock)
         self.engine.start(self.router)
 
     def api(self, suffix: str, body: object = b"") -> Any:

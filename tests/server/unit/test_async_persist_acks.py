@@ -9,9 +9,9 @@ from pathlib import Path
 
 from router_double import RouterDouble
 
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 
@@ -20,7 +20,7 @@ def _engine(tmp_path: Path) -> tuple[JetStream, RouterDouble, FakeClock]:
     clock = FakeClock()
     router = RouterDouble()
     engine = JetStream(
-        JetStreamSettings(store_dir=str(tmp_path), sync_always=True, sync_interval_s=10), clock
+        EngineSettings(store_dir=str(tmp_path), sync_always=True, sync_interval_s=10), clock
     )
     engine.start(router)
     for name, mode in (("A", "async"), ("D", "default")):
@@ -48,7 +48,7 @@ def test_the_periodic_sync_covers_async_streams(tmp_path: Path) -> None:
     engine, router, clock = _engine(tmp_path)
     try:
         synced: list[str] = []
-        stream = engine.lookup_stream("A")
+        stream = engine.streams["A"]
         real = stream.store.begin_sync
 
         def counting():  # type: ignore[no-untyped-def]

@@ -49,6 +49,8 @@ class Sent:
 @dataclass
 class Host:
     clock: FakeClock
+    account: str = "$G"
+    domain: str = ""
     sent: list[Sent] = field(default_factory=list)
     deaf: set[str] = field(default_factory=set)
     subs: dict[int, tuple[str, MessageHandler]] = field(default_factory=dict)

@@ -23,11 +23,11 @@ from router_double import Inbox, RouterDouble
 from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.consumer import store as consumer_store
 from jetstream_server.jetstream.consumer.store import LOG_FILE, STATE_FILE, decode_line
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 
@@ -37,7 +37,7 @@ class Env:
         self.store_dir = store_dir
         self.clock = FakeClock()
         self.router = RouterDouble()
-        settings = JetStreamSettings(store_dir=str(store_dir), sync_always=sync_always)
+        settings = EngineSettings(store_dir=str(store_dir), sync_always=sync_always)
         self.engine = JetStream(settings, self.clock)
         self.engine.start(self.router)
         self.boxes = 0
@@ -268,7 +268,7 @@ async def test_sync_always_ack_waits_for_the_disk_thread_not_the_loop(
     fsynced, and that fsync runs on the disk thread: the loop keeps turning."""
     clock = LoopClock(asyncio.get_running_loop())
     router = RouterDouble()
-    engine = JetStream(JetStreamSettings(store_dir=str(tmp_path), sync_always=True), clock)
+    engine = JetStream(EngineSettings(store_dir=str(tmp_path), sync_always=True), clock)
     engine.start(router)
 
     try:

@@ -11,20 +11,14 @@ from router_double import RouterDouble
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.api.dispatch import dispatch
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 
-class Settings:
-    store_dir = None
-    max_memory_store = -1
-    max_file_store = -1
-    sync_interval_s = 120.0
-    sync_always = False
-    domain = None
-
-
-def engine_with(subjects: list[str], size: int) -> tuple[JetStream, RouterDouble]:
+def engine_with(
+    subjects: list[str], size: int, max_pending: int = 64 * 1024 * 1024
+) -> tuple[JetStream, RouterDouble]:
     router = RouterDouble()
-    engine = JetStream(Settings(), FakeClock())
+    engine = JetStream(EngineSettings(max_pending=max_pending), FakeClock())
     engine.start(router)
     config = {"name": "D", "subjects": ["d.>"], "allow_direct": True, "storage": "memory"}
     dispatch(engine, "$JS.API.STREAM.CREATE.D", None, None, json.dumps(config).encode())
@@ -44,11 +38,10 @@ def direct_get(engine: JetStream, router: RouterDouble, body: dict[str, object])
 
 
 def test_batch_without_max_bytes_stops_at_max_pending() -> None:
-    engine, router = engine_with(["d.a"] * 6, 900_000)
-    engine.max_pending = 2 * 1024 * 1024
+    engine, router = engine_with(["d.a"] * 6, 900_000, max_pending=2 * 1024 * 1024)
     # the third message reaches 2 MB: then the end of the batch
     assert direct_get(engine, router, {"seq": 1, "batch": 6}) == [(None, 900_000)] * 3 + [("204", 0)]
-    engine.max_pending = 64 * 1024 * 1024
+    engine, router = engine_with(["d.a"] * 6, 900_000, max_pending=64 * 1024 * 1024)
     assert len(direct_get(engine, router, {"seq": 1, "batch": 6})) == 7
 
 

@@ -14,20 +14,12 @@ from jetstream_server.jetstream.api.request import ApiRequest, request_body
 from jetstream_server.jetstream.api.routes import ROUTES, Route, RouteTable
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.errors import ApiError
-
-
-class Settings:
-    store_dir = None
-    max_memory_store = -1
-    max_file_store = -1
-    sync_interval_s = 120.0
-    sync_always = False
-    domain = "hub"
+from jetstream_server.jetstream.settings import EngineSettings
 
 
 def make() -> tuple[JetStream, RouterDouble]:
     router = RouterDouble()
-    engine = JetStream(Settings(), FakeClock())
+    engine = JetStream(EngineSettings(domain="hub"), FakeClock())
     engine.start(router)
     return engine, router
 
@@ -78,7 +70,7 @@ def test_errors_are_enveloped_and_counted() -> None:
     }
     [resp] = call(engine, router, "$JS.hub.API.STREAM.CREATE.S", b"{oops")
     assert resp["error"]["err_code"] == 10025
-    assert engine.api_total == 2 and engine.api_errors == 2
+    assert engine.api_stats.total == 2 and engine.api_stats.errors == 2
 
 
 def test_handler_crash_becomes_500_and_server_keeps_serving() -> None:

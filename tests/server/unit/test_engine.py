@@ -20,16 +20,16 @@ import pytest
 from router_double import RouterDouble
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.store.base import StoredMessage
 
 API = "$JS.API."
 
 
-Settings = JetStreamSettings
+Settings = EngineSettings
 
 
 class Env:
@@ -167,7 +167,7 @@ def test_interest_retention_without_consumers_keeps_nothing(env: Env) -> None:
 
 def test_interest_and_workqueue_ack(env: Env) -> None:
     env.create(retention="interest")
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     a, b = Listener("a"), Listener("b")
     stream.add_consumer("a", a)
     stream.add_consumer("b", b)
@@ -181,7 +181,7 @@ def test_interest_and_workqueue_ack(env: Env) -> None:
     assert env.state()["messages"] == 0
 
     env.create(name="W", subjects=["w"], retention="workqueue")
-    wq = env.engine.lookup_stream("W")
+    wq = env.engine.streams["W"]
     wq.add_consumer("c", Listener("c"))
     env.pub("w")
     assert env.state("W")["messages"] == 1
@@ -191,7 +191,7 @@ def test_interest_and_workqueue_ack(env: Env) -> None:
 
 def test_purge_notifies_and_delete_tells_consumers(env: Env) -> None:
     env.create()
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     listener = Listener("c")
     stream.add_consumer("c", listener)
     for _ in range(3):
@@ -220,7 +220,7 @@ def test_sync_always_group_commit_orders_acks_after_flush() -> None:
 
 def test_max_consumers(env: Env) -> None:
     env.create(max_consumers=1)
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     stream.add_consumer("a", Listener("a"))
     with pytest.raises(Exception) as info:
         stream.add_consumer("b", Listener("b"))
@@ -264,7 +264,7 @@ def test_group_commit_sync_failure_fails_the_acks() -> None:
     """Fault injection: the fsync of a group commit fails; nobody gets a success ack."""
     env = Env(Settings(sync_always=True))
     env.create(storage="memory")
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
 
     def broken_sync() -> None:
         raise OSError(5, "I/O error")
@@ -281,7 +281,7 @@ def test_group_commit_sync_failure_fails_the_acks() -> None:
 def test_periodic_sync_keeps_running_after_a_failure() -> None:
     env = Env(Settings(sync_interval_s=10))
     env.create(storage="memory")
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     calls: list[int] = []
 
     def flaky_sync() -> None:
@@ -412,7 +412,7 @@ def test_subject_delete_markers(env: Env) -> None:
     resp = env.create(max_age=1_000_000_000, subject_delete_marker_ttl=2_000_000_000)
     assert resp["config"]["allow_msg_ttl"] is True and resp["config"]["allow_rollup_hdrs"] is True
     assert resp["config"]["metadata"]["_nats.req.level"] == "1"
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     listener = Listener("c")
     stream.add_consumer("c", listener)
     env.pub("s.a")
@@ -440,7 +440,7 @@ def test_marker_ttl_validation(env: Env) -> None:
 
 def test_removals_counter_moves_on_every_stream_side_removal(env: Env) -> None:
     env.create(max_msgs=2, allow_rollup_hdrs=True)
-    stream = env.engine.lookup_stream("S")
+    stream = env.engine.streams["S"]
     seen = stream.removals
     env.pub("s.a")
     env.pub("s.a")
@@ -448,7 +448,7 @@ def test_removals_counter_moves_on_every_stream_side_removal(env: Env) -> None:
     env.pub("s.a")  # max_msgs drops the oldest
     assert stream.removals > seen
     env.create(name="R", subjects=["r.>"], allow_rollup_hdrs=True)
-    other = env.engine.lookup_stream("R")
+    other = env.engine.streams["R"]
     for subject in ("r.a", "r.b", "r.c"):
         env.pub(subject)
     seen = other.removals

@@ -12,10 +12,10 @@ import random
 import pytest
 from router_double import RouterDouble
 
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.fast_batch import INVALID, FastOp, parse_reply, without_header
+from jetstream_server.jetstream.settings import EngineSettings
 
 API = "$JS.API."
 
@@ -73,7 +73,7 @@ class Env:
     def __init__(self) -> None:
         self.clock = FakeClock()
         self.router = RouterDouble()
-        self.engine = JetStream(JetStreamSettings(), self.clock)
+        self.engine = JetStream(EngineSettings(), self.clock)
         self.engine.start(self.router)
         self.config = {"name": "F", "subjects": ["f"], "allow_batched": True, "storage": "memory"}
         resp = self.router.request_json(API + "STREAM.CREATE.F", self.config)

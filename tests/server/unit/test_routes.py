@@ -20,6 +20,7 @@ from jetstream_server.jetstream.api import account, consumers, direct, snapshots
 from jetstream_server.jetstream.api.dispatch import dispatch
 from jetstream_server.jetstream.api.routes import ROUTE_TABLE, ROUTES, Route
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 # nats-server subject (after "$JS.API.") -> its response type name
 NATS_SERVER_API: dict[str, str | None] = {
@@ -158,15 +159,6 @@ def test_route_matching_rules() -> None:
     assert route.specificity == (1, 3)
 
 
-class Settings:
-    store_dir = None
-    max_memory_store = -1
-    max_file_store = -1
-    sync_interval_s = 120.0
-    sync_always = False
-    domain = None
-
-
 ANSWERED_WITH_JSON = [
     r for r in ROUTES if r.counted and r.response not in ("account_info", "consumer_getnext")
 ]
@@ -177,7 +169,7 @@ def test_every_json_route_answers_errors_in_its_envelope(route: Route) -> None:
     """A bad request (bad JSON, or an unknown stream) to any route gets its
     response type and the zero-valued fields nats-server keeps in errors."""
     router = RouterDouble()
-    engine = JetStream(Settings(), FakeClock())
+    engine = JetStream(EngineSettings(), FakeClock())
     engine.start(router)
     box = router.inbox("reply")
     dispatch(engine, "$JS.API." + ".".join(example(route.pattern)), "reply", None, b"{")
@@ -186,4 +178,4 @@ def test_every_json_route_answers_errors_in_its_envelope(route: Route) -> None:
     assert answer["error"]["err_code"] in (10025, 10059)  # invalid JSON / stream not found
     for key, value in route.error_fields.items():
         assert answer[key] == value
-    assert engine.api_errors == 1
+    assert engine.api_stats.errors == 1

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from router_double import RouterDouble
 
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers, parse_headers
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.jetstream.sourcing import coordinator
 from jetstream_server.jetstream.sourcing.headers import (
     parse_source_header,
@@ -30,7 +30,7 @@ class Env:
     def __init__(self, store_dir: Path | None = None, clock: FakeClock | None = None) -> None:
         self.clock = clock or FakeClock()
         self.router = RouterDouble()
-        settings = JetStreamSettings(store_dir=None if store_dir is None else str(store_dir))
+        settings = EngineSettings(store_dir=None if store_dir is None else str(store_dir))
         self.engine = JetStream(settings, self.clock)
         self.engine.start(self.router)
 

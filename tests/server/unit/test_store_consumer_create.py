@@ -23,8 +23,8 @@ from router_double import RouterDouble
 from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.config import JetStreamSettings
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,7 +37,7 @@ class Env:
     def __init__(self, store_dir: Path, sync_always: bool) -> None:
         self.clock = LoopClock(asyncio.get_running_loop())
         self.router = RouterDouble()
-        settings = JetStreamSettings(store_dir=str(store_dir), sync_always=sync_always)
+        settings = EngineSettings(store_dir=str(store_dir), sync_always=sync_always)
         self.engine = JetStream(settings, self.clock)
         self.engine.start(self.router)
         self.obs = store_dir / "jetstream" / "$G" / "streams" / "S" / "obs"

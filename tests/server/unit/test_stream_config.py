@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -50,6 +51,29 @@ def test_round_trip_keeps_unknown_keys() -> None:
     assert StreamConfig.from_json(out) == cfg
     assert cfg.same_as(StreamConfig.from_json(raw))
     assert not cfg.same_as(StreamConfig.from_json({**raw, "max_msgs": 6}))
+
+
+def test_feature_flags_are_typed_fields_echoed_where_the_client_put_them() -> None:
+    raw = {"name": "S", "placement": {"tags": ["x"]}, "allow_atomic": True, "zz": 1,
+           "allow_batched": False, "persist_mode": "default", "allow_msg_schedules": True}
+    cfg = StreamConfig.from_json(raw)
+    assert (cfg.allow_atomic, cfg.allow_msg_schedules, cfg.allow_batched) == (True, True, False)
+    assert not cfg.allow_msg_counter and cfg.persist_mode == "default" and not cfg.async_persist
+    assert cfg.extra == {"placement": {"tags": ["x"]}, "zz": 1}
+    out = cfg.to_json()
+    # false flags and the default persist mode are left out (omitempty); the rest keep the order
+    tail = [k for k in out if k in ("placement", "allow_atomic", "zz", "allow_msg_schedules",
+                                    "allow_batched", "persist_mode")]
+    assert tail == ["placement", "allow_atomic", "zz", "allow_msg_schedules"]
+    assert StreamConfig.from_json(out).to_json() == out
+    with pytest.raises(AttributeError):
+        getattr(cfg, "allow_atomics")  # noqa: B009  # a typo is an error, not False
+
+
+def test_flags_set_in_code_are_echoed_after_the_parsed_keys() -> None:
+    cfg = replace(StreamConfig.from_json({"name": "S", "zz": 1}), allow_batched=True,
+                  persist_mode="async")
+    assert list(cfg.to_json())[-4:] == ["zz", "allow_batched", "persist_mode", "metadata"]
 
 
 @pytest.mark.parametrize(

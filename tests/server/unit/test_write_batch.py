@@ -58,6 +58,8 @@ class Host:
         self.batcher = WriteBatcher(self.loop)
         self.clock = FakeClock()
         self.tls_context = None
+        self.watchdog = None
+        self.account_brokers: dict[str, Broker] = {}  # every session stays on `broker`
         self.open: dict[int, ClientConnection] = {}
         self.slow_consumers = 0
 

@@ -13,7 +13,11 @@ system account (``system_account``, else ``$SYS`` unless
 ``no_system_account``). JetStream runs in the accounts
 `ServerConfig.account_jetstream()` names, with their limits; the others get
 `NoJetStream`, which answers API requests with 10039 "JetStream not enabled
-for account".
+for account". Every engine gets the same `EngineSettings`
+(`engine_settings`: the ``jetstream`` block with the store limits the server
+computed, `max_pending` and the server's name); when several accounts have
+JetStream, their `StoreLimits` know each other (`peers`), so the server's
+store limits hold for all of them together.
 
 Imports (core/imports.py) are services of the importing account: a
 `StreamLink` or `ServiceLink` between the two accounts' brokers, started
@@ -34,6 +38,7 @@ from jetstream_server.core.routing import Broker
 from jetstream_server.core.subjects import is_subset_filter
 from jetstream_server.jetstream.api.disabled import NoJetStream
 from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.settings import EngineSettings, ServerLimits
 
 
 @dataclass(slots=True)
@@ -61,12 +66,33 @@ def account_names(config: ServerConfig) -> list[str]:
     return names
 
 
+def engine_settings(config: ServerConfig, server_name: str = "") -> EngineSettings:
+    """What every account's JetStream engine reads of `config` (its ``jetstream``
+    block with the store limits already computed, app/services.py)."""
+    js = config.jetstream
+    return EngineSettings(
+        store_dir=js.store_dir,
+        domain=js.domain or "",
+        sync_always=js.sync_always,
+        sync_interval_s=js.sync_interval_s,
+        max_memory_store=js.max_memory_store,
+        max_file_store=js.max_file_store,
+        limits=ServerLimits(
+            max_ack_pending=js.limits.max_ack_pending,
+            max_request_batch=js.limits.max_request_batch,
+            duplicate_window_ns=js.limits.duplicate_window_ns,
+        ),
+        max_pending=config.max_pending,  # direct-get batches stop there, as on nats-server
+        server_name=server_name,
+    )
+
+
 def account_services(
     config: ServerConfig,
     clock: Clock,
     name: str,
     limits: AccountLimits | None,
-    server_name: str = "",
+    settings: EngineSettings,
 ) -> tuple[list[Service], JetStream | None]:
     """The services of account `name`: JetStream with `limits`, or the 10039
     responder; none at all when the server runs without JetStream (its API
@@ -75,10 +101,7 @@ def account_services(
         return [], None
     if limits is None:
         return [NoJetStream(system=name == config.system_account_name)], None
-    engine = JetStream(
-        config.jetstream, clock, account=name, account_limits=limits, server_name=server_name
-    )
-    engine.max_pending = config.max_pending  # direct-get batches stop there, as on nats-server
+    engine = JetStream(settings, clock, account=name, account_limits=limits)
     return [engine], engine
 
 
@@ -97,16 +120,15 @@ def build_accounts(
     global account's built services (tests plug in their own)."""
     with_js = config.account_jetstream()
     system = config.system_account_name
+    js_settings = engine_settings(config, server_name)
     accounts: dict[str, Account] = {}
     for name in account_names(config):
         broker = global_broker if name == GLOBAL_ACCOUNT else Broker()
         if name == GLOBAL_ACCOUNT and global_services is not None:
             services: list[Service] = global_services
-            engine: Any = next((s for s in services if isinstance(s, JetStream)), None)
+            engine = next((s for s in services if isinstance(s, JetStream)), None)
         else:
-            services, engine = account_services(
-                config, clock, name, with_js.get(name), server_name
-            )
+            services, engine = account_services(config, clock, name, with_js.get(name), js_settings)
         tag = next((a.name_tag for a in config.accounts if a.name == name), "")
         accounts[name] = Account(
             name, broker, services, engine, is_system=name == system, name_tag=tag
@@ -133,8 +155,8 @@ def build_accounts(
                     singleton=singleton,
                 )
             importer.services.append(link)
-    engines = [acc.jetstream for acc in accounts.values() if acc.jetstream is not None]
-    if len(engines) > 1:
-        for engine in engines:
-            engine.peers = engines
+    limits = [acc.jetstream.store_limits for acc in accounts.values() if acc.jetstream is not None]
+    if len(limits) > 1:
+        for each in limits:
+            each.peers = limits
     return accounts

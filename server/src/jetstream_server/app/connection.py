@@ -91,6 +91,11 @@ class ConnectionHost(Protocol):
     @property
     def tls_context(self) -> ssl.SSLContext | None: ...
 
+    @property
+    def watchdog(self) -> LoopWatchdog | None:
+        """Times each read (a slow one is logged with what it started with); None: untimed."""
+        ...
+
     def info_for(self, conn: ClientConnection | None) -> dict[str, Any]: ...
 
     def connection_opened(self, conn: ClientConnection) -> bool:
@@ -113,13 +118,12 @@ class ClientConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._batcher = host.batcher
         # times each read: a slow one is logged with what it started with (the server's)
-        self._watchdog: LoopWatchdog | None = getattr(host, "watchdog", None)
+        self._watchdog = host.watchdog
         # SessionIO.output_ready: the batcher's schedule for this connection
         self.output_ready: Callable[[], None] = self._batcher.waker(self)
         self.session = Session(
             cid, host.broker, self, host.session_settings, host.auth, host.clock,
-            # hosts without accounts (test doubles) keep every session on `broker`
-            getattr(host, "account_brokers", None),
+            host.account_brokers,
         )
         self.closed = False
         self.tls_pending = False
@@ -250,7 +254,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _describe_read(self, data: bytes) -> str:
         """Names a slow read for the watchdog's warning: the client and the ops it held."""
-        ops = getattr(self.session, "last_ops", None) or []
+        ops = self.session.last_ops
         names = [
             f"{type(op).__name__.upper()} {getattr(op, 'subject', '')}".rstrip() for op in ops[:3]
         ]

@@ -6,8 +6,7 @@ the one the running server gives them. Timers must be set from the loop's thread
 It also carries the server's disk thread: `run_off_loop(job, done)` runs `job`
 on one worker thread (disk jobs run one at a time, in submission order) and
 then `done(result or exception)` back on the loop, so fsyncs never stall the
-loop. JetStream uses it when the clock has it and runs jobs inline otherwise
-(FakeClock in unit tests).
+loop (the `Clock` protocol's `run_off_loop`; FakeClock runs jobs inline).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from jetstream_server.app.monitor_http import Query, Response, RouteHandler
 from jetstream_server.config import JetStreamLimits, ServerConfig
 from jetstream_server.core.auth import GLOBAL_ACCOUNT, Identity
 from jetstream_server.core.gotime import NS_PER_SECOND, rfc3339_ns
-from jetstream_server.core.router import Service
+from jetstream_server.core.router import JszReporter, Service
 from jetstream_server.core.routing import Broker
 from jetstream_server.jetstream.engine import JetStream
 
@@ -222,13 +222,8 @@ class Monitoring:
         reservations of streams with `max_bytes`, the configured limits);
         `accounts`: each account's usage too (``/jsz?accounts=true``)."""
         server = self.server
-        parts: list[dict[str, Any]] = []
         services = [svc for acc in server.accounts.values() for svc in acc.services] or server.services
-        for service in services:
-            jsz = getattr(service, "jsz", None)
-            if callable(jsz):
-                result = jsz()
-                parts.append(dict(result) if isinstance(result, dict) else {"data": result})
+        parts = [dict(service.jsz()) for service in services if isinstance(service, JszReporter)]
         if not parts:
             # nats-server's /jsz without JetStream
             return {
@@ -325,21 +320,21 @@ def _limits(limits: JetStreamLimits) -> dict[str, int]:
     return {key: value for key, value in shown.items() if value}
 
 
-def _account_detail(name: str, engine: Any) -> dict[str, Any]:
+def _account_detail(name: str, engine: JetStream) -> dict[str, Any]:
     """One account of ``/jsz?accounts=true``. nats-server reports the account's
     limits as `reserved_memory` / `reserved_storage` (-1 as the unsigned
     64-bit integer it prints); so does this."""
-    limits = engine.account_limits
+    limits = engine.store_limits.account
     return {
         "name": name,
         "id": name,
-        "memory": engine.usage("memory"),
-        "storage": engine.usage("file"),
+        "memory": engine.store_limits.usage("memory"),
+        "storage": engine.store_limits.usage("file"),
         "reserved_memory": limits.max_memory % 2**64,
         "reserved_storage": limits.max_storage % 2**64,
         "accounts": 0,
         "ha_assets": 0,
-        "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+        "api": {"level": 0, "total": engine.api_stats.total, "errors": engine.api_stats.errors},
     }
 
 

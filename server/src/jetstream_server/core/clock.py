@@ -11,6 +11,10 @@ Invariants:
 - Timers fire in due order; a cancelled timer never fires; a callback may
   schedule further timers (FakeClock runs those too if they fall due within
   the same `advance`).
+- `run_off_loop(job, done)` runs `job` away from the loop (LoopClock: on the
+  disk thread, one job at a time in submission order) and then calls
+  `done(job's result, or the exception it raised)` on the loop; FakeClock runs
+  both inline (`run_inline`), before `run_off_loop` returns.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
+
+# `Clock.run_off_loop` as a value: (job, done) -> None
+Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 
 
 class TimerHandle(Protocol):
@@ -33,6 +40,20 @@ class Clock(Protocol):
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> TimerHandle:
         """Run `callback` once, `delay_s` seconds from now."""
         ...
+
+    def run_off_loop(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run `job` off the event loop (blocking disk work: fsyncs, block
+        rewrites), then `done(its result or the exception it raised)` on the loop."""
+        ...
+
+
+def run_inline(job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+    """`run_off_loop` without a disk thread: the job now, then `done` (its result or error)."""
+    try:
+        result = job()
+    except Exception as exc:  # handed to `done`, as the disk thread does
+        result = exc
+    done(result)
 
 
 class _FakeTimer:
@@ -66,6 +87,10 @@ class FakeClock:
         timer = _FakeTimer(self._now_ns + max(0, int(delay_s * 1e9)), next(self._order), callback)
         heapq.heappush(self._timers, timer)
         return timer
+
+    def run_off_loop(self, job: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Inline: tests see the job done and `done` called when this returns."""
+        run_inline(job, done)
 
     def advance(self, seconds: float) -> None:
         """Move time forward, firing every timer that falls due, in order."""

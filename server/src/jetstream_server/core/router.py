@@ -14,22 +14,61 @@ Invariants:
 - An internal subscription counts as interest: a request to a subject only a
   service serves does not get a no-responders status.
 - `headers` is the raw NATS header block or None; `payload` is bytes.
+- `publish_as` routes by one subject while presenting another (a JetStream
+  delivery goes to an inbox and keeps its stream subject).
+- `origin` is the client whose message the running handler was called for
+  (None for internal publishes); read it at the handler's start, before the
+  handler publishes anything itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # (subject, reply, headers, payload)
 MessageHandler = Callable[[str, "str | None", "bytes | None", bytes], None]
 
 
+class ClientOrigin(Protocol):
+    """A client connection as a service may describe it (the `client` of the
+    API audit advisory); the client session implements it."""
+
+    @property
+    def cid(self) -> int: ...
+
+    @property
+    def ip(self) -> str: ...
+
+    @property
+    def user(self) -> str | None: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def lang(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
 class Router(Protocol):
+    @property
+    def origin(self) -> ClientOrigin | None:
+        """The client whose message the running handler was called for (None: internal)."""
+        ...
+
     def publish(
         self, subject: str, reply: str | None, headers: bytes | None, payload: bytes
     ) -> None:
         """Deliver a message to every matching subscription (client or internal)."""
+        ...
+
+    def publish_as(
+        self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
+    ) -> None:
+        """Route by `target` but present the message as `subject`."""
         ...
 
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
@@ -49,6 +88,14 @@ class Service(Protocol):
     def start(self, router: Router) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class JszReporter(Protocol):
+    """A service with a part of the monitoring summary ``/jsz`` (JetStream's
+    engines: one part per account, summed by the server)."""
+
+    def jsz(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ import random
 from collections.abc import Callable
 from typing import Final, Protocol
 
-from jetstream_server.core.router import MessageHandler
+from jetstream_server.core.router import ClientOrigin, MessageHandler
 from jetstream_server.core.subjects import SubjectIndex
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 NO_RESPONDERS_HEADERS: Final = b"NATS/1.0 503\r\n\r\n"
 
 
-class Subscriber(Protocol):
+class Subscriber(ClientOrigin, Protocol):
     """A client as the broker sees it: the options routing honours, and a
     place to deliver to. Implemented by the client session."""
 

@@ -12,11 +12,15 @@ unknown batch that does not start at 1, a batch left idle for 10 s, more than
 a bad commit value or a consistency check failing at commit end the batch
 with nats-server's error (server/stream.go processJetStreamAtomicBatchMsg).
 
-`AtomicBatches.publish` decides; the engine stores a commit through the
-stream's usual publish path after `check_commit` passed, so the per-message
-checks, limits and consumers are those of single publishes. Staging is kept in
-memory: an uncommitted batch does not survive a restart (nothing of it was
-acknowledged as stored).
+`AtomicBatches.publish` takes each message: `stage` decides (staged, the
+`Commit`, or refused); a commit is checked whole (`check_commit`), then each
+message is stored through the publish pipeline's `accept` (publish.py), so the
+per-message checks, limits and consumers are those of single publishes. A
+message the store then fails takes back what the batch stored before it;
+otherwise every message is settled in order through the pipeline (held for
+the group commit with `sync_always`), the last with the batch's pub ack
+(`BatchAck`, pub_ack.py). Staging is kept in memory: an uncommitted batch does
+not survive a restart (nothing of it was acknowledged as stored).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Final
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.headers import HeaderError, parse_headers
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.pub_ack import BatchAck
+from jetstream_server.jetstream.publish import PublishPipeline
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_HEADER, required_level_refused
 
@@ -57,17 +63,6 @@ class Commit:
     messages: list[Message]
 
 
-class BatchAck(PubAck):
-    """The pub ack of a committed batch: the last message's, with the batch fields."""
-
-    __slots__ = ("batch_id", "count")
-
-    def __init__(self, ack: PubAck, batch_id: str, count: int) -> None:
-        super().__init__(ack.seq, ack.duplicate, ack.error, ack.msg)
-        self.batch_id = batch_id
-        self.count = count
-
-
 def batch_id_of(headers: bytes | None) -> str:
     """The (non-empty) ``Nats-Batch-Id`` of a publish, or ""."""
     if not headers or BATCH_ID.encode() not in headers:
@@ -79,10 +74,12 @@ def batch_id_of(headers: bytes | None) -> str:
 
 
 class AtomicBatches:
-    """The open batches of every stream (see module docstring)."""
+    """The open batches of every stream (see module docstring); commits are
+    stored and answered through `pipeline`."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, pipeline: PublishPipeline) -> None:
         self.clock = clock
+        self._pipeline = pipeline
         self._open: dict[tuple[str, str], _Staged] = {}
 
     def open_count(self, stream: str | None = None) -> int:
@@ -93,7 +90,39 @@ class AtomicBatches:
         for key in [k for k in self._open if k[0] == stream]:
             self._close(key)
 
-    def publish(self, stream: Stream, subject: str, headers: bytes, payload: bytes) -> Commit | None:
+    def publish(
+        self, stream: Stream, subject: str, reply: str | None, headers: bytes, payload: bytes
+    ) -> None:
+        """A message of an atomic batch: staged (an empty ack), or the whole batch
+        stored and acknowledged once, or refused."""
+        pipeline = self._pipeline
+        try:
+            commit = self.stage(stream, subject, headers, payload)
+            if commit is None:
+                if reply and not stream.config.no_ack:
+                    pipeline.send(reply, b"")  # staged
+                return
+            now = self.clock.now_ns()
+            check_commit(stream, commit, lambda msg_id: stream.is_duplicate(msg_id, now))
+        except ApiError as exc:
+            pipeline.send_ack(stream, reply, PubAck(0, error=exc))
+            return
+        acks: list[PubAck] = []
+        for msg_subject, msg_headers, msg_payload in commit.messages:
+            ack = pipeline.accept(stream, msg_subject, msg_headers, msg_payload)
+            if ack.error is not None or ack.msg is None:
+                # checked before, so only a store failure gets here: take back what was stored
+                for stored in acks:
+                    stream.store.remove(stored.seq)
+                pipeline.send_ack(stream, reply, ack if ack.error is not None else PubAck(
+                    0, error=ApiError(Err.ATOMIC_PUBLISH_CONTAINS_DUPLICATE_MESSAGE)))
+                return
+            acks.append(ack)
+        for ack in acks[:-1]:
+            pipeline.settle(stream, None, ack)
+        pipeline.settle(stream, reply, BatchAck(acks[-1], commit.batch_id, len(acks)))
+
+    def stage(self, stream: Stream, subject: str, headers: bytes, payload: bytes) -> Commit | None:
         """Stage one message of a batch: None while the batch is open, the `Commit`
         once it is complete; `ApiError` when the batch (or this message) is refused."""
         try:
@@ -106,7 +135,7 @@ class AtomicBatches:
         limit = cfg.max_msg_size
         if limit >= 0 and (len(headers) > limit or len(payload) > limit - len(headers)):
             raise ApiError(Err.STREAM_MESSAGE_EXCEEDS_MAXIMUM)
-        if not cfg.flag("allow_atomic"):
+        if not cfg.allow_atomic:
             raise ApiError(Err.ATOMIC_PUBLISH_DISABLED)
         batch_id = hdr.get(BATCH_ID) or ""
         if len(batch_id.encode()) > MAX_BATCH_ID_LEN:

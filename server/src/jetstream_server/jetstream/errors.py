@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 
@@ -281,7 +282,7 @@ class Err(Enum):
         return self.value.description
 
 
-class _Keep(dict):  # type: ignore[type-arg]
+class _Keep(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
@@ -300,3 +301,14 @@ class ApiError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "err_code": self.err_code, "description": self.description}
+
+
+def client_reason(exc: BaseException, directory: Path | None = None) -> str:
+    """A failure in words for a client: the OS's words, without absolute paths
+    (`directory`, when named in the message, is shown by its own name)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    text = str(exc)
+    if directory is not None:
+        text = text.replace(str(directory), directory.name)
+    return text

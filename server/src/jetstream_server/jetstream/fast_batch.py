@@ -27,22 +27,25 @@ TestJetStreamFastBatchPublishGapOkBackwardSeq; 2.15.1 still reports one); a
 ping for a batch not open is refused as unknown (2.15.1).
 
 This follows nats-server's server/stream.go (getFastBatch,
-processJetStreamFastBatchMsg) and jetstream_batching.go (fastBatch*). A
-message counts as persisted when the engine sends its pub ack (after the group
-commit's fsync with `sync_always`), which is when flow acks and the commit's
-pub ack go out: `FastReply` carries the callback through the engine's publish
-path.
+processJetStreamFastBatchMsg) and jetstream_batching.go (fastBatch*). Each
+message is stored through the publish pipeline (publish.py) with no reply of
+its own and an `on_persisted` callback: the pipeline calls it once the message
+is persisted (after the group commit's fsync with `sync_always`), or with an
+error when its sync failed, and that is when flow acks and the commit's pub
+ack go out. Every answer goes through the pipeline (`send_ack`, `send`), in
+pub_ack.py's JSON.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.pub_ack import dumps
+from jetstream_server.jetstream.publish import PublishPipeline
 from jetstream_server.jetstream.stream import PubAck, Stream
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_HEADER, required_level_refused
 
@@ -126,14 +129,6 @@ def without_header(headers: bytes, name: str) -> bytes | None:
     return None if block.rstrip(b"\r\n") == lines[0] else block
 
 
-class FastReply(str):
-    """A fast batch message's reply subject, carrying what to do once the
-    engine sends its pub ack (the message is then persisted)."""
-
-    __slots__ = ("on_stored",)
-    on_stored: Callable[[PubAck], None]
-
-
 @dataclass(slots=True)
 class _Batch:
     max_ack_messages: int
@@ -150,29 +145,14 @@ class _Batch:
     active_ns: int = 0  # the last message (the idle timer re-arms from it)
 
 
-Ingest = Callable[[Stream, str, str, bytes | None, bytes], PubAck]
-Respond = Callable[[Stream, str | None, PubAck], None]
-Send = Callable[[str, bytes], None]
-
-
-def _dumps(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
 class FastBatches:
-    """The open fast batches of every stream (see module docstring).
+    """The open fast batches of every stream (see module docstring); messages are
+    stored and answered through `pipeline`."""
 
-    `ingest` stores one message through the engine's publish path (its pub ack
-    goes to the `FastReply`), `respond` sends a pub ack, `send` a raw reply."""
-
-    def __init__(
-        self, clock: Clock, ingest: Ingest, respond: Respond, send: Send, domain: str = ""
-    ) -> None:
+    def __init__(self, clock: Clock, pipeline: PublishPipeline) -> None:
         self.clock = clock
-        self.domain = domain
-        self._ingest = ingest
-        self._respond = respond
-        self._send = send
+        self._pipeline = pipeline
+        self._send = pipeline.send
         self._open: dict[str, dict[str, _Batch]] = {}
         self._total = 0
 
@@ -197,7 +177,7 @@ class FastBatches:
 
         def refuse(error: Err, **fields: Any) -> None:
             if can_respond:
-                self._respond(stream, reply, PubAck(0, error=ApiError(error, **fields)))
+                self._pipeline.send_ack(stream, reply, PubAck(0, error=ApiError(error, **fields)))
 
         if cfg.sealed:
             return refuse(Err.STREAM_SEALED)
@@ -205,7 +185,7 @@ class FastBatches:
         size = len(headers or b"")
         if limit >= 0 and (size > limit or len(payload) > limit - size):
             return refuse(Err.STREAM_MESSAGE_EXCEEDS_MAXIMUM)
-        if not cfg.flag("allow_batched"):
+        if not cfg.allow_batched:
             return refuse(Err.BATCH_PUBLISH_DISABLED)
         if not isinstance(op, FastOp):
             return refuse(Err.BATCH_PUBLISH_INVALID_PATTERN)
@@ -235,7 +215,7 @@ class FastBatches:
         b.lseq += 1
         if b.lseq != op.seq:
             if op.seq > b.lseq:
-                self._send(reply, _dumps({"type": "gap", "last_seq": b.lseq, "seq": op.seq}))
+                self._send(reply, dumps({"type": "gap", "last_seq": b.lseq, "seq": op.seq}))
             if b.gap_ok and op.seq > b.lseq:
                 b.lseq = op.seq
             else:  # a gap in fail mode, or a sequence going back: the batch ends
@@ -251,7 +231,7 @@ class FastBatches:
             if op.op == OP_COMMIT_EOB:
                 return None
         if op.seq == 1 and can_respond and not op.commit:
-            self._send(reply, _dumps({"type": "ack", "seq": 0, "msgs": b.ack_messages}))
+            self._send(reply, dumps({"type": "ack", "seq": 0, "msgs": b.ack_messages}))
         self._store(stream, subject, reply, headers, payload, op, b)
         return None
 
@@ -259,7 +239,7 @@ class FastBatches:
         """A ping resends the flow ack; a sequence past what arrived is a gap."""
         send_flow = True
         if op.seq > b.lseq:
-            self._send(reply, _dumps({"type": "gap", "last_seq": b.lseq + 1, "seq": op.seq + 1}))
+            self._send(reply, dumps({"type": "gap", "last_seq": b.lseq + 1, "seq": op.seq + 1}))
             if b.gap_ok:
                 b.lseq = op.seq
                 if b.pending == 0:
@@ -274,12 +254,9 @@ class FastBatches:
         self, stream: Stream, subject: str, reply: str, headers: bytes | None, payload: bytes,
         op: FastOp, b: _Batch,
     ) -> None:
-        original: list[PubAck] = []
-        fast_reply = FastReply(reply)
-        fast_reply.on_stored = lambda ack: self._persisted(stream, op, reply, ack, original)
         b.pending += 1
-        ack = self._ingest(stream, subject, fast_reply, headers, payload)
-        original.append(ack)
+        persisted = functools.partial(self._persisted, stream, op, reply)
+        ack = self._pipeline.ingest(stream, subject, None, headers, payload, on_persisted=persisted)
         if ack.msg is None:
             b.pending -= 1
             self._refused(stream, op, reply, b, ack)
@@ -295,15 +272,12 @@ class FastBatches:
         if not b.gap_ok and b.lseq == 1:  # the first message: answered as a single publish
             self._close(stream.name, op.batch_id)
             # nats-server answers this one even on a no_ack stream
-            if ack.error is None:
-                body = self._ack_body(stream, ack.seq)
-                body.update({"duplicate": True, "batch": op.batch_id, "count": op.seq})
-            else:
-                body = {"error": ack.error.to_json(), "stream": stream.name, "seq": 0}
-            self._send(reply, _dumps(body))
+            acks = self._pipeline.acks
+            self._send(reply, acks.batch(stream.name, ack.seq, op.batch_id, op.seq, duplicate=True)
+                       if ack.error is None else acks.error(stream.name, ack.error))
             return
         if ack.error is not None:
-            self._send(reply, _dumps({"type": "err", "seq": op.seq, "error": ack.error.to_json()}))
+            self._send(reply, dumps({"type": "err", "seq": op.seq, "error": ack.error.to_json()}))
             if b.gap_ok and not op.commit:
                 return
             b.lseq -= 1
@@ -312,21 +286,17 @@ class FastBatches:
         self._commit(stream, op.batch_id, b, reply)
 
     # -- persisted -------------------------------------------------------------------
-    def _persisted(
-        self, stream: Stream, op: FastOp, reply: str, ack: PubAck, original: list[PubAck]
-    ) -> None:
-        """The engine sent this message's pub ack (fastBatchRegisterSequences):
-        stored and synced (`ack.msg`), or stored and then the sync failed (an
-        error in place of the `original` ack, which had stored it)."""
-        if ack.msg is None and not (original and original[0].msg is not None):
-            return  # refused while storing: `_refused` answered
+    def _persisted(self, stream: Stream, op: FastOp, reply: str, ack: PubAck) -> None:
+        """The pipeline's `on_persisted` of a stored message
+        (fastBatchRegisterSequences): synced (`ack.msg`), or the sync failed (an
+        error ack)."""
         b = self._open.get(stream.name, {}).get(op.batch_id)
         if b is None:
             return  # forgotten meanwhile (idle, or the stream stopped allowing batches)
         if b.pending > 0:
             b.pending -= 1
         if ack.error is not None:  # stored, then the sync failed: the batch ends here
-            self._send(reply, _dumps({"type": "err", "seq": op.seq, "error": ack.error.to_json()}))
+            self._send(reply, dumps({"type": "err", "seq": op.seq, "error": ack.error.to_json()}))
             b.lseq = b.pseq
             self._commit(stream, op.batch_id, b, reply)
             return
@@ -363,7 +333,7 @@ class FastBatches:
 
     def _flow_ack(self, b: _Batch, reply: str) -> None:
         if reply:
-            self._send(reply, _dumps({"type": "ack", "seq": b.fseq, "msgs": b.ack_messages}))
+            self._send(reply, dumps({"type": "ack", "seq": b.fseq, "msgs": b.ack_messages}))
 
     def _commit(self, stream: Stream, batch_id: str, b: _Batch, reply: str) -> bool:
         """End the batch: the pub ack now when all of it is persisted (True),
@@ -381,15 +351,7 @@ class FastBatches:
     def _batch_ack(self, stream: Stream, reply: str, seq: int, batch_id: str, count: int) -> None:
         """The commit's pub ack (nats-server sends it even on a no_ack stream)."""
         if reply:
-            body = self._ack_body(stream, seq)
-            body.update({"batch": batch_id, "count": count})
-            self._send(reply, _dumps(body))
-
-    def _ack_body(self, stream: Stream, seq: int) -> dict[str, Any]:
-        body: dict[str, Any] = {"stream": stream.name, "seq": seq}
-        if self.domain:
-            body["domain"] = self.domain
-        return body
+            self._send(reply, self._pipeline.acks.batch(stream.name, seq, batch_id, count))
 
     def _arm(self, stream: str, batch_id: str, b: _Batch) -> None:
         """The idle timeout starts again: noted, not a new timer per message."""

@@ -9,7 +9,7 @@ message) and, with `headers_only`, `Nats-Msg-Size` and no payload. This is
 what KV watchers built on republish read.
 
 Pure: `Republisher.target(subject)` says where (None: not republished) and
-`message(...)` builds the headers; the stream decides when, the engine sends.
+`message(...)` builds the headers; the stream decides when, the publish pipeline sends.
 """
 
 from __future__ import annotations

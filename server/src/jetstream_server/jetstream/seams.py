@@ -4,8 +4,9 @@ Streams and consumers never import each other; this module pins what each
 may ask of the other. Keep these signatures stable.
 
 Stream side, `StreamForConsumers` (implemented by `jetstream_server.jetstream.stream.Stream`):
-- `name: str`, `config` (StreamConfig: `.retention` "limits"|"interest"|"workqueue",
-  `.storage` "file"|"memory", `.subjects`, `.max_consumers`, ...),
+- `name: str`, `config` (StreamConfig: `.retention` a `Retention`, "limits" |
+  "interest" | "workqueue", `.storage` a `Storage`, "file" | "memory",
+  `.subjects`, `.max_consumers`, ...),
   `store: StreamStore`, `directory: pathlib.Path | None` (where a file-backed
   stream keeps its files; consumers persist their state under
   `directory / "obs" / <consumer name>`; None for memory streams),

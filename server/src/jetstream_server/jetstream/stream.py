@@ -2,7 +2,7 @@
 
 `Stream` owns a `StreamStore` (memory or file; it never knows which) and the
 consumers registered on it (`StreamListener`s, see seams.py). It has no
-sockets and no asyncio: the engine hands it published messages and sends
+sockets and no asyncio: the publish pipeline (publish.py) hands it published messages and sends
 whatever it answers; time comes from the injected clock.
 
 Publish path (`accept()`), in nats-server's order: the stream's
@@ -17,14 +17,14 @@ sends it only for in-flight races that a single-threaded stream cannot have),
 `Nats-TTL` (needs `allow_msg_ttl`, 10166/10165), account limits, discard-new
 limits (10077); then store, record the msg id, apply rollup and discard-old
 limits, arm TTL / max-age timers, and build the `republish` message
-(republish.py) the engine sends before the ack. Mirrors and sources store
+(republish.py) the pipeline sends before the ack. Mirrors and sources store
 through the same path with `Sourced` (no expectation checks; a mirror keeps
 the origin's sequence and time, its gaps become deleted sequences).
 
 Invariants:
 - Listeners hear about a message (`on_stored`) only after it is in the store,
   and (with `sync_always`) after the group-commit fsync: `accept()` stores,
-  `deliver()` notifies; the engine decides when to call the second.
+  `deliver()` notifies; the publish pipeline decides when to call the second.
 - Interest retention with no consumer (nor mirror or source still to copy
   it, `held_by_readers`) that wants a message keeps nothing; workqueue
   removes a message once acknowledged (`acknowledged(seq)`).
@@ -279,7 +279,7 @@ class Stream:
         self._republisher = (
             Republisher(self.name, cfg.republish) if cfg.republish is not None else None
         )
-        self.counter = cfg.flag("allow_msg_counter")  # counters.py
+        self.counter = cfg.allow_msg_counter  # counters.py
 
     def accept(
         self, subject: str, headers: bytes | None, payload: bytes, sourced: Sourced | None = None
@@ -471,7 +471,7 @@ class Stream:
         if b"Nats-Schedule" in headers:
             try:
                 checked = schedules.check_publish(
-                    hdr, subject, cfg.subjects, cfg.flag("allow_msg_schedules"),
+                    hdr, subject, cfg.subjects, cfg.allow_msg_schedules,
                     cfg.allow_msg_ttl, now, self._last_headers,
                 )
             except ApiError as exc:
@@ -576,7 +576,7 @@ class Stream:
                 consumer.on_stored(msg)
             except Exception:  # a broken consumer must not lose the stream's other consumers
                 logger.exception("stream %s: consumer %s failed on message %d",
-                                 self.name, getattr(consumer, "name", "?"), msg.seq)
+                                 self.name, consumer.name, msg.seq)
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
         if self.on_appended is not None:
@@ -719,7 +719,7 @@ class Stream:
                         self._schedule_ttl(msg.timestamp_ns + ttl, msg.seq)
                     elif ttl < 0:
                         self._ttl_never.add(msg.seq)
-        if self.config.flag("allow_msg_schedules"):
+        if self.config.allow_msg_schedules:
             self._rebuild_schedules(state.first_seq, state.last_seq, now)
         if self.config.max_age > 0:
             self._expire_by_age()
@@ -907,7 +907,7 @@ class Stream:
                 consumer.on_purged(first_seq, removed)
             except Exception:  # one consumer's bug must not stop the others hearing it
                 logger.exception("stream %s: consumer %s failed on purge",
-                                 self.name, getattr(consumer, "name", "?"))
+                                 self.name, consumer.name)
 
     def stop(self) -> None:
         """Server shutdown: stop consumers and timers, save the dedup table, close the store."""

@@ -8,6 +8,15 @@ nats-server error for invalid input. `to_json()` answers the config in
 nats-server's key order. Keys this server does not act on (placement
 and the like) are kept in `extra` and echoed back unchanged.
 
+The policies are `Literal` types (`Retention`, `Storage`, `Discard`,
+`Compression`, `PersistMode`) and the feature flags of 2.12 and 2.14
+(`allow_msg_counter`, `allow_atomic`, `allow_msg_schedules`,
+`allow_batched`) and `persist_mode` are typed fields: a misspelt policy or
+flag is a type error, not a silently false lookup. On the wire they are
+echoed where the client put them among the unknown keys (`json_order`), true
+flags only and `persist_mode` only when `async` (Go's omitempty), so a config
+comes back byte for byte as it was stored.
+
 Invariant: a `StreamConfig` that exists has passed validation; durations are
 nanoseconds (`max_age`, `duplicate_window`, as on the wire).
 """
@@ -16,11 +25,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final, Literal, TypeVar, get_args
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_collision
 from jetstream_server.core.gotime import format_duration
 from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.settings import ServerLimits
 from jetstream_server.jetstream.sourcing_config import (
     RepublishConfig,
     SourceConfig,
@@ -41,34 +51,14 @@ MAX_DESCRIPTION_LEN = 4 * 1024
 MAX_METADATA_LEN = 128 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class ServerLimits:
-    """``jetstream { limits { ... } }`` as the API applies them (0: no limit)."""
-
-    max_ack_pending: int = 0
-    max_request_batch: int = 0
-    duplicate_window_ns: int = 0
-
-    @classmethod
-    def of(cls, settings: Any) -> ServerLimits:
-        """From any object with the config's `JetStreamLimits` attributes (or None)."""
-        if settings is None:
-            return cls()
-        return cls(
-            int(getattr(settings, "max_ack_pending", 0) or 0),
-            int(getattr(settings, "max_request_batch", 0) or 0),
-            int(getattr(settings, "duplicate_window_ns", 0) or 0),
-        )
-
-
 def metadata_size(metadata: Any) -> int:
     """Bytes of keys and values, as nats-server counts metadata against its cap."""
     return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in dict(metadata).items())
 
 
-def stream_consumer_limits(config: Any) -> tuple[int, int]:
+def stream_consumer_limits(config: StreamConfig) -> tuple[int, int]:
     """A stream's ``consumer_limits``: (max_ack_pending, inactive_threshold ns), 0 = none."""
-    raw = getattr(config, "consumer_limits", None) or {}
+    raw = config.consumer_limits
     values = []
     for key in ("max_ack_pending", "inactive_threshold"):
         value = raw.get(key, 0)
@@ -76,10 +66,18 @@ def stream_consumer_limits(config: Any) -> tuple[int, int]:
     return values[0], values[1]
 
 
-RETENTIONS = ("limits", "interest", "workqueue")
-STORAGES = ("file", "memory")
-DISCARDS = ("old", "new")
-COMPRESSIONS = ("none", "s2")
+Retention = Literal["limits", "interest", "workqueue"]
+Storage = Literal["file", "memory"]
+Discard = Literal["old", "new"]
+Compression = Literal["none", "s2"]
+# `persist_mode` (2.12, level 2): "default" (omitted, as Go's omitempty does) or "async"
+PersistMode = Literal["default", "async"]
+# the first of each is the default
+RETENTIONS: Final[tuple[Retention, ...]] = get_args(Retention)
+STORAGES: Final[tuple[Storage, ...]] = get_args(Storage)
+DISCARDS: Final[tuple[Discard, ...]] = get_args(Discard)
+COMPRESSIONS: Final[tuple[Compression, ...]] = get_args(Compression)
+PERSIST_MODES: Final[tuple[PersistMode, ...]] = get_args(PersistMode)
 
 # nats-server's stored-config metadata key for the API level a stream needs.
 REQUIRED_LEVEL_KEY = "_nats.req.level"
@@ -119,13 +117,12 @@ _KNOWN_KEYS = (
     "republish",
 )
 
-# 2.12 stream features (API level 2) and 2.14's fast batch publish (level 4),
-# kept with the unknown keys in `extra` (echoed back when true, omitted when
-# false, as Go's omitempty does)
-FEATURE_FLAGS = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched")
-FEATURE_LEVELS = {"allow_batched": 4}
-# `persist_mode` (2.12, level 2): "default" (omitted, as Go's omitempty does) or "async"
-PERSIST_MODES = ("default", "async")
+# 2.12 stream features (API level 2) and 2.14's fast batch publish (level 4):
+# typed fields, echoed back when true and omitted when false (Go's omitempty)
+FEATURE_FLAGS: Final = ("allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched")
+FEATURE_LEVELS: Final = {"allow_batched": 4}
+# keys after the known ones: echoed in the order the client sent them (`json_order`)
+_TAIL_KEYS: Final = frozenset((*FEATURE_FLAGS, "persist_mode"))
 
 _NAME_FORBIDDEN = (".", "*", ">")
 _PATH_SEPARATORS = ("\\", "/")
@@ -170,13 +167,29 @@ def _bool(raw: dict[str, Any], key: str) -> bool:
     return value
 
 
-def _choice(raw: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _choice(raw: dict[str, Any], key: str, choices: tuple[_Choice, ...]) -> _Choice:
+    """One of `choices` (the first when absent or empty), typed as the choices are."""
     value = raw.get(key)
     if value is None or value == "":
         return choices[0]
     if value not in choices:
         raise ApiError(Err.INVALID_JSON, err=f"can not unmarshal {json.dumps(json.dumps(value))}")
-    return str(value)
+    return choices[choices.index(value)]
+
+
+def _flag(raw: dict[str, Any], key: str) -> bool:
+    """A feature flag; nats-server's decoder error for anything but a boolean."""
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        kind = ("number" if isinstance(value, (int, float)) else "string"
+                if isinstance(value, str) else "array" if isinstance(value, list)
+                else "object")
+        raise ApiError(Err.INVALID_JSON, err=f"json: cannot unmarshal {kind} into Go struct "
+                       f"field StreamConfigRequest.{key} of type bool")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,20 +197,20 @@ class StreamConfig:
     name: str
     subjects: tuple[str, ...] = ()
     description: str = ""
-    retention: str = "limits"
+    retention: Retention = "limits"
     max_consumers: int = -1
     max_msgs: int = -1
     max_bytes: int = -1
     max_age: int = 0  # ns, 0 = unlimited
     max_msgs_per_subject: int = -1
     max_msg_size: int = -1
-    discard: str = "old"
+    discard: Discard = "old"
     discard_new_per_subject: bool = False
-    storage: str = "file"
+    storage: Storage = "file"
     num_replicas: int = 1
     no_ack: bool = False
     duplicate_window: int = DEFAULT_DUPLICATE_WINDOW_NS  # ns
-    compression: str = "none"
+    compression: Compression = "none"
     allow_direct: bool = False
     mirror_direct: bool = False
     sealed: bool = False
@@ -213,7 +226,16 @@ class StreamConfig:
     sources: tuple[SourceConfig, ...] = ()
     subject_transform: TransformConfig | None = None
     republish: RepublishConfig | None = None
+    allow_msg_counter: bool = False  # counters.py
+    allow_atomic: bool = False  # atomic_batch.py
+    allow_msg_schedules: bool = False  # schedules.py
+    allow_batched: bool = False  # fast_batch.py
+    persist_mode: PersistMode = "default"
+    # keys this server does not act on, echoed back unchanged
     extra: dict[str, Any] = field(default_factory=dict)
+    # the feature flags, persist_mode and `extra` keys in the order the client
+    # sent them: `to_json` echoes them so (not part of equality)
+    json_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     # -- parsing -------------------------------------------------------------
     @classmethod
@@ -282,20 +304,18 @@ class StreamConfig:
             republish=None if republish_raw is None else RepublishConfig.from_json(republish_raw),
             extra={
                 k: v for k, v in raw.items()
-                if k not in _KNOWN_KEYS and k != "created" and not (k in FEATURE_FLAGS and v is False)
-                and not (k == "persist_mode" and v in (None, "", "default"))
+                if k not in _KNOWN_KEYS and k not in _TAIL_KEYS and k != "created"
             },
+            json_order=tuple(k for k in raw if k not in _KNOWN_KEYS and k != "created"),
         )
-        if "persist_mode" in cfg.extra:
-            _choice(raw, "persist_mode", PERSIST_MODES)
-        for flag in FEATURE_FLAGS:
-            value = cfg.extra.get(flag)
-            if flag in cfg.extra and not isinstance(value, bool):
-                kind = ("number" if isinstance(value, (int, float)) else "string"
-                        if isinstance(value, str) else "array" if isinstance(value, list)
-                        else "object")
-                raise ApiError(Err.INVALID_JSON, err=f"json: cannot unmarshal {kind} into Go struct "
-                               f"field StreamConfigRequest.{flag} of type bool")
+        cfg = replace(
+            cfg,
+            persist_mode=_choice(raw, "persist_mode", PERSIST_MODES),
+            allow_msg_counter=_flag(raw, "allow_msg_counter"),
+            allow_atomic=_flag(raw, "allow_atomic"),
+            allow_msg_schedules=_flag(raw, "allow_msg_schedules"),
+            allow_batched=_flag(raw, "allow_batched"),
+        )
         return cfg.with_defaults().validated()
 
     def with_defaults(self) -> StreamConfig:
@@ -315,7 +335,7 @@ class StreamConfig:
         # turns both features on for such a stream.
         markers = self.subject_delete_marker_ttl > 0
         # schedules store with Nats-Rollup: sub: nats-server turns roll-ups on
-        scheduled = self.flag("allow_msg_schedules")
+        scheduled = self.allow_msg_schedules
         return replace(
             self, duplicate_window=dup, metadata=metadata, discard=discard,
             allow_msg_ttl=self.allow_msg_ttl or markers,
@@ -336,18 +356,23 @@ class StreamConfig:
             )
         return self
 
-    def flag(self, name: str) -> bool:
-        """One of the `FEATURE_FLAGS` (counters, atomic batches, schedules)."""
-        return bool(self.extra.get(name))
+    def features(self) -> dict[str, bool]:
+        """The `FEATURE_FLAGS` by their JSON names."""
+        return {
+            "allow_msg_counter": self.allow_msg_counter,
+            "allow_atomic": self.allow_atomic,
+            "allow_msg_schedules": self.allow_msg_schedules,
+            "allow_batched": self.allow_batched,
+        }
 
     @property
     def async_persist(self) -> bool:
         """`persist_mode: async`: a publish is acknowledged before it is synced."""
-        return self.extra.get("persist_mode") == "async"
+        return self.persist_mode == "async"
 
     def required_api_level(self) -> int:
         """The JetStream API level (ADR-44) the features of this config need."""
-        levels = [FEATURE_LEVELS.get(name, 2) for name in FEATURE_FLAGS if self.flag(name)]
+        levels = [FEATURE_LEVELS.get(name, 2) for name, on in self.features().items() if on]
         if self.async_persist:
             levels.append(2)
         if levels:
@@ -358,23 +383,23 @@ class StreamConfig:
 
     def _check_features(self) -> None:
         """nats-server's checks of the 2.12 features against the rest of the config."""
-        if self.flag("allow_msg_counter"):
+        if self.allow_msg_counter:
             if self.discard == "new":
                 raise invalid("counter stream cannot use discard new")
             if self.allow_msg_ttl:
                 raise invalid("counter stream cannot use message TTLs")
-            if self.flag("allow_msg_schedules"):
+            if self.allow_msg_schedules:
                 raise invalid("counter stream cannot use message schedules")
             if self.retention != "limits":
                 raise invalid("counter stream can only use limits retention")
-        if self.flag("allow_msg_schedules") and self.discard == "new":
+        if self.allow_msg_schedules and self.discard == "new":
             raise invalid("message scheduling cannot use discard new")
         if self.async_persist:
             if self.storage != "file":
                 raise invalid("async persist mode is only supported on file storage")
             if self.num_replicas > 1:
                 raise invalid("async persist mode is not supported on replicated streams")
-            if self.flag("allow_atomic"):
+            if self.allow_atomic:
                 raise invalid("async persist mode is not supported with atomic batch publish")
 
     def validated(self) -> StreamConfig:
@@ -413,7 +438,7 @@ class StreamConfig:
         if self.mirror is not None:
             check_mirror(self.mirror, has_subjects=bool(self.subjects), has_sources=bool(self.sources),
                          first_seq=self.first_seq, marker_ttl=self.subject_delete_marker_ttl,
-                         flags=tuple(name for name in FEATURE_FLAGS if self.flag(name)))
+                         flags=tuple(name for name, on in self.features().items() if on))
         check_sources(self.sources)
         try:
             # one pass over a trie, not every pair (3000 subjects: 4.5 million pairs)
@@ -495,10 +520,21 @@ class StreamConfig:
             out["subject_delete_marker_ttl"] = self.subject_delete_marker_ttl
         if self.first_seq:
             out["first_seq"] = self.first_seq
-        out.update(self.extra)
+        out.update(self._tail_json())
         if self.metadata:
             out["metadata"] = dict(self.metadata)
         return out
+
+    def _tail_json(self) -> dict[str, Any]:
+        """The true feature flags, an async `persist_mode` and the `extra` keys,
+        in the order the client sent them (keys set in code, not parsed, after)."""
+        tail: dict[str, Any] = {name: True for name, on in self.features().items() if on}
+        if self.persist_mode != "default":
+            tail["persist_mode"] = self.persist_mode
+        tail.update(self.extra)
+        ordered = {key: tail.pop(key) for key in self.json_order if key in tail}
+        ordered.update(tail)
+        return ordered
 
     # -- comparisons used by the API ------------------------------------------
     def same_as(self, other: StreamConfig) -> bool:
@@ -534,9 +570,9 @@ class StreamConfig:
             raise ApiError(Err.STREAM_REPLICAS_NOT_SUPPORTED)
         if self.allow_msg_ttl and not new.allow_msg_ttl:
             raise invalid("message TTL status can not be disabled")
-        if self.flag("allow_msg_counter") != new.flag("allow_msg_counter"):
+        if self.allow_msg_counter != new.allow_msg_counter:
             raise invalid("stream configuration update can not change message counter setting")
-        if self.flag("allow_msg_schedules") and not new.flag("allow_msg_schedules"):
+        if self.allow_msg_schedules and not new.allow_msg_schedules:
             raise invalid("message schedules can not be disabled")
         if self.async_persist != new.async_persist:
             raise invalid("stream configuration update can not change persist mode")

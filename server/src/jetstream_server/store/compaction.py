@@ -30,22 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jetstream_server.core.clock import Offload as Offload  # the clock's, for file.py, factory.py
+from jetstream_server.core.clock import run_inline as run_inline
 from jetstream_server.store import codec
 from jetstream_server.store.blocks import Block
 from jetstream_server.store.durable_io import fsync_dir, replace_file
 
 # (kind, seq, ts or tombstone stamp, offset in the block, record length)
 Record = tuple[int, int, int, int, int]
-Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
-
-
-def run_inline(job: Callable[[], Any], done: Callable[[Any], None]) -> None:
-    """`Offload` without a disk thread: the job now, then `done` (its result or error)."""
-    try:
-        result = job()
-    except Exception as exc:  # handed to `done`, as the disk thread does
-        result = exc
-    done(result)
 
 
 @dataclass(slots=True)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from jetstream_server.jetstream import reports
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.versioning import API_LEVEL
 
 
 def account_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    out = host.account_info()
-    if host.domain:
-        out["domain"] = host.domain
-    out["api"] = {"level": API_LEVEL, "total": host.api_total, "errors": host.api_errors}
+    out = reports.account_info(host.store_limits)
+    if host.settings.domain:
+        out["domain"] = host.settings.domain
+    out["api"] = {"level": API_LEVEL, "total": host.api_stats.total, "errors": host.api_stats.errors}
     return out

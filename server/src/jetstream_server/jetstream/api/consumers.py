@@ -38,7 +38,8 @@ from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.gotime import ZERO_TIME, format_duration, rfc3339_ns
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream import advisories
-from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
+from jetstream_server.jetstream.api.replies import audit, respond
 from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
 from jetstream_server.jetstream.consumer.config import (
     ConsumerConfig,
@@ -79,7 +80,7 @@ def _consumers(stream: Stream) -> dict[str, Consumer]:
 
 
 def lookup_consumer(host: ApiHost, stream_name: str, name: str) -> Consumer:
-    stream = host.lookup_stream(stream_name)
+    stream = lookup_stream(host, stream_name)
     consumer = stream.consumers.get(name)
     if not isinstance(consumer, Consumer):
         raise ApiError(Err.CONSUMER_NOT_FOUND)
@@ -117,7 +118,7 @@ def create_consumer(
     the fsyncs of what a durable create or update wrote, as a job for the disk
     thread (None: nothing waits; then a new consumer's first delivery is
     scheduled here, else after the job, see `_create`)."""
-    config = _within_limits(config.with_limit_defaults(stream.config, host.limits), stream, host)
+    config = _within_limits(config.with_limit_defaults(stream.config, host.settings.limits), stream, host)
     config.validate(stream.config.retention)
     existing = stream.consumers.get(name)
     if isinstance(existing, Consumer) and not existing.closed:
@@ -143,13 +144,13 @@ def create_consumer(
         # no directory can carry the name: nats-server's answer, without its path
         logger.warning("consumer %r on stream %s: name holds a NUL byte", name, stream.name)
         raise ApiError(Err.CONSUMER_CREATE, err="error creating store for consumer")
-    cap = host.account_limits.consumer_cap(stream.config.max_consumers)
+    cap = host.store_limits.account.consumer_cap(stream.config.max_consumers)
     if cap > 0 and name not in stream.consumers and len(stream.consumers) >= cap:
         raise ApiError(Err.MAXIMUM_CONSUMERS_LIMIT)
     if stream.config.retention == "workqueue":
         _check_workqueue(stream, name, config)
     store = (
-        ConsumerStore.for_stream(stream.directory, name, sync=host.sync_always)
+        ConsumerStore.for_stream(stream.directory, name, sync=host.settings.sync_always)
         if stream.directory is not None and _persistent(stream, config)
         else None
     )
@@ -186,7 +187,7 @@ def create_consumer(
 
 def _created_advisory(host: ApiHost, stream: Stream, name: str) -> None:
     advisories.consumer_action(host.consumer_host, host.clock.now_ns(), stream.name, name,
-                               "create", host.domain)
+                               "create", host.settings.domain or None)
 
 
 def _abandon(host: ApiHost, stream: Stream, consumer: Consumer, exc: BaseException) -> None:
@@ -220,14 +221,14 @@ def _after_fsyncs(
             error = ApiError(Err.CONSUMER_CREATE, err=why)
         response = {"type": CREATE_RESPONSE, "error": error.to_json()}
         for reply in replies:
-            host.api_errors += 1
-            host.respond(reply, response)
-        host.audit(req.subject, req.payload, response, req.origin)
+            host.api_stats.errors += 1
+            respond(host, reply, response)
+        audit(host, req.subject, req.payload, response, req.origin)
         return
     response = {"type": CREATE_RESPONSE, **info}
     for reply in replies:
-        host.respond(reply, response)
-    host.audit(req.subject, req.payload, response, req.origin)
+        respond(host, reply, response)
+    audit(host, req.subject, req.payload, response, req.origin)
     if created:
         consumer.kick()
         _created_advisory(host, stream, consumer.name)
@@ -242,7 +243,7 @@ def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> Con
         raise ApiError(Err.CONSUMER_DESCRIPTION_TOO_LONG, max=MAX_DESCRIPTION_LEN)
     if metadata_size(config.metadata) > MAX_METADATA_LEN:
         raise ApiError(Err.CONSUMER_METADATA_LENGTH, limit=f"{MAX_METADATA_LEN // 1024}KB")
-    limits = host.limits
+    limits = host.settings.limits
     if config.is_pull and 0 < limits.max_request_batch < config.max_batch:
         raise ApiError(Err.CONSUMER_MAX_REQUEST_BATCH_EXCEEDED, limit=limits.max_request_batch)
     if 0 < limits.max_ack_pending < config.max_ack_pending:
@@ -257,7 +258,7 @@ def _within_limits(config: ConsumerConfig, stream: Stream, host: ApiHost) -> Con
 
 def restore_consumers(host: ApiHost, stream: Stream) -> None:
     """Reopen the durable consumers saved under `stream.directory`."""
-    for store in list_consumer_stores(stream.directory, sync=host.sync_always):
+    for store in list_consumer_stores(stream.directory, sync=host.settings.sync_always):
         name = store.directory.name
         try:
             raw, created_ns = store.read_meta()
@@ -291,7 +292,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | No
     action = body.get("action", "") or ""
     if action not in ("", "create", "update"):
         raise ApiError(Err.INVALID_JSON, err=f"unknown consumer action {action!r}")
-    stream = host.lookup_stream(stream_name)
+    stream = lookup_stream(host, stream_name)
     if form == "legacy":
         if config.durable_name:
             raise ApiError(Err.CONSUMER_EPHEMERAL_WITH_DURABLE_NAME)
@@ -334,16 +335,7 @@ def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | No
     # answered once what it wrote is durable; the fsyncs run on the disk thread
     _SAVING.setdefault(consumer, [])
     done = functools.partial(_after_fsyncs, host, req, stream, consumer, created, info)
-    run_off_loop = getattr(host.clock, "run_off_loop", None)
-    if run_off_loop is None:
-        try:
-            job()
-        except OSError as exc:
-            done(exc)
-            return None
-        done(None)
-        return None
-    run_off_loop(job, done)
+    host.clock.run_off_loop(job, done)
     return None
 
 
@@ -372,7 +364,7 @@ def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     names = sorted(_consumers(stream))
     offset = offset_of(body)
     return {
@@ -385,7 +377,7 @@ def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def consumer_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     consumers = _consumers(stream)
     names = sorted(consumers)
     offset = offset_of(body)
@@ -470,7 +462,7 @@ def consumer_msg_next(host: ApiHost, req: ApiRequest) -> None:
     if not isinstance(consumer, Consumer) or consumer.closed:
         # Nobody serves this subject on nats-server: the client sees no responders.
         if req.reply:
-            host.publish(req.reply, None, NO_RESPONDERS, b"")
+            host.router.publish(req.reply, None, NO_RESPONDERS, b"")
         return None
     consumer.process_pull(req.reply, req.payload)
     return None

@@ -59,7 +59,7 @@ def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -
 
 def _status(host: ApiHost, reply: str | None, code: int, text: str, **extra: str) -> None:
     if reply:
-        host.publish(reply, None, status_headers(code, text, **extra), b"")
+        host.router.publish(reply, None, status_headers(code, text, **extra), b"")
 
 
 def _direct_stream(host: ApiHost, req: ApiRequest) -> Stream | None:
@@ -93,7 +93,7 @@ def direct_get_last(host: ApiHost, req: ApiRequest) -> None:
     if msg is None:
         _status(host, req.reply, 404, "Message Not Found")
     else:
-        host.publish(req.reply, None, _headers(stream, msg, []), msg.data)
+        host.router.publish(req.reply, None, _headers(stream, msg, []), msg.data)
     return None
 
 
@@ -209,7 +209,7 @@ def _single(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     if msg is None:
         _status(host, reply, 404, "Message Not Found")
         return
-    host.publish(reply, None, _headers(stream, msg, []), msg.data)
+    host.router.publish(reply, None, _headers(stream, msg, []), msg.data)
 
 
 def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
@@ -222,7 +222,7 @@ def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     # nats-server applies up_to_seq/up_to_time to multi_last only
     end = store.state().last_seq
     total = _count(store, start, end, filters)
-    max_bytes = p.max_bytes or host.max_pending  # nats-server: the server's max_pending
+    max_bytes = p.max_bytes or host.settings.max_pending  # nats-server: the server's max_pending
     sent = 0
     last_seq = 0
     size = 0
@@ -232,7 +232,7 @@ def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
         size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(total - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        host.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        host.router.publish(reply, None, _headers(stream, msg, extra), msg.data)
         last_seq = msg.seq
     if sent == 0:
         _status(host, reply, 404, "Message Not Found")
@@ -279,7 +279,7 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
             return
     msgs = [msg for seq in sorted(seqs) if (msg := store.load(seq)) is not None]
     limit = p.batch if p.batch > 0 else MULTI_LAST_LIMIT
-    max_bytes = p.max_bytes or host.max_pending  # nats-server: the server's max_pending
+    max_bytes = p.max_bytes or host.settings.max_pending  # nats-server: the server's max_pending
     sent = 0
     last_seq = 0
     size = 0
@@ -289,7 +289,7 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
         size += _wire_size(msg)
         sent += 1
         extra = [("Nats-Num-Pending", str(len(msgs) - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        host.publish(reply, None, _headers(stream, msg, extra), msg.data)
+        host.router.publish(reply, None, _headers(stream, msg, extra), msg.data)
         last_seq = msg.seq
     if sent == 0:
         _status(host, reply, 404, "No Results")

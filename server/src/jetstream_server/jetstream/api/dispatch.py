@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.replies import audit, respond
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.api.routes import ROUTE_TABLE, RouteTable
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -53,7 +54,7 @@ def dispatch(
     payload: bytes,
     table: RouteTable = ROUTE_TABLE,
 ) -> None:
-    tokens = api_tokens(subject, host.domain)
+    tokens = api_tokens(subject, host.settings.domain)
     if tokens is None:
         return
     found = table.resolve(tokens)
@@ -61,7 +62,7 @@ def dispatch(
         logger.debug("no JetStream API handler for %s", subject)
         return
     route, params = found
-    origin = host.api_origin()  # before the handler publishes anything
+    origin = host.router.origin  # before the handler publishes anything
     req = ApiRequest(subject, tokens, params, reply, headers, payload, origin)
     failed = True
     try:
@@ -76,11 +77,11 @@ def dispatch(
         error = ApiError(Err.STREAM_GENERAL_ERROR, err=f"internal error: {type(exc).__name__}")
         body = {"error": error.to_json(), **route.error_fields}
     if route.counted:
-        host.api_total += 1
-        host.api_errors += int(failed)
+        host.api_stats.total += 1
+        host.api_stats.errors += int(failed)
     if body is None:
         return
     response = {"type": response_type(route.response), **body}
-    host.respond(reply, response)
+    respond(host, reply, response)
     if route.counted:
-        host.audit(subject, payload, response, origin)
+        audit(host, subject, payload, response, origin)

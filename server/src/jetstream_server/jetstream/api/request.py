@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from jetstream_server.core.router import ClientOrigin
 from jetstream_server.jetstream.errors import ApiError, Err
 
 
@@ -26,7 +27,7 @@ class ApiRequest:
     reply: str | None
     headers: bytes | None
     payload: bytes
-    origin: object | None = None  # the requesting client (for an answer sent later's audit)
+    origin: ClientOrigin | None = None  # the requesting client (for an answer sent later's audit)
 
 
 def request_body(req: ApiRequest) -> dict[str, Any]:
@@ -44,9 +45,10 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
         return {}
     if not isinstance(body, dict):
         raise ApiError(Err.INVALID_JSON, err=f"expected a JSON object, got {type(body).__name__}")
+    fields: dict[str, Any] = body
     if _LONE_SURROGATE_ESCAPE.search(payload):
-        body = _replace_lone_surrogates(body)
-    return body
+        fields = _replace_lone_surrogates(fields)
+    return fields
 
 
 # `\ud800` alone is valid JSON but no UTF-8 can carry it: Go's decoder (nats-server)

@@ -16,7 +16,7 @@ from typing import Any
 
 from jetstream_server.core.subjects import is_valid_publish_subject
 from jetstream_server.jetstream.api import views
-from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.request import ApiRequest, int_field, request_body
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.snapshot.content import SnapshotContent
@@ -34,7 +34,7 @@ def _empty(req: ApiRequest) -> bool:
 def stream_snapshot(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     if _empty(req):
         raise ApiError(Err.BAD_REQUEST)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     body = request_body(req)
     deliver = body.get("deliver_subject") or ""
     if not isinstance(deliver, str) or not is_valid_publish_subject(deliver):
@@ -66,14 +66,15 @@ def stream_restore(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     if "/" in name or "\\" in name:
         raise ApiError(Err.STREAM_NAME_CONTAINS_PATH_SEPARATORS)
     config = StreamConfig.from_json(raw)
-    config = host.prepare_config(config.within(host.limits,
+    config = host.prepare_config(config.within(host.settings.limits,
                                                window_given=bool(raw.get("duplicate_window"))))
-    host.check_restore_config(config)
+    host.store_limits.check_reservation(config)
     if name in host.streams:
         raise ApiError(Err.STREAM_NAME_EXIST_RESTORE_FAILED)
     store, staging = host.stage_restore(config)
     deliver = f"$JS.SNAPSHOT.RESTORE.{name}.{secrets.token_hex(11)}"
     session = RestoreSession(host.consumer_host, config, store, staging, deliver,
-                             host.adopt_restored, host.check_restore_room, host.transfers)
+                             host.adopt_restored, host.store_limits.check_restore_room,
+                             host.transfers)
     session.start()
     return {"deliver_subject": deliver}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from jetstream_server.jetstream.api import views
-from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.request import (
     ApiRequest,
     offset_of,
@@ -41,7 +41,7 @@ def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
     config = StreamConfig.from_json(body)
-    config = config.within(host.limits, window_given=bool(body.get("duplicate_window")))
+    config = config.within(host.settings.limits, window_given=bool(body.get("duplicate_window")))
     return host.prepare_config(config)
 
 
@@ -62,7 +62,7 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(host, req)
-    stream = host.lookup_stream(config.name)
+    stream = lookup_stream(host, config.name)
     host.update_stream(stream, config)
     info = views.stream_info(stream, host.clock.now_ns())
     return {**info, "config": with_dynamic(info["config"])}
@@ -70,7 +70,7 @@ def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     subjects_filter = str_field(body, "subjects_filter")
     deleted_details = bool(body.get("deleted_details"))
     info = views.stream_info(stream, host.clock.now_ns(), subjects_filter, deleted_details)
@@ -86,7 +86,7 @@ def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     info["config"] = with_dynamic(info["config"])
     # a single nats-server names itself the stream's leader (only in this answer)
     ts = info.pop("ts")
-    return {**paged, **info, "cluster": {"leader": host.server_name}, "ts": ts}
+    return {**paged, **info, "cluster": {"leader": host.settings.server_name}, "ts": ts}
 
 
 def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:
@@ -125,14 +125,14 @@ def stream_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     host.delete_stream(stream)
     return {"success": True}
 
 
 def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     subject = str_field(body, "filter")
     seq = check_seq(uint_field(body, "seq"), "purge seq", Err.STREAM_PURGE_FAILED) or None
     keep = check_count(uint_field(body, "keep"), "purge keep", Err.STREAM_PURGE_FAILED) or None
@@ -142,7 +142,7 @@ def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def stream_msg_get(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     seq = uint_field(body, "seq")
     last_by = str_field(body, "last_by_subj")
     next_by = str_field(body, "next_by_subj")
@@ -162,7 +162,7 @@ def stream_msg_get(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 def stream_msg_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     body = request_body(req)
-    stream = host.lookup_stream(req.params[0])
+    stream = lookup_stream(host, req.params[0])
     seq = uint_field(body, "seq")
     if seq == 0:
         raise ApiError(Err.BAD_REQUEST)

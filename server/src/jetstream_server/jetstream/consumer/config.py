@@ -13,21 +13,23 @@ except the policies, `max_deliver`, `max_waiting` and `num_replicas`).
 Invariants: a config is immutable; durations are nanoseconds (`*_ns` fields
 hold them, the JSON keys are nats-server's); `filters` is the one list of
 subject filters the consumer delivers (empty = everything), whichever of
-`filter_subject` / `filter_subjects` set it. Unknown keys are kept in `extra`
-and echoed back.
+`filter_subject` / `filter_subjects` set it; the policies are `Literal`
+types (`DeliverPolicy`, `AckPolicy`, `ReplayPolicy`, `PriorityPolicy`), so a
+misspelt one is a type error. Unknown keys are kept in `extra` and echoed back.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, TypeVar, get_args
 
 from jetstream_server.core.filter_set import BudgetExceeded, first_nested
 from jetstream_server.core.gotime import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.jetstream.errors import ApiError, Err
-from jetstream_server.jetstream.stream_config import ServerLimits, stream_consumer_limits
+from jetstream_server.jetstream.settings import ServerLimits
+from jetstream_server.jetstream.stream_config import Retention, StreamConfig, stream_consumer_limits
 from jetstream_server.jetstream.subject_match import is_valid_subject
 from jetstream_server.jetstream.versioning import REQUIRED_LEVEL_KEY, without_dynamic
 
@@ -38,20 +40,19 @@ DEFAULT_INACTIVE_THRESHOLD_NS: Final = 5_000_000_000
 MIN_HEARTBEAT_NS: Final = 100_000_000
 MAX_NAME_LEN: Final = 255
 
-DELIVER_POLICIES: Final = (
-    "all",
-    "last",
-    "new",
-    "by_start_sequence",
-    "by_start_time",
-    "last_per_subject",
-)
-ACK_POLICIES: Final = ("none", "all", "explicit", "flow_control")
+DeliverPolicy = Literal[
+    "all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"
+]
 # ack policy flow_control (nats-server 2.14, API level 4): a push consumer whose
 # flow control answers acknowledge (flow_acks.py); nats-server sets these
+AckPolicy = Literal["none", "all", "explicit", "flow_control"]
+ReplayPolicy = Literal["instant", "original"]
+PriorityPolicy = Literal["none", "overflow", "pinned_client", "prioritized"]
+DELIVER_POLICIES: Final[tuple[DeliverPolicy, ...]] = get_args(DeliverPolicy)
+ACK_POLICIES: Final[tuple[AckPolicy, ...]] = get_args(AckPolicy)
+REPLAY_POLICIES: Final[tuple[ReplayPolicy, ...]] = get_args(ReplayPolicy)
+PRIORITY_POLICIES: Final[tuple[PriorityPolicy, ...]] = get_args(PriorityPolicy)
 FLOW_CONTROL_HEARTBEAT_NS: Final = 1_000_000_000
-REPLAY_POLICIES: Final = ("instant", "original")
-PRIORITY_POLICIES: Final = ("none", "overflow", "pinned_client", "prioritized")
 DEFAULT_PINNED_TTL_NS: Final = 120_000_000_000  # nats-server's JsDefaultPinnedTTL
 _GROUP_NAME: Final = re.compile(r"[a-zA-Z0-9/_=-]{1,16}")
 
@@ -134,13 +135,16 @@ def _want_bool(raw: dict[str, Any], key: str) -> bool:
     return value
 
 
-def _want_enum(raw: dict[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+_Policy = TypeVar("_Policy", bound=str)
+
+
+def _want_enum(raw: dict[str, Any], key: str, allowed: tuple[_Policy, ...], default: _Policy) -> _Policy:
     value = raw.get(key)
     if value is None or value == "":
         return default
     if not isinstance(value, str) or value.lower() not in allowed:
         raise _invalid(f'can not unmarshal "\\"{value}\\""')
-    return value.lower()
+    return allowed[allowed.index(value.lower())]
 
 
 _KNOWN_KEYS: Final = frozenset(
@@ -188,16 +192,16 @@ class ConsumerConfig:
     durable_name: str = ""
     name: str = ""
     description: str = ""
-    deliver_policy: str = "all"
+    deliver_policy: DeliverPolicy = "all"
     opt_start_seq: int = 0
     opt_start_time_ns: int | None = None  # None: not set (the epoch itself is a valid time)
-    ack_policy: str = "none"
+    ack_policy: AckPolicy = "none"
     ack_wait_ns: int = 0
     max_deliver: int = 0
     backoff_ns: tuple[int, ...] = ()
     filter_subject: str = ""
     filter_subjects: tuple[str, ...] = ()
-    replay_policy: str = "instant"
+    replay_policy: ReplayPolicy = "instant"
     rate_limit_bps: int = 0
     sample_freq: str = ""
     max_waiting: int = 0
@@ -216,7 +220,7 @@ class ConsumerConfig:
     metadata: tuple[tuple[str, str], ...] = ()
     pause_until_ns: int = 0
     priority_groups: tuple[str, ...] = ()
-    priority_policy: str = "none"
+    priority_policy: PriorityPolicy = "none"
     pinned_ttl_ns: int = 0  # JSON `priority_timeout`
     extra: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
@@ -266,6 +270,7 @@ class ConsumerConfig:
         policy = raw.get("priority_policy")
         if policy is not None and policy not in PRIORITY_POLICIES:
             raise _invalid(f"unknown priority policy: {json.dumps(policy)}")
+        priority_policy = PRIORITY_POLICIES[PRIORITY_POLICIES.index(policy)] if policy else "none"
         start_time = _want_str(raw, "opt_start_time")
         pause_until = _want_str(raw, "pause_until")
         try:
@@ -309,7 +314,7 @@ class ConsumerConfig:
             metadata=tuple(sorted(metadata.items())),
             pause_until_ns=pause_until_ns,
             priority_groups=tuple(groups),
-            priority_policy=policy or "none",
+            priority_policy=priority_policy,
             pinned_ttl_ns=max(_want_int(raw, "priority_timeout"), 0),
             extra=tuple((k, v) for k, v in raw.items() if k not in _KNOWN_KEYS),
         )
@@ -362,7 +367,9 @@ class ConsumerConfig:
         return out
 
     # -- defaults and checks -------------------------------------------------
-    def with_limit_defaults(self, stream_config: Any, limits: ServerLimits) -> ConsumerConfig:
+    def with_limit_defaults(
+        self, stream_config: StreamConfig, limits: ServerLimits
+    ) -> ConsumerConfig:
         """Fields left 0 that limits fill in before the usual defaults, as
         nats-server: the stream's `consumer_limits` give `max_ack_pending` and
         `inactive_threshold`; the server's `max_ack_pending` caps the default
@@ -423,7 +430,7 @@ class ConsumerConfig:
             return 1
         return 0
 
-    def validate(self, stream_retention: str = "limits") -> None:
+    def validate(self, stream_retention: Retention = "limits") -> None:
         """Raise the ApiError nats-server raises for this (defaulted) config."""
         policy = self.deliver_policy
         if policy == "by_start_sequence":
@@ -577,25 +584,18 @@ class ConsumerConfig:
         if not self.is_pull and new.is_pull:
             return "can not update push consumer to pull based"
         checks = (
-            ("deliver_policy", "deliver policy can not be updated"),
-            ("opt_start_seq", "start sequence can not be updated"),
-            ("opt_start_time_ns", "start time can not be updated"),
-            ("ack_policy", "ack policy can not be updated"),
-            ("replay_policy", "replay policy can not be updated"),
-            ("idle_heartbeat_ns", "heart beats can not be updated"),
-            ("flow_control", "flow control can not be updated"),
-            ("max_waiting", "max waiting can not be updated"),
-            ("mem_storage", "storage type can not be updated"),
+            (self.deliver_policy != new.deliver_policy, "deliver policy can not be updated"),
+            (self.opt_start_seq != new.opt_start_seq, "start sequence can not be updated"),
+            (self.opt_start_time_ns != new.opt_start_time_ns, "start time can not be updated"),
+            (self.ack_policy != new.ack_policy, "ack policy can not be updated"),
+            (self.replay_policy != new.replay_policy, "replay policy can not be updated"),
+            (self.idle_heartbeat_ns != new.idle_heartbeat_ns, "heart beats can not be updated"),
+            (self.flow_control != new.flow_control, "flow control can not be updated"),
+            (self.max_waiting != new.max_waiting, "max waiting can not be updated"),
+            (self.mem_storage != new.mem_storage, "storage type can not be updated"),
         )
-        for attr, message in checks:
-            if getattr(self, attr) != getattr(new, attr):
-                return message
-        return None
+        return next((message for changed, message in checks if changed), None)
 
     def same_as(self, other: ConsumerConfig) -> bool:
-        """Equal in every field that matters (extra keys ignored)."""
-        return all(
-            getattr(self, f.name) == getattr(other, f.name)
-            for f in fields(self)
-            if f.name != "extra"
-        )
+        """Equal in every field that matters (`extra` is not compared)."""
+        return self == other

@@ -151,9 +151,8 @@ class Consumer:
 
     def shutting_down(self) -> None:
         """The server is going away: waiting pull requests hear of it now."""
-        notice = getattr(self.delivery, "shutting_down", None)
-        if notice is not None and not self._closed:
-            notice()
+        if isinstance(self.delivery, PullDelivery) and not self._closed:
+            self.delivery.shutting_down()
 
     def stop(self) -> None:
         if self._closed:
@@ -189,7 +188,7 @@ class Consumer:
         # what it no longer holds on an interest stream: only from `lowest`, its subjects
         self.stream.remove_consumer(self.name, max(lowest, 1), self.cursor.store_filters)
         advisories.consumer_action(self.host, self.clock.now_ns(), self.stream_name, self.name,
-                                   "delete", getattr(self.host, "domain", None))
+                                   "delete", self.host.domain or None)
 
     @property
     def closed(self) -> bool:
@@ -261,17 +260,10 @@ class Consumer:
         except OSError as exc:
             self._confirmed(replies, exc)
             return
-        run_off_loop = getattr(self.clock, "run_off_loop", None)
-        if job is None or run_off_loop is None:
-            try:
-                if job is not None:
-                    job()
-            except OSError as exc:
-                self._confirmed(replies, exc)
-                return
+        if job is None:
             self._confirmed(replies, None)
             return
-        run_off_loop(job, lambda result: self._confirmed(replies, result))
+        self.clock.run_off_loop(job, lambda result: self._confirmed(replies, result))
 
     def _confirmed(self, replies: list[str], result: object) -> None:
         self._confirming = False
@@ -370,9 +362,8 @@ class Consumer:
 
     def unpin(self, group: str = "") -> None:
         """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
-        unpin = getattr(self.delivery, "unpin", None)
-        if unpin is not None:
-            unpin(group)
+        if isinstance(self.delivery, PullDelivery):  # only pull consumers pin
+            self.delivery.unpin(group)
 
     def _arm_pause(self) -> None:
         if self._pause_timer is not None:
@@ -399,7 +390,7 @@ class Consumer:
     def _pause_advisory(self) -> None:
         advisories.consumer_pause(self.host, self.clock.now_ns(), self.stream_name, self.name,
                                   self.paused, self.config.pause_until_ns,
-                                  getattr(self.host, "domain", None))
+                                  self.host.domain or None)
 
     # -- the delivery loop -----------------------------------------------------
     def kick(self, hint: StoredMessage | None = None) -> None:
@@ -615,5 +606,7 @@ class Consumer:
             out["pause_remaining"] = self.config.pause_until_ns - now
         out["ts"] = format_time(now)
         if self.config.priority_groups:
-            out["priority_groups"] = group_states(self.config, getattr(self.delivery, "pin", None))
+            out["priority_groups"] = group_states(
+                self.config, self.delivery.pin if isinstance(self.delivery, PullDelivery) else None
+            )
         return out

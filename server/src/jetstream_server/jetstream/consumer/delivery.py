@@ -37,6 +37,8 @@ class ConsumerHost(Protocol):
     """What a consumer needs from the server it runs in."""
 
     clock: Clock
+    account: str  # named in advisories
+    domain: str  # the JetStream domain ("" when none), named in advisories
 
     def publish(
         self, subject: str, reply: str | None, headers: bytes | None, payload: bytes

@@ -34,7 +34,7 @@ class PinAdvisories:
                                      self.stream, self.consumer, group, reason, self._domain())
 
     def _account(self) -> str:
-        return str(getattr(self.host, "account", "") or "$G")
+        return self.host.account or "$G"
 
     def _domain(self) -> str | None:
-        return getattr(self.host, "domain", None) or None
+        return self.host.domain or None

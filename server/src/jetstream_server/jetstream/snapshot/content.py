@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jetstream_server.core.gotime import rfc3339_ns
+from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.consumer.store import ConsumerState
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.store.natsarc import MAGIC, encode_entry, end_entry
@@ -117,12 +118,10 @@ class SnapshotContent:
         self._consumers: list[tuple[str, dict[str, Any]]] = []
         if include_consumers:
             for name, consumer in stream.consumers.items():
-                snap = getattr(consumer, "snapshot", None)
-                config = getattr(consumer, "config", None)
-                if snap is None or config is None:
+                if not isinstance(consumer, Consumer):
                     continue
-                body = {"config": config.to_json(),
-                        "state": consumer_state_json(snap(), self.last_seq)}
+                body = {"config": consumer.config.to_json(),
+                        "state": consumer_state_json(consumer.snapshot(), self.last_seq)}
                 self._consumers.append((name, body))
         self.state = state_json(stream, len(self._consumers))
         self._now_ns = now_ns

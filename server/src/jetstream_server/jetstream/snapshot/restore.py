@@ -54,7 +54,7 @@ from jetstream_server.jetstream.snapshot.content import (
     consumer_state_from_json,
 )
 from jetstream_server.jetstream.stream import Stream
-from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.jetstream.stream_config import Storage, StreamConfig
 from jetstream_server.store.base import StoreError, StreamStore
 from jetstream_server.store.natsarc import ArchiveError, ArchiveReader, Entry
 from jetstream_server.store.s2frame import FrameDecoder, S2Error
@@ -107,7 +107,7 @@ class Transfer(Protocol):
 
 
 Adopt = Callable[[Staged], dict[str, Any]]  # -> the stream info; raises ApiError
-RoomCheck = Callable[[str, int], None]  # (storage, more bytes) -> raises ApiError
+RoomCheck = Callable[[Storage, int], None]  # (storage, more bytes) -> raises ApiError
 
 
 class RestoreSession:
