@@ -39,7 +39,7 @@ from ..session import Session, connection_options, log, out, run
 from ..templates import TemplateError, expand
 from ..units import NANOS_PER_SECOND, parse_time, rfc3339_ns
 from ._shared import DURATION, ack_metadata, parse_headers
-from .stream import body_text, decode_headers
+from ._messages import body_text, decode_headers
 
 
 def _templated(text: str, count: int, what: str, enabled: bool) -> str:
