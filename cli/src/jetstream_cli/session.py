@@ -141,15 +141,3 @@ def log(message: str) -> None:
 
 def out(text: str = "") -> None:
     click.echo(text)
-
-
-def group_with_aliases(parent: click.Group, name: str, aliases: dict[str, str],
-                       **kwargs: Any) -> Callable[[Callable[..., Any]], AliasGroup]:
-    """`parent.group(name)` whose subcommands answer to `aliases` (the verb groups still
-    written as closures use it; `alias_group` replaces it)."""
-    def decorate(func: Callable[..., Any]) -> AliasGroup:
-        group = alias_group(name, aliases, **kwargs)(func)
-        parent.add_command(group)
-        return group
-
-    return decorate
