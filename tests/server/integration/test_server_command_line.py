@@ -1,5 +1,6 @@
-"""`python -m jetstream_server` / `jetstream-server`: flags, random port, log lines, config
-files, errors and clean shutdown on signals. Real child processes."""
+"""The server's command line, `python -m jetstream_server` / `jetstream-server`: flags, random
+port, log lines, config files, errors and clean shutdown on signals. Real child processes.
+(The management CLI, `jetstream`, is tested in tests/cli.)"""
 
 from __future__ import annotations
 
