@@ -95,19 +95,9 @@ def format_consumer_info(info: JsonDict, state_only: bool = False) -> str:
         cols.row("Leader", cluster.get("leader", ""))
     cols.title("State")
     render_meta_api(cols, cfg.get("metadata"))
-    delivered = info.get("delivered") or {}
-    line = (f"Consumer sequence: {int(delivered.get('consumer_seq') or 0):,} "
-            f"Stream sequence: {int(delivered.get('stream_seq') or 0):,}")
-    if delivered.get("last_active"):
-        line += f" Last delivery: {cell(Nanos(since_ns(info, delivered['last_active'])))} ago"
-    cols.row("Last Delivered Message", line)
+    cols.row("Last Delivered Message", _sequence_pair(info, "delivered", "Last delivery"))
     if cfg.get("ack_policy") != "none":
-        floor = info.get("ack_floor") or {}
-        line = (f"Consumer sequence: {int(floor.get('consumer_seq') or 0):,} "
-                f"Stream sequence: {int(floor.get('stream_seq') or 0):,}")
-        if floor.get("last_active"):
-            line += f" Last Ack: {cell(Nanos(since_ns(info, floor['last_active'])))} ago"
-        cols.row("Acknowledgment Floor", line)
+        cols.row("Acknowledgment Floor", _sequence_pair(info, "ack_floor", "Last Ack"))
         pending = int(info.get("num_ack_pending") or 0)
         if int(cfg.get("max_ack_pending") or 0) > 0:
             cols.row("Outstanding Acks",
@@ -128,6 +118,17 @@ def format_consumer_info(info: JsonDict, state_only: bool = False) -> str:
     else:
         cols.row("Active Interest", "No interest")
     return cols.render()
+
+
+def _sequence_pair(info: JsonDict, key: str, when: str) -> str:
+    """natscli's `Consumer sequence: N Stream sequence: M` line for `delivered` or
+    `ack_floor`, with how long ago it last moved."""
+    pair = info.get(key) or {}
+    line = (f"Consumer sequence: {int(pair.get('consumer_seq') or 0):,} "
+            f"Stream sequence: {int(pair.get('stream_seq') or 0):,}")
+    if pair.get("last_active"):
+        line += f" {when}: {cell(Nanos(since_ns(info, pair['last_active'])))} ago"
+    return line
 
 
 def show_consumer_info(info: JsonDict, as_json: bool, state_only: bool = False) -> None:
