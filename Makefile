@@ -1,4 +1,5 @@
-# The two set-up commands of the README, complete on a fresh machine:
+# The two set-up commands of the README, complete on a fresh machine (docs/development.md
+# describes the other targets; tests/test_docs.py checks the recipes the docs rely on):
 #   make demo  - install and run the main job
 #   make test  - install and run the whole test suite
 #

@@ -1,6 +1,6 @@
 """The benchmark job: the bundled server beside the real nats-server, and the connector beside its ceiling.
 
-    python -m jobs.benchmark            # full run (about 15 minutes; the README keeps its output)
+    python -m jobs.benchmark            # full run (about 15 minutes; docs/performance.md keeps its output)
     python -m jobs.benchmark --quick    # a small version (tests run it so the job cannot rot)
     python -m jobs.benchmark --only size --plot size.png   # one family, and the plot
 

@@ -62,7 +62,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--trigger", default="2 seconds", help="processing-time trigger of --continuous")
     p.add_argument("--master", help="Spark master URL (e.g. spark://host:7077); default: local Spark, 2 cores")
     p.add_argument(
-        "--py-files", default="", help="comma-separated zips for the executors' Python (the connector's, see the README)"
+        "--py-files", default="", help="comma-separated zips for the executors' Python (the connector's, see docs/deployment.md)"
     )
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--replicas", type=int, default=1, help="replicas of the streams it creates (default 1)")

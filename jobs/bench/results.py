@@ -4,7 +4,7 @@ A `Figure` is one measured value of one workload on one server (or one
 side of a comparison); a `Comparison` pairs two figures of the same run and
 holds the target ratio the issue asks for (a floor, or a ceiling when lower is
 better, as for CPU per message). The table is plain text, stable
-in layout so that the README can keep a copy of a full run.
+in layout so that docs/performance.md can keep a copy of a full run.
 """
 
 from __future__ import annotations

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 
-from cli_helpers import jetstream, jetstream_json, one_line_error
+from cli_helpers import jetstream, jetstream_json, one_line_error, start_cli
 
 from jetstream_testing.process import ServerProcess
 
@@ -61,23 +57,17 @@ def test_ls_buckets_and_keys(server: ServerProcess) -> None:
 def test_watch_prints_history_and_updates(server: ServerProcess) -> None:
     jetstream(server, "kv", "add", "CFG", "--history", "3")
     jetstream(server, "kv", "put", "CFG", "a", "1")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
-    proc = subprocess.Popen([sys.executable, "-m", "jetstream_cli", "-s", server.url, "kv",
-                             "watch", "CFG", "--history"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env,
-                            # SIGINT as in a terminal, even when this run ignores it (a
-                            # background job): the CLI's Ctrl-C handling is what is tested
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert proc.stdout is not None
+    # the history's one entry is the line it is ready with
+    watch = start_cli(server, "kv", "watch", "CFG", "--history", ready="PUT CFG > a: 1",
+                      ready_on="stdout")
     try:
-        first = proc.stdout.readline()
-        assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] PUT CFG > a: 1\n", first)
+        assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] PUT CFG > a: 1\n",
+                            watch.stdout.seen[0])
         jetstream(server, "kv", "put", "CFG", "b", "2")
-        assert proc.stdout.readline().endswith("PUT CFG > b: 2\n")
+        assert (watch.stdout.next() or "").endswith("PUT CFG > b: 2\n")
         jetstream(server, "kv", "del", "CFG", "b", "-f")
-        assert proc.stdout.readline().endswith("DELETE CFG > b\n")
+        assert (watch.stdout.next() or "").endswith("DELETE CFG > b\n")
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(20)
-    assert proc.returncode == 130
-    assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+        status = watch.interrupt()
+    assert status == 130
+    assert "Traceback" not in watch.stderr.rest()

@@ -3,40 +3,11 @@ output lines and exit conditions."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
 
-from cli_helpers import jetstream, jetstream_json, one_line_error
+from cli_helpers import jetstream, jetstream_json, one_line_error, start_cli
 
 from jetstream_testing.process import ServerProcess
-
-
-def _start(server: ServerProcess, *args: str, ready: str) -> subprocess.Popen[str]:
-    """A long-running `jetstream` command, once it has logged `ready` on stderr."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
-    proc = subprocess.Popen([sys.executable, "-m", "jetstream_cli", "-s", server.url, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 30
-    seen = []
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        seen.append(line)
-        if ready in line:
-            return proc
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError(f"{args} never logged {ready!r}: {''.join(seen)}")
-
-
-def _finish(proc: subprocess.Popen[str]) -> str:
-    stdout, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, stdout
-    return stdout
 
 
 def test_pub_templates_headers_and_count(server: ServerProcess) -> None:
@@ -74,10 +45,10 @@ def test_pub_jetstream_ack_stdin_and_errors(server: ServerProcess) -> None:
 
 
 def test_sub_prints_messages_until_count(server: ServerProcess) -> None:
-    proc = _start(server, "sub", "greet.>", "--count", "2", ready="Subscribing on greet.>")
+    sub = start_cli(server, "sub", "greet.>", "--count", "2", ready="Subscribing on greet.>")
     jetstream(server, "pub", "greet.a", "hello", "-H", "K:v")
     jetstream(server, "pub", "greet.b", "world")
-    stdout = _finish(proc)
+    stdout = sub.finish()
     assert stdout == ('[#1] Received on "greet.a"\nK: v\n\nhello\n\n'
                       '[#2] Received on "greet.b"\nworld\n\n')
 
@@ -103,28 +74,28 @@ def test_sub_argument_errors(server: ServerProcess) -> None:
 
 
 def test_req_reply(server: ServerProcess) -> None:
-    proc = _start(server, "reply", "svc.echo", "pong {{.Request}} #{{Count}}", "--count", "2",
-                  ready='Listening on "svc.echo" in group "NATS-RPLY-22"')
+    service = start_cli(server, "reply", "svc.echo", "pong {{.Request}} #{{Count}}", "--count",
+                        "2", ready='Listening on "svc.echo" in group "NATS-RPLY-22"')
     first = jetstream(server, "req", "svc.echo", "ping")
     assert first.stdout == "pong ping #0\n\n"
     assert 'Sending request on "svc.echo"' in first.stderr
     assert re.search(r"Received with rtt \S+", first.stderr)
     second = jetstream(server, "req", "svc.echo", "again", "--raw")
     assert second.stdout == "pong again #1\n"
-    served = _finish(proc)
+    served = service.finish()
     assert "ping" in served and "again" in served
 
 
 def test_reply_echo_and_command(server: ServerProcess) -> None:
-    echo = _start(server, "reply", "svc.echo", "--count", "1", ready="Listening on")
+    echo = start_cli(server, "reply", "svc.echo", "--count", "1", ready="Listening on")
     answer = jetstream(server, "req", "svc.echo", "hi", "-H", "X:1")
     assert answer.stdout == "hi\n\n"
     assert re.search(r"NATS-Reply-Counter: 0", answer.stderr)
-    _finish(echo)
-    command = _start(server, "reply", "svc.cmd", "--command", "echo got {{1}} {{.Request}}",
-                     "--count", "1", ready="Listening on")
+    echo.finish()
+    command = start_cli(server, "reply", "svc.cmd", "--command", "echo got {{1}} {{.Request}}",
+                        "--count", "1", ready="Listening on")
     assert jetstream(server, "req", "svc.cmd", "body", "--raw").stdout == "got cmd body\n"
-    _finish(command)
+    command.finish()
 
 
 def test_req_without_responders_and_timeout(server: ServerProcess) -> None:

@@ -1,15 +1,22 @@
 """Running the `jetstream` CLI as a user does: a child process (`python -m jetstream_cli`)
-against a server URL, with stdin answers when a test feeds them. Plus the normalisation
-used to compare `--json` outputs between the bundled server and nats-server: times, ids
-and the server's own version stamps are replaced by placeholders."""
+against a server URL, with stdin answers when a test feeds them; long-running commands
+(`sub`, `reply`, `kv watch`) are started with `start_cli`, whose output lines a test waits
+for with a bound (a thread reads each pipe) instead of blocking on `readline`. Plus the
+normalisation used to compare `--json` outputs between the bundled server and nats-server:
+times, ids and the server's own version stamps are replaced by placeholders."""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
-from typing import Any
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Any
 
 from jetstream_testing.process import ServerProcess
 
@@ -25,7 +32,7 @@ def jetstream(server: ServerProcess | str | None, *args: str, input: str | None 
     argv = [sys.executable, "-m", "jetstream_cli"]
     if server is not None:
         argv += ["-s", server if isinstance(server, str) else server.url]
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
+    full_env = _cli_env()
     full_env.update(env or {})
     result = subprocess.run(argv + list(args), input=input if input is not None else "",
                             capture_output=True, text=True, timeout=timeout, env=full_env)
@@ -34,6 +41,105 @@ def jetstream(server: ServerProcess | str | None, *args: str, input: str | None 
             f"jetstream {' '.join(args)} exited {result.returncode}\n"
             f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result
+
+
+def _cli_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
+
+
+class PipeLines:
+    """The lines a child writes to one pipe, read by a thread as they come."""
+
+    def __init__(self, pipe: IO[str]) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(pipe,), daemon=True).start()
+
+    def _pump(self, pipe: IO[str]) -> None:
+        for line in pipe:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def next(self, timeout: float = 30) -> str | None:
+        """The next line, or None once the pipe is closed; fails after `timeout` seconds."""
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line within {timeout}s; so far: {''.join(self.seen)!r}") from None
+        if line is None:
+            self._lines.put(None)  # closed stays closed
+        else:
+            self.seen.append(line)
+        return line
+
+    def until(self, text: str, timeout: float = 30) -> str:
+        """Lines up to the first that contains `text` (returned); fails after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.next(max(deadline - time.monotonic(), 0.0))
+            if line is None:
+                raise AssertionError(f"closed before {text!r}: {''.join(self.seen)!r}")
+            if text in line:
+                return line
+
+    def rest(self, timeout: float = 30) -> str:
+        """Everything written until the pipe closes (the lines already taken included)."""
+        deadline = time.monotonic() + timeout
+        while self.next(max(deadline - time.monotonic(), 0.0)) is not None:
+            pass
+        return "".join(self.seen)
+
+
+@dataclass
+class RunningCli:
+    """A long-running `jetstream` command started by `start_cli`."""
+
+    proc: subprocess.Popen[str]
+    stdout: PipeLines
+    stderr: PipeLines
+
+    def finish(self, timeout: float = 30) -> str:
+        """Waits (at most `timeout`) for it to exit 0 by itself; what it wrote to stdout."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(f"still running after {timeout}s: {''.join(self.stderr.seen)}") from None
+        stdout = self.stdout.rest(timeout)
+        assert code == 0, f"exited {code}\nstdout:\n{stdout}\nstderr:\n{self.stderr.rest(timeout)}"
+        return stdout
+
+    def interrupt(self, timeout: float = 20) -> int:
+        """Ctrl-C (SIGINT), then its exit status (at most `timeout` later)."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(f"SIGINT did not stop it within {timeout}s") from None
+
+
+def start_cli(server: ServerProcess, *args: str, ready: str, ready_on: str = "stderr",
+              timeout: float = 30) -> RunningCli:
+    """`jetstream -s URL ARGS...` in the background, returned once it has written a line
+    containing `ready` (on stderr, or stdout with `ready_on="stdout"`). SIGINT acts as in a
+    terminal even when this run ignores it (a background job): the CLI's own Ctrl-C handling
+    is what a test interrupting it looks at."""
+    proc = subprocess.Popen([sys.executable, "-m", "jetstream_cli", "-s", server.url, *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_cli_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None and proc.stderr is not None
+    running = RunningCli(proc, PipeLines(proc.stdout), PipeLines(proc.stderr))
+    try:
+        (running.stderr if ready_on == "stderr" else running.stdout).until(ready, timeout)
+    except AssertionError:
+        proc.kill()
+        proc.wait(10)
+        raise
+    return running
 
 
 def jetstream_json(server: ServerProcess | str, *args: str) -> Any:

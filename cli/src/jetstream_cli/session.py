@@ -119,13 +119,14 @@ class AliasGroup(click.Group):
         return (command.name if command is not None else name), command, rest
 
 
-def group_with_aliases(parent: click.Group, name: str, aliases: dict[str, str],
-                       **kwargs: Any) -> Callable[[Callable[..., Any]], AliasGroup]:
-    """`parent.group(name)` whose subcommands answer to `aliases`."""
+def alias_group(name: str, aliases: dict[str, str],
+                **kwargs: Any) -> Callable[[Callable[..., Any]], AliasGroup]:
+    """`click.group(name)` whose subcommands answer to `aliases`; a module's `register()`
+    adds it to its parent and its commands to it."""
     def decorate(func: Callable[..., Any]) -> AliasGroup:
-        group = parent.group(name, cls=AliasGroup,
-                             context_settings={"help_option_names": ["-h", "--help"]},
-                             **kwargs)(func)
+        group = click.group(name, cls=AliasGroup,
+                            context_settings={"help_option_names": ["-h", "--help"]},
+                            **kwargs)(func)
         assert isinstance(group, AliasGroup)
         group.aliases = aliases
         return group

@@ -16,7 +16,7 @@ subjects come from the same pool. Publishes with JetStream headers of random
 values and acks with random bodies are mixed in, and the fake clock moves so
 that timers (pull expiry, heartbeats, redeliveries, TTLs) fire too.
 
-Run it long (the figure in the README):
+Run it long (the figure in docs/reliability.md):
     python -m jetstream_testing.fuzz --inputs 1000000 --seed 1
 The test suite runs `run(...)` with a few thousand inputs per seed.
 """

@@ -1,4 +1,4 @@
-"""The connector as a permission-limited user: exactly the permissions the README lists.
+"""The connector as a permission-limited user: exactly the permissions docs/security.md lists.
 
 A reader may only read stream IN (its own ephemeral consumers, message get
 and stream info) and a writer may only publish to out.> and look up stream
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.spark
 
 ConfigServer = Callable[..., ServerProcess]
 
-# The README's "Permissions the connector needs" block, verbatim.
+# docs/security.md's "Permissions the connector needs" block (its user names and passwords
+# replaced by test ones).
 CONFIG = """
 authorization {
   users = [

@@ -5,8 +5,8 @@ this process is only a Connect client (`SparkSession.builder.remote`), with no
 JVM of its own. `spark_jetstream.register(spark)` registers the data source
 through the Connect session (the class travels pickled by reference, so the
 server's Python must have the connector installed, like executors on a
-cluster). What differs from a classic session is in the README's deployment
-guide; the option errors below show that a bad option still reaches the client
+cluster). What differs from a classic session is in docs/deployment.md
+(Spark Connect); the option errors below show that a bad option still reaches the client
 as the connector's message.
 """
 

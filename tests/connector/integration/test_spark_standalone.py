@@ -1,7 +1,7 @@
 """The connector on a real Spark standalone cluster: a master and two workers from the
 pip package, executors in their own JVMs, the connector shipped with the job.
 
-How the connector reaches executors (the README's deployment guide): as a zip
+How the connector reaches executors (docs/deployment.md): as a zip
 of its wheel in `spark-submit --py-files`. Here every Python of the job (the
 driver's and the executors') is a venv that has pyarrow and nothing else, so
 `spark_jetstream` can only come from the shipped zip: the control below shows
@@ -138,7 +138,7 @@ def _submit_env() -> dict[str, str]:
 def test_main_job_on_the_standalone_cluster_against_a_nats_cluster(
     standalone: SparkStandalone, connector_zip: Path, tmp_path: Path
 ) -> None:
-    """The README's cluster command: `python -m jobs.orders_pipeline --master spark://...
+    """docs/deployment.md's cluster command: `python -m jobs.orders_pipeline --master spark://...
     --servers a,b,c --replicas 3 --py-files spark_jetstream.zip`; its own checks pass."""
     from jetstream_testing.cluster import NatsCluster
 

@@ -1,5 +1,5 @@
 """The option table (options/table.py): one declaration per option, one grammar per kind,
-the same parsing rules for every option, and the README sections generated from it."""
+the same parsing rules for every option, and the docs/options.md sections generated from it."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.asyncio
 PUBLISHERS = 150
 CONSUMERS = 50
 PER_PUBLISHER = 40
-LAG_BOUND_MS = 1000.0  # the stated bound (README, "Fuzzing and the event loop")
+LAG_BOUND_MS = 1000.0  # the stated bound (docs/reliability.md, "Fuzzing and the event loop")
 MEMORY_MARGIN_MB = 40.0
 
 

@@ -1,8 +1,8 @@
 """Publish and subscribe permissions, on both servers started with the same config file.
 
 Byte-exact answers come from a raw socket client (`RawClient`); what a real
-client sees comes from nats-py. The JetStream part checks the promise of the
-README: a user limited to one durable of one stream can fetch and ack, and
+client sees comes from nats-py. The JetStream part checks the promise of
+docs/security.md: a user limited to one durable of one stream can fetch and ack, and
 can neither create nor delete streams nor read other streams.
 """
 

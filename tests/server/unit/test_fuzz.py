@@ -3,7 +3,7 @@ into ops or a ProtocolError; a session fed any bytes never lets an exception out
 `$JS.API` handler answers any request with an API error or a status, never the
 catch-all "internal error", and the engine keeps serving. Hypothesis drives the
 properties; `jetstream_testing.fuzz` adds seeded mutation runs (its long run,
-`python -m jetstream_testing.fuzz --inputs 1000000`, is the README's figure)."""
+`python -m jetstream_testing.fuzz --inputs 1000000`, is docs/reliability.md's figure)."""
 
 from __future__ import annotations
 

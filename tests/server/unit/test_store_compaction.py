@@ -5,8 +5,8 @@ disk thread does the compaction's reads, writes, fsyncs, renames and
 unlinks. `os.fsync` is slowed down (and each call's thread recorded) so a
 compaction takes long enough to measure the loop meanwhile and to land
 deletes, erases and reads while it is in flight. The loop's stall while
-blocks are compacted must stay under LAG_BOUND_S (stated in the README's
-Reliability section); before, the whole compaction ran on the loop: its
+blocks are compacted must stay under LAG_BOUND_S (stated in
+docs/reliability.md); before, the whole compaction ran on the loop: its
 fsyncs alone stalled it FSYNC_S per call.
 """
 

@@ -4,8 +4,8 @@ consumer/store.py `defer_fsyncs`).
 
 The real engine with the server's `LoopClock` and the in-memory router
 double, on a real store directory; `os.fsync` slowed down (disk_probe): the
-loop's stall meanwhile must stay under LAG_BOUND_S (the README's bound for
-disk work off the loop). Before, the create fsynced meta.json, o.dat and the
+loop's stall meanwhile must stay under LAG_BOUND_S (docs/reliability.md's bound
+for disk work off the loop). Before, the create fsynced meta.json, o.dat and the
 new directories on the loop: FSYNC_S each.
 """
 

@@ -1,11 +1,13 @@
 """Helpers the command modules share: click option types, server-time arithmetic, cluster
-cells, JSON config files, natscli's choice of stream or consumer when none is named."""
+cells, JSON config files, natscli's choice of stream or consumer when none is named, and the
+configuration diff `stream edit` and `consumer edit` show."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,26 @@ class BytesType(click.ParamType):
 
 DURATION = DurationType()
 BYTES = BytesType()
+
+# A click decorator: takes the command function (or what the decorators below it made of it).
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def flag_pair(name: str, help_text: str) -> Decorator:
+    """natscli's `--name/--no-name` flag: None when neither is given."""
+    return click.option(f"--{name}/--no-{name}", name.replace("-", "_"), default=None,
+                        help=help_text)
+
+
+def all_of(decorators: Sequence[Decorator]) -> Decorator:
+    """One decorator applying `decorators` in the order written (the first is outermost), as
+    if each were written above the command."""
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
 
 
 def parse_metadata(values: Sequence[str]) -> dict[str, str]:
@@ -174,3 +196,19 @@ def parse_headers(values: Sequence[str], count: int) -> dict[str, str]:
         except TemplateError as exc:
             raise CliError(f"failed to parse Header template for {key.strip()}: {exc}") from exc
     return headers
+
+
+def config_diff(old: JsonDict, new: JsonDict) -> str:
+    """A unified diff of two configurations (subject lists compared as sets)."""
+    def normal(cfg: JsonDict) -> list[str]:
+        copy = dict(cfg)
+        if isinstance(copy.get("subjects"), list):
+            copy["subjects"] = sorted(copy["subjects"])
+        copy["metadata"] = {k: v for k, v in (copy.get("metadata") or {}).items()
+                            if not k.startswith("_nats")} or None
+        if copy["metadata"] is None:
+            del copy["metadata"]
+        return json.dumps(copy, indent=2, sort_keys=True).splitlines()
+
+    lines = difflib.unified_diff(normal(old), normal(new), "old", "new", lineterm="", n=1)
+    return "\n".join(list(lines)[2:])

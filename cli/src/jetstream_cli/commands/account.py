@@ -13,7 +13,7 @@ from nats.errors import Error as NatsError
 from ..errors import CliError
 from ..jsapi import JsonDict
 from ..render import Columns, Nanos, to_json
-from ..session import Session, connection_options, group_with_aliases, out, run
+from ..session import Session, alias_group, connection_options, out, run
 from ..units import ibytes
 
 
@@ -57,72 +57,77 @@ async def _user_info(s: Session) -> JsonDict | None:
     return data if isinstance(data, dict) else None
 
 
+@alias_group("account", {"nfo": "info"})
+def account() -> None:
+    """Account information and status"""
+
+
+@click.command("info")
+@click.option("-j", "--json", "as_json", is_flag=True,
+              help="Produce JSON output (the JetStream account information)")
+@connection_options()
+@click.pass_context
+def info(ctx: click.Context, as_json: bool) -> None:
+    """Account information"""
+    run(ctx, lambda s: show_account(s, as_json))
+
+
+async def show_account(s: Session, as_json: bool) -> None:
+    if as_json:
+        out(to_json(await s.js.account_info()))
+        return
+    server: dict[str, Any] = getattr(s.nc, "_server_info", {}) or {}
+    started = time.monotonic()
+    await s.nc.flush()
+    rtt = int((time.monotonic() - started) * 1e9)
+    cols = Columns("Account Information")
+    user = await _user_info(s)
+    if user is not None:
+        cols.row("User", user.get("user", ""))
+        cols.row("Account", user.get("account", ""))
+        expires = int(user.get("expires") or 0)
+        cols.row("Expires", "never" if expires == 0 else Nanos(expires))
+    cols.row("Client ID", str(server.get("client_id", "")))
+    cols.row("Client IP", str(server.get("client_ip", "")))
+    cols.row("RTT", Nanos(rtt))
+    cols.row("Headers Supported", bool(server.get("headers")))
+    cols.row("Maximum Payload", ibytes(int(server.get("max_payload") or 0)))
+    url = s.nc.connected_url
+    cols.row_if_not_empty("Connected Cluster", server.get("cluster"))
+    cols.row("Connected URL", url.geturl() if url else "")
+    cols.row("Connected Address", f"{url.hostname}:{url.port}" if url else "")
+    cols.row("Connected Server ID", str(server.get("server_id", "")))
+    cols.row("Connected Server Version", str(server.get("version", "")))
+    name = server.get("server_name")
+    cols.row_if("Connected Server Name", name, bool(name) and name != server.get("server_id"))
+    cols.row("TLS Connection", "no" if not server.get("tls_required") else "yes")
+    try:
+        js_info = await s.js.account_info()
+    except CliError as exc:
+        cols.line()
+        cols.line("  ", f"Could not obtain account information: {exc}")
+        click.echo(cols.render(), nl=False)
+        return
+    domain = js_info.get("domain")
+    cols.title(f"JetStream Account Information for domain {domain}" if domain
+               else "JetStream Account Information")
+    cols.title("Account Usage")
+    cols.row_if_not_empty("Domain", domain)
+    cols.row("Storage", ibytes(int(js_info.get("storage") or 0)))
+    cols.row("Memory", ibytes(int(js_info.get("memory") or 0)))
+    cols.row("Streams", int(js_info.get("streams") or 0))
+    cols.row("Consumers", int(js_info.get("consumers") or 0))
+    cols.title("Account Limits")
+    cols.row("Max Message Payload", ibytes(int(server.get("max_payload") or 0)))
+    tiers = js_info.get("tiers") or {}
+    if tiers:
+        for tier_name in sorted(tiers):
+            _tier(cols, tier_name, tiers[tier_name])
+    else:
+        _tier(cols, "Default", js_info)
+    click.echo(cols.render(), nl=False)
+
+
 def register(cli: click.Group) -> None:
-    @group_with_aliases(cli, "account", {"nfo": "info"})
-    def account() -> None:
-        """Account information and status"""
-
-    @account.command("info")
-    @click.option("-j", "--json", "as_json", is_flag=True,
-                  help="Produce JSON output (the JetStream account information)")
-    @connection_options()
-    @click.pass_context
-    def info(ctx: click.Context, as_json: bool) -> None:
-        """Account information"""
-
-        async def work(s: Session) -> None:
-            if as_json:
-                out(to_json(await s.js.account_info()))
-                return
-            server: dict[str, Any] = getattr(s.nc, "_server_info", {}) or {}
-            started = time.monotonic()
-            await s.nc.flush()
-            rtt = int((time.monotonic() - started) * 1e9)
-            cols = Columns("Account Information")
-            user = await _user_info(s)
-            if user is not None:
-                cols.row("User", user.get("user", ""))
-                cols.row("Account", user.get("account", ""))
-                expires = int(user.get("expires") or 0)
-                cols.row("Expires", "never" if expires == 0 else Nanos(expires))
-            cols.row("Client ID", str(server.get("client_id", "")))
-            cols.row("Client IP", str(server.get("client_ip", "")))
-            cols.row("RTT", Nanos(rtt))
-            cols.row("Headers Supported", bool(server.get("headers")))
-            cols.row("Maximum Payload", ibytes(int(server.get("max_payload") or 0)))
-            url = s.nc.connected_url
-            cols.row_if_not_empty("Connected Cluster", server.get("cluster"))
-            cols.row("Connected URL", url.geturl() if url else "")
-            cols.row("Connected Address", f"{url.hostname}:{url.port}" if url else "")
-            cols.row("Connected Server ID", str(server.get("server_id", "")))
-            cols.row("Connected Server Version", str(server.get("version", "")))
-            name = server.get("server_name")
-            cols.row_if("Connected Server Name", name, bool(name) and name != server.get("server_id"))
-            cols.row("TLS Connection", "no" if not server.get("tls_required") else "yes")
-            try:
-                js_info = await s.js.account_info()
-            except CliError as exc:
-                cols.line()
-                cols.line("  ", f"Could not obtain account information: {exc}")
-                click.echo(cols.render(), nl=False)
-                return
-            domain = js_info.get("domain")
-            cols.title(f"JetStream Account Information for domain {domain}" if domain
-                       else "JetStream Account Information")
-            cols.title("Account Usage")
-            cols.row_if_not_empty("Domain", domain)
-            cols.row("Storage", ibytes(int(js_info.get("storage") or 0)))
-            cols.row("Memory", ibytes(int(js_info.get("memory") or 0)))
-            cols.row("Streams", int(js_info.get("streams") or 0))
-            cols.row("Consumers", int(js_info.get("consumers") or 0))
-            cols.title("Account Limits")
-            cols.row("Max Message Payload", ibytes(int(server.get("max_payload") or 0)))
-            tiers = js_info.get("tiers") or {}
-            if tiers:
-                for tier_name in sorted(tiers):
-                    _tier(cols, tier_name, tiers[tier_name])
-            else:
-                _tier(cols, "Default", js_info)
-            click.echo(cols.render(), nl=False)
-
-        run(ctx, work)
+    account.add_command(info)
+    cli.add_command(account)
