@@ -14,7 +14,7 @@ import click
 from nats.errors import Error as NatsError
 
 from . import __version__
-from .commands import account, consumer, kv, messaging, obj, server, stream
+from .commands import account, consumer, dashboard, kv, messaging, obj, server, stream
 from .errors import CliError
 from .session import AliasGroup, connection_options
 
@@ -27,7 +27,7 @@ def cli() -> None:
     NATS server, with the verbs and flags of the `nats` CLI."""
 
 
-for module in (stream, consumer, messaging, kv, obj, account, server):
+for module in (stream, consumer, messaging, kv, obj, account, server, dashboard):
     module.register(cli)
 # natscli's aliases of the top-level commands.
 cli.aliases = {"str": "stream", "st": "stream", "s": "stream", "con": "consumer", "c": "consumer",

@@ -5,7 +5,8 @@ connection (``Connection: close``), JSON bodies (a plain-text 400 where
 nats-server answers one, as for an unknown ``/accountz?acc=``). The data
 comes from a `MonitorSource` (the `NatsServer`: `varz()`, `connz()`,
 `jsz()`, `accountz()`); this module
-only serves it and never imports the server.
+only serves it and never imports the server. Paths of `pages` (the dashboard,
+app/dashboard.py) are answered by it, whole.
 """
 
 from __future__ import annotations
@@ -37,9 +38,16 @@ class MonitorSource(Protocol):
         ...
 
 
+class PageSource(Protocol):
+    """Pages for people on the same port: the whole HTTP response, or None (not theirs)."""
+
+    def respond(self, method: str, target: str, head: bytes) -> bytes | None: ...
+
+
 class MonitorServer:
-    def __init__(self, server: MonitorSource) -> None:
+    def __init__(self, server: MonitorSource, pages: PageSource | None = None) -> None:
         self.server = server
+        self.pages = pages
         self._http: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -77,7 +85,7 @@ class MonitorServer:
                 return 400, f"Account {name} does not exist"
             return 200, detail
         if path == "/":
-            return 200, {"endpoints": ["/varz", "/connz", "/healthz", "/jsz", "/accountz"]}
+            return 200, {"endpoints": ["/varz", "/connz", "/healthz", "/jsz", "/accountz", "/dashboard"]}
         return 404, {"error": f"not found: {path}"}
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -89,6 +97,11 @@ class MonitorServer:
             return
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         parts = request_line.split()
+        if len(parts) == 3 and len(head) <= _MAX_REQUEST and parts[0] in ("GET", "HEAD") and (
+            page := self.pages.respond(parts[0], parts[1], head) if self.pages else None
+        ):
+            await _send(writer, page)
+            return
         body_type = "application/json"
         body: dict[str, Any] | str
         if len(parts) != 3 or len(head) > _MAX_REQUEST:
@@ -103,17 +116,22 @@ class MonitorServer:
         else:
             payload = json.dumps(body, indent=2).encode()
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-        writer.write(
+        await _send(
+            writer,
             (
                 f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
                 f"Content-Type: {body_type}\r\n"
                 f"Content-Length: {len(payload)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode()
-            + (payload if parts[:1] != ["HEAD"] else b"")
+            + (payload if parts[:1] != ["HEAD"] else b""),
         )
-        try:
-            await writer.drain()
-        except ConnectionError:
-            pass
-        writer.close()
+
+
+async def _send(writer: asyncio.StreamWriter, response: bytes) -> None:
+    writer.write(response)
+    try:
+        await writer.drain()
+    except ConnectionError:
+        pass
+    writer.close()

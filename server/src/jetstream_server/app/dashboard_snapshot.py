@@ -1,0 +1,299 @@
+"""The dashboard's data (``/dashboard/data.json``) from the bundled server's own state.
+
+The shape is the one `jetstream dashboard` (jetstream_cli.dashboard) sends for any NATS
+server, documented in docs/dashboard.md ("The data"): streams and consumers exactly as
+`$JS.API.STREAM.INFO` and `$JS.API.CONSUMER.INFO` answer them, the account as
+`$JS.API.INFO` answers it, the server as a subset of `/varz` (plus this server's
+`event_loop`). Here they come from the same view functions the API uses, without a
+round trip through the broker (and without counting as API requests).
+
+Invariants:
+- what a user sees is what the JetStream API would show that user: the streams of the
+  identity's account only; a stream is listed when the user may publish to
+  `$JS.API.STREAM.LIST` or to its `STREAM.INFO` subject, a consumer when the user may
+  publish to `CONSUMER.LIST.<stream>` or to its `CONSUMER.INFO` subject; the others are
+  counted (`hidden`), never shown;
+- bounded work per snapshot on the event loop: one page of at most `MAX_LIMIT` streams
+  with at most `CONSUMERS_PER_STREAM` consumers each (a stream's own page in the detail
+  view); beyond that only names are sorted and, for users with publish permissions,
+  checked (measured with 5,000 streams: docs/dashboard.md);
+- server-wide figures go to users of the system account (or to everyone on a server
+  without authentication); anyone else gets their account's share (`scope: account`),
+  as nats-server's `$SYS.REQ.ACCOUNT.PING.STATZ` gives a non-system user.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+from urllib.parse import parse_qs
+
+from jetstream_server.app.accounts import Account
+from jetstream_server.app.loop_watchdog import LoopWatchdog
+from jetstream_server.core.auth import GLOBAL_ACCOUNT, Identity
+from jetstream_server.core.permissions import PermissionRules
+from jetstream_server.core.routing import Broker
+from jetstream_server.jetstream.api import views
+from jetstream_server.jetstream.consumer.consumer import Consumer
+from jetstream_server.jetstream.engine import JetStream
+from jetstream_server.jetstream.stream import Stream
+from jetstream_server.jetstream.subject_match import is_valid_subject
+from jetstream_server.jetstream.timefmt import rfc3339_ns
+from jetstream_server.jetstream.versioning import SERVER_VERSION
+
+SHAPE_VERSION: Final = 1
+DEFAULT_LIMIT: Final = 20
+MAX_LIMIT: Final = 100
+CONSUMERS_PER_STREAM: Final = 10
+MAX_PARAM_LEN: Final = 255
+REFRESH_MS: Final = 3000
+# The consumer metadata key the connector marks its durables with (spark_jetstream's
+# read/durable.py OWNER_KEY; the server cannot import the connector, a test checks they agree).
+CONNECTOR_OWNER_KEY: Final = "spark_jetstream.owner"
+
+
+class DashboardQueryError(ValueError):
+    """A data.json parameter that cannot be used; `str()` names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardQuery:
+    """What one refresh asks for: a page of streams (`offset`, `limit`, `subject` filter),
+    or one stream (`stream`) with a page of its consumers."""
+
+    offset: int = 0
+    limit: int = DEFAULT_LIMIT
+    subject: str = ""
+    stream: str = ""
+
+    @classmethod
+    def from_query_string(cls, query: str) -> DashboardQuery:
+        params = parse_qs(query, keep_blank_values=True)
+
+        def text(key: str) -> str:
+            value = params.get(key, [""])[-1]
+            if len(value) > MAX_PARAM_LEN:
+                raise DashboardQueryError(f"{key}: longer than {MAX_PARAM_LEN} characters")
+            return value
+
+        def number(key: str, default: int, low: int, high: int) -> int:
+            raw = text(key)
+            if raw == "":
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise DashboardQueryError(f"{key}: not a number: {raw!r}") from None
+            if not low <= value <= high:
+                raise DashboardQueryError(f"{key}: {value} is not between {low} and {high}")
+            return value
+
+        subject = text("subject")
+        if subject and not is_valid_subject(subject):
+            raise DashboardQueryError(f"subject: not a valid subject filter: {subject!r}")
+        return cls(
+            offset=number("offset", 0, 0, 1 << 62),
+            limit=number("limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+            subject=subject,
+            stream=text("stream"),
+        )
+
+
+class ServerState(Protocol):
+    """What the snapshot reads of the running server (`NatsServer`)."""
+
+    server_id: str
+    server_name: str
+    start_time: float
+    accounts: dict[str, Account]
+    account_brokers: dict[str, Broker]
+    watchdog: LoopWatchdog
+    slow_consumers: int
+
+    @property
+    def connections(self) -> Mapping[int, Any]: ...
+
+    @property
+    def in_msgs(self) -> int: ...
+
+    @property
+    def out_msgs(self) -> int: ...
+
+    @property
+    def in_bytes(self) -> int: ...
+
+    @property
+    def out_bytes(self) -> int: ...
+
+
+class _Access:
+    """The identity's publish permissions on API subjects (all allowed when unrestricted)."""
+
+    def __init__(self, identity: Identity | None) -> None:
+        perms = identity.permissions if identity is not None else None
+        rules = PermissionRules.of(perms) if perms is not None else None
+        self._rules = rules if rules is not None and rules.restricts_publish else None
+
+    @property
+    def unrestricted(self) -> bool:
+        return self._rules is None
+
+    def may(self, api_subject: str) -> bool:
+        return self._rules is None or self._rules.publish_allowed("$JS.API." + api_subject)
+
+
+def build_snapshot(
+    server: ServerState, identity: Identity | None, query: DashboardQuery, *, system: bool
+) -> dict[str, Any]:
+    """One refresh's data for `identity` (None: a server without authentication);
+    `system`: the identity belongs to the system account (or there is no authentication)."""
+    started = time.perf_counter()
+    now = time.time()
+    account_name = identity.account if identity is not None else GLOBAL_ACCOUNT
+    account = server.accounts.get(account_name)
+    access = _Access(identity)
+    notes: list[str] = []
+    errors: list[str] = []
+    out: dict[str, Any] = {
+        "dashboard": SHAPE_VERSION,
+        "source": "jetstream-server",
+        "now": rfc3339_ns(int(now * 1e9)),
+        "now_ms": int(now * 1000),
+        "refresh_ms": REFRESH_MS,
+        "identity": None if identity is None else {"user": identity.user, "account": account_name},
+        "server": _server_figures(server, None if system else account_name),
+        "account": None,
+        "streams": {"total": 0, "offset": query.offset, "limit": query.limit,
+                    "subject": query.subject, "hidden": 0, "items": []},
+        "detail": query.stream or None,
+        "notes": notes,
+        "errors": errors,
+    }
+    engine = account.jetstream if account is not None else None
+    if engine is None:
+        notes.append(f"JetStream is not enabled for account {account_name}.")
+    else:
+        if access.may("INFO"):
+            out["account"] = _account_info(engine)
+        else:
+            notes.append("This user may not read the JetStream account information ($JS.API.INFO).")
+        if query.stream:
+            out["streams"] = _one_stream(engine, access, query, errors)
+        else:
+            out["streams"] = _stream_page(engine, access, query)
+    out["cost"] = {"api_requests": 0, "took_ms": round((time.perf_counter() - started) * 1000, 3)}
+    return out
+
+
+def _server_figures(server: ServerState, account: str | None) -> dict[str, Any]:
+    """`/varz`'s counters, server-wide (`account` None) or of one account's connections."""
+    figures: dict[str, Any] = {
+        "name": server.server_name,
+        "id": server.server_id,
+        "version": SERVER_VERSION,
+        "start": rfc3339_ns(int(server.start_time * 1e9)),
+        "event_loop": server.watchdog.varz(),
+    }
+    if account is None:
+        brokers = server.account_brokers.values()
+        figures.update(
+            scope="server",
+            connections=len(server.connections),
+            subscriptions=sum(b.num_subscriptions for b in brokers),
+            in_msgs=server.in_msgs, out_msgs=server.out_msgs,
+            in_bytes=server.in_bytes, out_bytes=server.out_bytes,
+            slow_consumers=server.slow_consumers,
+        )
+        return figures
+    mine = [c for c in server.connections.values() if _account_of(c) == account]
+    broker = server.account_brokers.get(account)
+    totals = [0, 0, 0, 0]
+    for conn in mine:
+        session = conn.session
+        totals[0] += session.in_msgs
+        totals[1] += session.out_msgs
+        totals[2] += session.in_bytes
+        totals[3] += session.out_bytes
+    figures.update(
+        scope="account", account=account, connections=len(mine),
+        subscriptions=broker.num_subscriptions if broker is not None else 0,
+        in_msgs=totals[0], out_msgs=totals[1], in_bytes=totals[2], out_bytes=totals[3],
+    )
+    return figures
+
+
+def _account_of(conn: Any) -> str:
+    identity = conn.session.identity
+    return identity.account if identity is not None else GLOBAL_ACCOUNT
+
+
+def _account_info(engine: JetStream) -> dict[str, Any]:
+    info = engine.account_info()
+    if engine.domain:
+        info["domain"] = engine.domain
+    info["api"] = {"total": engine.api_total, "errors": engine.api_errors}
+    return info
+
+
+def _stream_page(engine: JetStream, access: _Access, query: DashboardQuery) -> dict[str, Any]:
+    streams: Iterable[Stream] = engine.streams.values()
+    if query.subject:
+        streams = (s for s in streams if views.stream_matches_subject(s, query.subject))
+    names = sorted(s.name for s in streams)
+    visible = names if access.may("STREAM.LIST") else [
+        n for n in names if access.may(f"STREAM.INFO.{n}")
+    ]
+    page = visible[query.offset: query.offset + query.limit]
+    now_ns = engine.clock.now_ns()
+    return {
+        "total": len(visible),
+        "offset": query.offset,
+        "limit": query.limit,
+        "subject": query.subject,
+        "hidden": len(names) - len(visible),
+        "items": [
+            _with_consumers(engine.streams[name], now_ns, access, 0, CONSUMERS_PER_STREAM)
+            for name in page
+        ],
+    }
+
+
+def _one_stream(
+    engine: JetStream, access: _Access, query: DashboardQuery, errors: list[str]
+) -> dict[str, Any]:
+    stream = engine.streams.get(query.stream)
+    page: dict[str, Any] = {"total": 0, "offset": 0, "limit": 1, "subject": "", "hidden": 0,
+                            "items": []}
+    if stream is None:
+        errors.append(f"stream {query.stream} not found")
+    elif not (access.may("STREAM.LIST") or access.may(f"STREAM.INFO.{stream.name}")):
+        page["hidden"] = 1
+    else:
+        page["total"] = 1
+        page["items"] = [
+            _with_consumers(stream, engine.clock.now_ns(), access, query.offset, query.limit)
+        ]
+    return page
+
+
+def _with_consumers(
+    stream: Stream, now_ns: int, access: _Access, offset: int, limit: int
+) -> dict[str, Any]:
+    info = views.stream_info(stream, now_ns)
+    consumers = {n: c for n, c in stream.consumers.items() if isinstance(c, Consumer)}
+    listed = access.may(f"CONSUMER.LIST.{stream.name}")
+    names = [
+        n for n in consumers if listed or access.may(f"CONSUMER.INFO.{stream.name}.{n}")
+    ]
+    # the connector's durables first (the question asked most: is my query keeping up?)
+    names.sort(key=lambda n: (CONNECTOR_OWNER_KEY not in dict(consumers[n].config.metadata), n))
+    info["consumers"] = {
+        "total": len(names),
+        "offset": offset,
+        "limit": limit,
+        "hidden": len(consumers) - len(names),
+        "items": [consumers[n].info() for n in names[offset: offset + limit]],
+    }
+    return info
