@@ -25,6 +25,7 @@ style only), ``nosniff``, ``no-referrer`` and ``DENY`` framing; data.json is ``n
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -64,6 +65,7 @@ SECURITY_HEADERS: Final = (
 )
 CACHE_SECONDS: Final = 1.0
 CACHE_ENTRIES: Final = 64
+CONCURRENT_SNAPSHOTS: Final = 2
 _REASONS: Final = {200: "OK", 301: "Moved Permanently", 304: "Not Modified", 400: "Bad Request",
                    401: "Unauthorized", 404: "Not Found"}
 # nats-server's index page: (label, path) in its order; the dashboard comes first.
@@ -90,8 +92,10 @@ class Dashboard:
         self.server = server
         self._assets: dict[str, tuple[bytes, str, str]] = {}
         self._cache: OrderedDict[tuple[Any, ...], tuple[float, bytes]] = OrderedDict()
+        self._running: dict[tuple[Any, ...], asyncio.Task[bytes]] = {}
+        self._slots: asyncio.Semaphore | None = None
 
-    def respond(self, method: str, target: str, head: bytes) -> bytes | None:
+    async def respond(self, method: str, target: str, head: bytes) -> bytes | None:
         """The whole HTTP response for a dashboard path; None for any other path."""
         url = urlsplit(target)
         path = url.path
@@ -104,7 +108,7 @@ class Dashboard:
             return None
         name = path[len(PREFIX) + 1:]
         if name == "data.json":
-            status, body = self._data(url.query, headers)
+            status, body = await self._data(url.query, headers)
             return _response(method, status, "application/json", body, [("Cache-Control", "no-store")])
         if name in ASSETS:
             payload, content_type, etag = self._asset(name)
@@ -115,7 +119,7 @@ class Dashboard:
         return _response(method, 404, "application/json", _json({"error": f"not found: {path}"}))
 
     # -- data.json ---------------------------------------------------------------------
-    def _data(self, query_string: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
+    async def _data(self, query_string: str, headers: Mapping[str, str]) -> tuple[int, bytes]:
         signed_in = self._identify(headers.get("authorization", ""))
         if isinstance(signed_in, str):
             return 401, _json({"error": signed_in})
@@ -125,16 +129,26 @@ class Dashboard:
         except DashboardQueryError as exc:
             return 400, _json({"error": str(exc)})
         key = (identity, system, query)
-        now = time.monotonic()
         cached = self._cache.get(key)
-        if cached is not None and now - cached[0] < CACHE_SECONDS:
+        if cached is not None and time.monotonic() - cached[0] < CACHE_SECONDS:
             return 200, cached[1]
-        body = _json(build_snapshot(self.server, identity, query, system=system))
-        self._cache[key] = (now, body)
+        task = self._running.get(key)
+        if task is None:  # one computation per identity and query at a time
+            task = asyncio.ensure_future(self._compute(identity, system, query))
+            self._running[key] = task
+            task.add_done_callback(lambda _t: self._running.pop(key, None))
+        body = await asyncio.shield(task)
+        self._cache[key] = (time.monotonic(), body)
         self._cache.move_to_end(key)
         while len(self._cache) > CACHE_ENTRIES:
             self._cache.popitem(last=False)
         return 200, body
+
+    async def _compute(self, identity: Identity | None, system: bool, query: DashboardQuery) -> bytes:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(CONCURRENT_SNAPSHOTS)
+        async with self._slots:
+            return _json(await build_snapshot(self.server, identity, query, system=system))
 
     def _identify(self, authorization: str) -> tuple[Identity | None, bool] | str:
         """(identity, is it the system account's) or why the request is refused."""

@@ -13,10 +13,12 @@ Invariants:
   `$JS.API.STREAM.LIST` or to its `STREAM.INFO` subject, a consumer when the user may
   publish to `CONSUMER.LIST.<stream>` or to its `CONSUMER.INFO` subject; the others are
   counted (`hidden`), never shown;
-- bounded work per snapshot on the event loop: one page of at most `MAX_LIMIT` streams
-  with at most `CONSUMERS_PER_STREAM` consumers each (a stream's own page in the detail
-  view); beyond that only names are sorted and, for users with publish permissions,
-  checked (measured with 5,000 streams: docs/dashboard.md);
+- bounded time on the event loop: one page of at most `MAX_LIMIT` streams with at most
+  `CONSUMERS_PER_STREAM` consumers each (a stream's own page in the detail view); what
+  grows with the number of streams (the account's usage, sorting and permission checks
+  of names) runs in slices of at most `SLICE_S`, giving the loop back in between
+  (measured with 5,000 streams: docs/dashboard.md); a stream deleted meanwhile is
+  skipped;
 - server-wide figures go to users of the system account (or to everyone on a server
   without authentication); anyone else gets their account's share (`scope: account`),
   as nats-server's `$SYS.REQ.ACCOUNT.PING.STATZ` gives a non-system user.
@@ -24,8 +26,9 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from urllib.parse import parse_qs
@@ -49,6 +52,7 @@ MAX_LIMIT: Final = 100
 CONSUMERS_PER_STREAM: Final = 10
 MAX_PARAM_LEN: Final = 255
 REFRESH_MS: Final = 3000
+SLICE_S: Final = 0.005  # the longest the snapshot keeps the event loop before yielding
 # The consumer metadata key the connector marks its durables with (spark_jetstream's
 # read/durable.py OWNER_KEY; the server cannot import the connector, a test checks they agree).
 CONNECTOR_OWNER_KEY: Final = "spark_jetstream.owner"
@@ -144,12 +148,25 @@ class _Access:
         return self._rules is None or self._rules.publish_allowed("$JS.API." + api_subject)
 
 
-def build_snapshot(
+class _Slices:
+    """Gives the event loop back once a slice of `SLICE_S` is used up."""
+
+    def __init__(self) -> None:
+        self._since = time.perf_counter()
+
+    async def tick(self) -> None:
+        if time.perf_counter() - self._since >= SLICE_S:
+            await asyncio.sleep(0)
+            self._since = time.perf_counter()
+
+
+async def build_snapshot(
     server: ServerState, identity: Identity | None, query: DashboardQuery, *, system: bool
 ) -> dict[str, Any]:
     """One refresh's data for `identity` (None: a server without authentication);
     `system`: the identity belongs to the system account (or there is no authentication)."""
     started = time.perf_counter()
+    slices = _Slices()
     now = time.time()
     account_name = identity.account if identity is not None else GLOBAL_ACCOUNT
     account = server.accounts.get(account_name)
@@ -176,13 +193,13 @@ def build_snapshot(
         notes.append(f"JetStream is not enabled for account {account_name}.")
     else:
         if access.may("INFO"):
-            out["account"] = _account_info(engine)
+            out["account"] = await _account_info(engine, slices)
         else:
             notes.append("This user may not read the JetStream account information ($JS.API.INFO).")
         if query.stream:
             out["streams"] = _one_stream(engine, access, query, errors)
         else:
-            out["streams"] = _stream_page(engine, access, query)
+            out["streams"] = await _stream_page(engine, access, query, slices)
     out["cost"] = {"api_requests": 0, "took_ms": round((time.perf_counter() - started) * 1000, 3)}
     return out
 
@@ -229,23 +246,59 @@ def _account_of(conn: Any) -> str:
     return identity.account if identity is not None else GLOBAL_ACCOUNT
 
 
-def _account_info(engine: JetStream) -> dict[str, Any]:
-    info = engine.account_info()
+async def _account_info(engine: JetStream, slices: _Slices) -> dict[str, Any]:
+    """`$JS.API.INFO`'s answer (`JetStream.account_info`), summed in slices: with
+    thousands of streams one pass takes tens of milliseconds."""
+    used = {"memory": 0, "file": 0}
+    reserved = {"memory": 0, "file": 0}
+    streams = consumers = 0
+    for stream in list(engine.streams.values()):
+        if stream.closed:
+            continue
+        config = stream.config
+        used[config.storage] = used.get(config.storage, 0) + stream.store.stored_bytes()
+        if config.max_bytes > 0:
+            reserved[config.storage] = reserved.get(config.storage, 0) + config.max_bytes
+        streams += 1
+        consumers += len(stream.consumers)
+        await slices.tick()
+    info: dict[str, Any] = {
+        "memory": used["memory"],
+        "storage": used["file"],
+        "reserved_memory": reserved["memory"],
+        "reserved_storage": reserved["file"],
+        "streams": streams,
+        "consumers": consumers,
+        "limits": engine.account_limits.to_json(),
+    }
     if engine.domain:
         info["domain"] = engine.domain
     info["api"] = {"total": engine.api_total, "errors": engine.api_errors}
     return info
 
 
-def _stream_page(engine: JetStream, access: _Access, query: DashboardQuery) -> dict[str, Any]:
-    streams: Iterable[Stream] = engine.streams.values()
-    if query.subject:
-        streams = (s for s in streams if views.stream_matches_subject(s, query.subject))
-    names = sorted(s.name for s in streams)
-    visible = names if access.may("STREAM.LIST") else [
-        n for n in names if access.may(f"STREAM.INFO.{n}")
+async def _stream_page(
+    engine: JetStream, access: _Access, query: DashboardQuery, slices: _Slices
+) -> dict[str, Any]:
+    names: list[str] = []
+    for stream in list(engine.streams.values()):
+        if not query.subject or views.stream_matches_subject(stream, query.subject):
+            names.append(stream.name)
+        await slices.tick()
+    names.sort()
+    await slices.tick()
+    if access.may("STREAM.LIST"):
+        visible = names
+    else:
+        visible = []
+        for name in names:
+            if access.may(f"STREAM.INFO.{name}"):
+                visible.append(name)
+            await slices.tick()
+    page = [
+        stream for name in visible[query.offset: query.offset + query.limit]
+        if (stream := engine.streams.get(name)) is not None and not stream.closed
     ]
-    page = visible[query.offset: query.offset + query.limit]
     now_ns = engine.clock.now_ns()
     return {
         "total": len(visible),
@@ -254,8 +307,8 @@ def _stream_page(engine: JetStream, access: _Access, query: DashboardQuery) -> d
         "subject": query.subject,
         "hidden": len(names) - len(visible),
         "items": [
-            _with_consumers(engine.streams[name], now_ns, access, 0, CONSUMERS_PER_STREAM)
-            for name in page
+            _with_consumers(s, now_ns, access, 0, CONSUMERS_PER_STREAM, connector_first=True)
+            for s in page
         ],
     }
 
@@ -273,22 +326,27 @@ def _one_stream(
     else:
         page["total"] = 1
         page["items"] = [
-            _with_consumers(stream, engine.clock.now_ns(), access, query.offset, query.limit)
+            _with_consumers(stream, engine.clock.now_ns(), access, query.offset, query.limit,
+                            connector_first=False)
         ]
     return page
 
 
 def _with_consumers(
-    stream: Stream, now_ns: int, access: _Access, offset: int, limit: int
+    stream: Stream, now_ns: int, access: _Access, offset: int, limit: int, *,
+    connector_first: bool,
 ) -> dict[str, Any]:
+    """Stream info with a page of its consumers; in the overview (`connector_first`) the
+    connector's durables come first (the question asked most: is my query keeping up?),
+    in a stream's own view they come in name order, as `CONSUMER.LIST` pages them."""
     info = views.stream_info(stream, now_ns)
     consumers = {n: c for n, c in stream.consumers.items() if isinstance(c, Consumer)}
     listed = access.may(f"CONSUMER.LIST.{stream.name}")
-    names = [
+    names = sorted(
         n for n in consumers if listed or access.may(f"CONSUMER.INFO.{stream.name}.{n}")
-    ]
-    # the connector's durables first (the question asked most: is my query keeping up?)
-    names.sort(key=lambda n: (CONNECTOR_OWNER_KEY not in dict(consumers[n].config.metadata), n))
+    )
+    if connector_first:
+        names.sort(key=lambda n: CONNECTOR_OWNER_KEY not in dict(consumers[n].config.metadata))
     info["consumers"] = {
         "total": len(names),
         "offset": offset,

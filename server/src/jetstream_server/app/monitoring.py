@@ -41,7 +41,7 @@ class MonitorSource(Protocol):
 class PageSource(Protocol):
     """Pages for people on the same port: the whole HTTP response, or None (not theirs)."""
 
-    def respond(self, method: str, target: str, head: bytes) -> bytes | None: ...
+    async def respond(self, method: str, target: str, head: bytes) -> bytes | None: ...
 
 
 class MonitorServer:
@@ -98,7 +98,7 @@ class MonitorServer:
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         parts = request_line.split()
         if len(parts) == 3 and len(head) <= _MAX_REQUEST and parts[0] in ("GET", "HEAD") and (
-            page := self.pages.respond(parts[0], parts[1], head) if self.pages else None
+            page := await self.pages.respond(parts[0], parts[1], head) if self.pages else None
         ):
             await _send(writer, page)
             return
