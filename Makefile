@@ -45,6 +45,7 @@ demo: $(STAMP)
 PYTEST_WORKERS ?= -n 2 --dist loadfile
 
 test: $(STAMP)
+	bash scripts/ensure-chromium.sh
 	$(BIN)/ruff check server testing cli spark_jetstream jobs tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy

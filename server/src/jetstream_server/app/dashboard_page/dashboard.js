@@ -28,11 +28,16 @@
   var history = new Map();
   var refreshes = 0;
   var lastOk = 0;
-  var lastData = null;
   var timer = null;
   var inFlight = null;
 
   function $(id) { return document.getElementById(id); }
+
+  // `?refresh=SECONDS` in the page's address overrides the server's interval (at least 1 s)
+  var refreshOverrideMs = (function () {
+    var seconds = parseFloat(new URLSearchParams(location.search).get("refresh") || "");
+    return isFinite(seconds) && seconds > 0 ? Math.max(1000, seconds * 1000) : 0;
+  })();
 
   // -- small DOM helpers ------------------------------------------------------------------
   function el(tag, attrs) {
@@ -282,18 +287,18 @@
         }
         if (answer.status !== 200) {
           failed("the dashboard answered " + answer.status + ": " + (answer.body.error || "no detail"));
-          schedule(DEFAULT_REFRESH_MS);
+          schedule(refreshOverrideMs || DEFAULT_REFRESH_MS);
           return;
         }
         render(answer.body, query);
-        schedule(Math.max(1000, num(answer.body.refresh_ms) || DEFAULT_REFRESH_MS));
+        schedule(refreshOverrideMs || Math.max(1000, num(answer.body.refresh_ms) || DEFAULT_REFRESH_MS));
       })
       .catch(function (err) {
         var why = err && err.name === "AbortError"
           ? "no answer within " + FETCH_TIMEOUT_MS / 1000 + "s"
           : String(err && err.message || err);
         failed("the dashboard at " + location.host + " does not answer (" + why + ")");
-        schedule(DEFAULT_REFRESH_MS);
+        schedule(refreshOverrideMs || DEFAULT_REFRESH_MS);
       })
       .then(function () {
         clearTimeout(deadline);
@@ -322,7 +327,6 @@
 
   // -- rendering --------------------------------------------------------------------------
   function render(data, query) {
-    lastData = data;
     lastOk = Date.now();
     refreshes += 1;
     var nowMs = num(data.now_ms) || Date.now();
@@ -350,7 +354,8 @@
   function renderHeader(data) {
     var server = data.server || {};
     var bits = [];
-    if (server.name) { bits.push(server.name); }
+    if (server.name && server.name !== server.id) { bits.push(server.name); }
+    else if (server.id) { bits.push("server " + server.id.slice(0, 10) + "…"); }
     if (server.version) { bits.push("v" + server.version); }
     if (data.server_url) { bits.push(data.server_url); }
     $("server-title").textContent = bits.join(" · ");
@@ -397,8 +402,8 @@
     var loop = server.event_loop;
     if (loop) {
       var lag = values(record("srv:loop", t, num(loop.recent_max_lag_ms)));
-      stat(list, "Event-loop lag", num(loop.lag_ms).toFixed(1) + " ms now · " +
-        num(loop.recent_max_lag_ms).toFixed(1) + " ms max (10 s)", "loop_lag_ms", loop.lag_ms,
+      stat(list, "Event-loop lag", num(loop.lag_ms).toFixed(1) + " ms (max " +
+        num(loop.recent_max_lag_ms).toFixed(0) + " ms / 10 s)", "loop_lag_ms", loop.lag_ms,
         sparkline(lag, "largest event-loop lag over 10 s, in ms", num(loop.recent_max_lag_ms) > 100 ? "red" : "amber"));
     }
     if (server.start) {
