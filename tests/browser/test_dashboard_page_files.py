@@ -34,7 +34,7 @@ def test_the_installed_packages_carry_the_page() -> None:
     for package, folder in (("jetstream_server.app", "dashboard_page"),
                             ("jetstream_cli.dashboard", "dashboard_page")):
         for name in FILES:
-            shipped = resources.files(package).joinpath(folder, name).read_bytes()
+            shipped = resources.files(package).joinpath(folder).joinpath(name).read_bytes()
             assert shipped == (SOURCE / name).read_bytes(), (package, name)
 
 

@@ -27,7 +27,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, CloseConnection, Ping, RejectConnection, Request, TextMessage
+from wsproto.events import (
+    AcceptConnection,
+    CloseConnection,
+    Ping,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
 
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -177,7 +177,7 @@ class Dashboard:
         found = self._assets.get(name)
         if found is None:
             filename, content_type = ASSETS[name]
-            payload = resources.files(__package__).joinpath("dashboard_page", filename).read_bytes()
+            payload = resources.files(__package__).joinpath("dashboard_page").joinpath(filename).read_bytes()
             etag = '"' + hashlib.sha256(payload).hexdigest()[:32] + '"'
             found = self._assets[name] = (payload, content_type, etag)
         return found

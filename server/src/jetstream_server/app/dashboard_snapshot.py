@@ -281,9 +281,9 @@ async def _stream_page(
     engine: JetStream, access: _Access, query: DashboardQuery, slices: _Slices
 ) -> dict[str, Any]:
     names: list[str] = []
-    for stream in list(engine.streams.values()):
-        if not query.subject or views.stream_matches_subject(stream, query.subject):
-            names.append(stream.name)
+    for candidate in list(engine.streams.values()):
+        if not query.subject or views.stream_matches_subject(candidate, query.subject):
+            names.append(candidate.name)
         await slices.tick()
     names.sort()
     await slices.tick()
@@ -295,10 +295,9 @@ async def _stream_page(
             if access.may(f"STREAM.INFO.{name}"):
                 visible.append(name)
             await slices.tick()
-    page = [
-        stream for name in visible[query.offset: query.offset + query.limit]
-        if (stream := engine.streams.get(name)) is not None and not stream.closed
-    ]
+    # a stream deleted while the loop was given back is left out
+    shown = (engine.streams.get(name) for name in visible[query.offset: query.offset + query.limit])
+    page = [s for s in shown if s is not None and not s.closed]
     now_ns = engine.clock.now_ns()
     return {
         "total": len(visible),

@@ -158,6 +158,16 @@
 
   function values(series) { return series.map(function (p) { return p[1]; }); }
 
+  // the mean rate over the last `windowMs` (bursty writers read better than the last step)
+  function rateOver(series, windowMs) {
+    if (series.length < 2) { return null; }
+    var end = series[series.length - 1];
+    var start = series[0];
+    for (var i = series.length - 2; i >= 0 && end[0] - series[i][0] <= windowMs; i--) { start = series[i]; }
+    var dt = (end[0] - start[0]) / 1000;
+    return dt > 0 ? Math.max(0, (end[1] - start[1]) / dt) : null;
+  }
+
   // -- charts: small inline SVG -----------------------------------------------------------
   var SVG = "http://www.w3.org/2000/svg";
 
@@ -366,11 +376,19 @@
       : "served by the bundled server's monitoring port";
   }
 
-  function stat(list, label, value, field, raw, extra) {
-    var dd = el("dd", { "data-field": field, "data-value": raw === undefined ? null : raw }, value);
-    if (extra) { dd.appendChild(extra); }
-    list.appendChild(el("dt", { text: label }));
-    list.appendChild(dd);
+  function stat(list, label, value, field, raw, chart) {
+    list.appendChild(el("div", { cls: "stat" },
+      el("span", { cls: "label", text: label }),
+      el("span", { cls: "value", "data-field": field, "data-value": raw === undefined || raw === null ? null : raw, text: value }),
+      chart || null));
+  }
+
+  function fmtUptime(ms) {
+    var s = Math.max(0, Math.round(ms / 1000));
+    var d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d) { return d + "d " + h + "h"; }
+    if (h) { return h + "h " + m + "m"; }
+    return m + "m " + (s % 60) + "s";
   }
 
   function renderServer(data, nowMs) {
@@ -383,31 +401,33 @@
     if (!server) { return; }
     $("server-card-title").textContent = server.scope === "account"
       ? "Account " + (server.account || "") + " on the server" : "Server";
-    var t = nowMs;
-    var inRate = rates(record("srv:in_msgs", t, num(server.in_msgs)));
-    var outRate = rates(record("srv:out_msgs", t, num(server.out_msgs)));
-    var inBytes = rates(record("srv:in_bytes", t, num(server.in_bytes)));
-    var outBytes = rates(record("srv:out_bytes", t, num(server.out_bytes)));
+    var t = nowMs, recent = 10000;
+    var inSeries = record("srv:in_msgs", t, num(server.in_msgs));
+    var outSeries = record("srv:out_msgs", t, num(server.out_msgs));
+    var inBytes = rateOver(record("srv:in_bytes", t, num(server.in_bytes)), recent);
+    var outBytes = rateOver(record("srv:out_bytes", t, num(server.out_bytes)), recent);
+    var inNow = rateOver(inSeries, recent), outNow = rateOver(outSeries, recent);
     stat(list, "Connections", fmtInt(server.connections), "connections", server.connections);
     stat(list, "Subscriptions", fmtInt(server.subscriptions), "subscriptions", server.subscriptions);
-    stat(list, "Messages in", fmtRate(last(inRate)), "in_rate", last(inRate),
-      sparkline(inRate, "messages in per second", "blue"));
-    stat(list, "Messages out", fmtRate(last(outRate)), "out_rate", last(outRate),
-      sparkline(outRate, "messages out per second", "teal"));
-    stat(list, "Bytes in / out", fmtBytes(last(inBytes) || 0) + "/s · " + fmtBytes(last(outBytes) || 0) + "/s",
-      "bytes_rate", last(inBytes));
+    stat(list, "Messages in", fmtRate(inNow), "in_rate", inNow,
+      sparkline(rates(inSeries), "messages in per second", "blue"));
+    stat(list, "Messages out", fmtRate(outNow), "out_rate", outNow,
+      sparkline(rates(outSeries), "messages out per second", "teal"));
+    stat(list, "Bytes in", inBytes === null ? "–" : fmtBytes(inBytes) + "/s", "in_bytes_rate", inBytes);
+    stat(list, "Bytes out", outBytes === null ? "–" : fmtBytes(outBytes) + "/s", "out_bytes_rate", outBytes);
     if (server.slow_consumers !== undefined && server.slow_consumers !== null) {
       stat(list, "Slow consumers", fmtInt(server.slow_consumers), "slow_consumers", server.slow_consumers);
     }
     var loop = server.event_loop;
     if (loop) {
       var lag = values(record("srv:loop", t, num(loop.recent_max_lag_ms)));
-      stat(list, "Event-loop lag", num(loop.lag_ms).toFixed(1) + " ms (max " +
-        num(loop.recent_max_lag_ms).toFixed(0) + " ms / 10 s)", "loop_lag_ms", loop.lag_ms,
-        sparkline(lag, "largest event-loop lag over 10 s, in ms", num(loop.recent_max_lag_ms) > 100 ? "red" : "amber"));
+      stat(list, "Event-loop lag", num(loop.lag_ms).toFixed(1) + " ms, max " +
+        num(loop.recent_max_lag_ms).toFixed(0) + " ms", "loop_lag_ms", loop.lag_ms,
+        sparkline(lag, "largest event-loop lag over the last 10 s, in ms", num(loop.recent_max_lag_ms) > 100 ? "red" : "amber"));
     }
-    if (server.start) {
-      stat(list, "Up since", new Date(parseTime(server.start) || nowMs).toLocaleString(), "start");
+    var started = parseTime(server.start);
+    if (started !== null) {
+      stat(list, "Up", fmtUptime(nowMs - started), "uptime", nowMs - started);
     }
   }
 
@@ -419,10 +439,13 @@
     var pct = unlimited || l === 0 ? 0 : Math.min(100, (u / l) * 100);
     var text = (bytes ? fmtBytes(u) : fmtInt(u)) + " of " +
       (unlimited ? "unlimited" : (bytes ? fmtBytes(l) : fmtInt(l)));
-    var bar = el("div", { cls: "bar" + (pct >= 90 ? " full" : pct >= 75 ? " high" : "") });
-    var fill = el("span");
-    fill.style.width = pct.toFixed(1) + "%";
-    bar.appendChild(fill);
+    var bar = null;
+    if (!unlimited) {   // a bar only against a limit
+      bar = el("div", { cls: "bar" + (pct >= 90 ? " full" : pct >= 75 ? " high" : "") });
+      var fill = el("span");
+      fill.style.width = pct.toFixed(1) + "%";
+      bar.appendChild(fill);
+    }
     return el("div", { cls: "usage", "data-field": field, "data-value": u },
       el("div", { cls: "usage-label" }, el("span", { text: label }), el("span", { cls: "muted", text: text })),
       bar);
@@ -491,6 +514,7 @@
       var name = cfg.name || "";
       var series = record("s:" + name, nowMs, num(st.last_seq));
       var rate = rates(series);
+      var minute = rateOver(series, 60000);
       var link = el("a", { href: hashFor({ stream: name }), text: name });
       body.appendChild(el("tr", { "data-stream": name },
         el("td", { cls: "name" }, link),
@@ -502,7 +526,7 @@
         cell(fmtInt(st.first_seq), "first_seq", num(st.first_seq), "num"),
         cell(fmtInt(st.last_seq), "last_seq", num(st.last_seq), "num"),
         cell(fmtInt(st.consumer_count), "consumer_count", num(st.consumer_count), "num"),
-        cell(rate.length ? fmtRate(last(rate)) : "…", "publish_rate", last(rate), "num"),
+        cell(minute === null ? "…" : fmtRate(minute), "publish_rate", minute, "num"),
         el("td", null, sparkline(rate, "messages stored per second, last minutes", "blue"))));
     });
     show($("streams-empty"), streams.length === 0);
