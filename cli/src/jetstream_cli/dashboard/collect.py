@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Final
 from urllib.parse import parse_qs
 
@@ -218,7 +219,7 @@ class Collector:
             "dashboard": SHAPE_VERSION,
             "source": "jetstream-cli",
             "server_url": ", ".join(self.opts.server_list()),
-            "now": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e9):09d}Z",
+            "now": datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z",
             "now_ms": int(now * 1000),
             "refresh_ms": self.refresh_ms,
             "identity": None,

@@ -30,6 +30,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Final, Protocol
 from urllib.parse import parse_qs
 
@@ -43,7 +44,6 @@ from jetstream_server.jetstream.consumer.consumer import Consumer
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.subject_match import is_valid_subject
-from jetstream_server.jetstream.timefmt import rfc3339_ns
 from jetstream_server.jetstream.versioning import SERVER_VERSION
 
 SHAPE_VERSION: Final = 1
@@ -176,7 +176,7 @@ async def build_snapshot(
     out: dict[str, Any] = {
         "dashboard": SHAPE_VERSION,
         "source": "jetstream-server",
-        "now": rfc3339_ns(int(now * 1e9)),
+        "now": _rfc3339(now),
         "now_ms": int(now * 1000),
         "refresh_ms": REFRESH_MS,
         "identity": None if identity is None else {"user": identity.user, "account": account_name},
@@ -210,7 +210,7 @@ def _server_figures(server: ServerState, account: str | None) -> dict[str, Any]:
         "name": server.server_name,
         "id": server.server_id,
         "version": SERVER_VERSION,
-        "start": rfc3339_ns(int(server.start_time * 1e9)),
+        "start": _rfc3339(server.start_time),
         "event_loop": server.watchdog.varz(),
     }
     if account is None:
@@ -239,6 +239,10 @@ def _server_figures(server: ServerState, account: str | None) -> dict[str, Any]:
         in_msgs=totals[0], out_msgs=totals[1], in_bytes=totals[2], out_bytes=totals[3],
     )
     return figures
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def _account_of(conn: Any) -> str:
