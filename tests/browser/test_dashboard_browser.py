@@ -21,11 +21,13 @@ from dashboard_helpers import LivePublisher, dashboard_command, stream_with_back
 from headless_chromium import Chromium
 from read_helpers import stream_reader
 
-from jetstream_testing.process import start_server
+from jetstream_testing.process import start_server, write_config
 
 pytestmark = pytest.mark.browser
 
 STREAM, DURABLE = "ORDERS", "dashq"
+STREAM_ROW = f'data-stream="{STREAM}"'
+AUTH_CONFIG = 'jetstream: enabled\nauthorization { users: [{user: alice, password: s3cret}] }\n'
 BACKLOG = 150
 WAIT_S = 90.0
 
@@ -39,7 +41,7 @@ def _cell(row: str, field: str) -> str:
 def run_scenario(browser: Chromium, page_url: str, server_url: str, spark: Any,
                  tmp_path: Path, name: str) -> None:
     stream_with_backlog(server_url, STREAM, ["orders.>"], "orders.backlog", BACKLOG)
-    stream_row = f'data-stream="{STREAM}"'
+    stream_row = STREAM_ROW
     query_row = f'data-query="{STREAM}/{DURABLE}"'
     publisher = LivePublisher(server_url, "orders.live", interval_s=0.1)
     publisher.start()
@@ -88,6 +90,39 @@ def test_bundled_servers_page(browser: Chromium, spark: Any, tmp_path: Path) -> 
         # the event loop's lag is the bundled server's own figure
         assert browser.evaluate(
             "document.querySelector('[data-field=\"loop_lag_ms\"]') !== null") is True
+        server.stop()  # the page says so, and keeps the last data
+        banner = browser.wait_for("document.body.dataset.state === 'error' && "
+                                  "document.getElementById('banner').textContent", WAIT_S,
+                                  "the page to say the server does not answer")
+        assert "does not answer" in banner
+        assert browser.evaluate(f"{_cell(STREAM_ROW, 'messages')} > 0")
+    finally:
+        server.stop()
+
+
+def test_sign_in_on_a_server_with_authentication(browser: Chromium, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "server.conf", AUTH_CONFIG)
+    server = start_server("bundled", tmp_path / "store", config=config, http_port=-1)
+    try:
+        browser.open(f"http://127.0.0.1:{server.monitor_port}/dashboard/")
+        reason = browser.wait_for("document.body.dataset.state === 'login' && "
+                                  "document.getElementById('login-reason').textContent",
+                                  WAIT_S, "the sign-in form")
+        assert "requires credentials" in reason
+        browser.evaluate("document.getElementById('login-user').value = 'alice';"
+                         "document.getElementById('login-password').value = 'wrong';"
+                         "document.getElementById('login').requestSubmit(); true")
+        refused = browser.wait_for("document.getElementById('login-reason').textContent"
+                                   ".includes('refused') && document.getElementById("
+                                   "'login-reason').textContent", WAIT_S, "the refusal")
+        assert "refused" in refused
+        browser.evaluate("document.getElementById('login-user').value = 'alice';"
+                         "document.getElementById('login-password').value = 's3cret';"
+                         "document.getElementById('login').requestSubmit(); true")
+        who = browser.wait_for("document.body.dataset.state === 'ok' && "
+                               "document.getElementById('identity').textContent", WAIT_S,
+                               "the page of the signed-in user")
+        assert who == "user alice · account $G"
     finally:
         server.stop()
 

@@ -395,10 +395,12 @@
     var list = $("server-stats");
     clear(list);
     var server = data.server;
-    note("server-note", server ? "" : (data.notes || []).filter(function (n) {
+    var figures = Boolean(server && server.scope);   // scope null: name and version only
+    note("server-note", figures ? "" : (data.notes || []).filter(function (n) {
       return n.indexOf("server") >= 0 || n.indexOf("$SYS") >= 0;
     }).join(" ") || "No server statistics from this server.");
-    if (!server) { return; }
+    $("server-card-title").textContent = "Server";
+    if (!figures) { return; }
     $("server-card-title").textContent = server.scope === "account"
       ? "Account " + (server.account || "") + " on the server" : "Server";
     var t = nowMs, recent = 10000;
