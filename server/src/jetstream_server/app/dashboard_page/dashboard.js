@@ -372,7 +372,7 @@
     var who = data.identity;
     $("identity").textContent = who ? "user " + (who.user || "(anonymous)") + " · account " + who.account : "";
     $("footer-source").textContent = data.source === "jetstream-cli"
-      ? "served by `jetstream dashboard`"
+      ? "served by jetstream dashboard"
       : "served by the bundled server's monitoring port";
   }
 
@@ -532,6 +532,7 @@
         el("td", null, sparkline(rate, "messages stored per second, last minutes", "blue"))));
     });
     show($("streams-empty"), streams.length === 0);
+    show($("streams"), streams.length > 0);
     $("streams-empty").textContent = query.subject
       ? "No stream with a subject matching " + query.subject + "."
       : (detail ? "" : "No stream to show.");
@@ -633,7 +634,9 @@
     }
     note("consumers-note", notes.join(" "));
     show($("consumers-empty"), shown === 0);
+    show($("consumers"), shown > 0);
     show($("queries-empty"), qbody.childElementCount === 0);
+    show($("queries"), qbody.childElementCount > 0);
   }
 
   function shortId(owner) { return owner && owner.length > 12 ? owner.slice(0, 12) + "…" : (owner || "(unclaimed)"); }
