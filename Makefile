@@ -13,7 +13,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 STAMP  := $(VENV)/.installed
-SOURCES := $(shell find spark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed 2>/dev/null)
+SOURCES := $(shell find spark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed -o -path '*/dashboard_page/*' 2>/dev/null)
 PACKAGES := ./server ./testing ./cli .
 
 .PHONY: demo test lint bench bench-quick install clean
@@ -46,6 +46,7 @@ demo: $(STAMP)
 PYTEST_WORKERS ?= -n 2 --dist loadfile
 
 test: $(STAMP)
+	bash scripts/ensure-chromium.sh
 	$(BIN)/ruff check server testing cli spark_jetstream jobs tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy

@@ -15,7 +15,10 @@ Families (`--only`, repeatable; all but `store` in the full run, all but
 - `partitions`: batch read with 1, 2 and 4 partitions (`scale`);
 - `clusters`: a Spark standalone cluster with 1 and 2 workers, against one
   nats-server and a 3-node R3 cluster (`clusters`, its Spark job in a child process);
-- `store`: the store backends in process (`store_micro`), only when named.
+- `store`: the store backends in process (`store_micro`), only when named;
+- `dashboard`: the cost of one dashboard refresh with 5,000 streams (200 with
+  `--quick`): API requests and time, the bundled server's event-loop lag
+  (`dashboard`), only when named.
 
 Wiring only; workloads live in `jobs.bench`. Every server runs in its own
 process (`ServerProcess`), never in this one, so client and server do not
@@ -99,7 +102,7 @@ TARGET_CPU = 1.0  # bundled server CPU per message <= nats-server's
 TARGET_RSS = 1.0  # bundled server RSS <= nats-server's with the same stream
 READ_PARTITIONS = 2  # the `size` family's reads (as the connector family's)
 PARTITIONS = (1, 2, 4)  # the `partitions` family's reads
-FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions", "clusters", "store")
+FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions", "clusters", "store", "dashboard")
 QUICK_FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions")
 FULL_FAMILIES = (*QUICK_FAMILIES, "clusters")
 
@@ -300,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a small version (well under a minute on a quiet machine)")
     p.add_argument("--only", choices=FAMILIES, action="append",
                    help="run only these families (repeatable; 'store', the store backends in process, "
-                   "runs only when named; 'clusters' is left out of --quick unless named)")
+                   "and 'dashboard' run only when named; 'clusters' is left out of --quick unless named)")
     p.add_argument("--markdown", help="also write the result as a Markdown section to this file")
     p.add_argument("--plot", help="also draw throughput and RSS against stream size as a PNG to this file "
                    "(needs the 'size' family)")
@@ -369,6 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 with family("clusters"):
                     comparisons += clusters.run(root, sizes.cluster_rows, sizes.size, say)
+            if "dashboard" in families:
+                from jobs.bench import dashboard
+
+                with family("dashboard"):
+                    measures += dashboard.run(root, args.quick, say)
     except (natspy.BenchError, ServerDied) as exc:
         sys.stderr.write(f"benchmark failed: {exc}\n")
         return 1

@@ -2,11 +2,14 @@
 
     python -m jobs.orders_pipeline [--orders N] [--servers nats://...] [--continuous]
         [--master spark://host:7077 [--py-files spark_jetstream.zip] [--conf key=value ...]]
-        [--replicas 3]
+        [--replicas 3] [--http-port 8222]
 
 Wiring only (the logic is in `jobs.orders`):
 1. the server: the bundled one embedded in this process (store under
-   `--data-dir`, default ./jetstream-data) unless `--servers` names one;
+   `--data-dir`, default ./jetstream-data) unless `--servers` names one; its
+   monitoring port (`--http-port`, default 8222, a free one when that is taken)
+   serves the dashboard, whose address it prints (for `--servers`: the
+   `jetstream dashboard` command that shows it);
 2. the streams (`jobs.orders.streams`), then a deterministic sample of `--orders`
    orders published with message ids (a re-run is rejected as duplicates);
 3. two checkpointed streaming queries on local Spark, or on the cluster of
@@ -66,6 +69,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--replicas", type=int, default=1, help="replicas of the streams it creates (default 1)")
+    p.add_argument("--http-port", type=int, default=8222,
+                   help="monitoring port of the embedded server, with the dashboard (default 8222; -1: any free port)")
     args = p.parse_args(argv)
     if any("=" not in c for c in args.conf):
         p.error("--conf takes KEY=VALUE")
@@ -77,6 +82,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--batch-size must be >= 1")
     if args.rate <= 0:
         p.error("--rate must be > 0")
+    if not -1 <= args.http_port <= 65535:
+        p.error("--http-port must be a port number or -1")
     return args
 
 
@@ -84,15 +91,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def server_url(args: argparse.Namespace, out: Any) -> Iterator[tuple[str, str]]:
     """(url, checkpoint key) of the server to use; the embedded one lives as long as the block."""
     if args.servers:
+        out.write(f"dashboard: run `jetstream dashboard --server {args.servers}` and open the address it prints\n")
         yield args.servers, re.sub(r"[^A-Za-z0-9]+", "_", args.servers).strip("_")
         return
     from jetstream_server import EmbeddedServer
 
     store = Path(args.data_dir) / "server"
     store.mkdir(parents=True, exist_ok=True)
-    with EmbeddedServer(store_dir=str(store), port=0) as srv:
+    with embedded_server(EmbeddedServer, str(store), args.http_port) as srv:
         out.write(f"bundled JetStream server at {srv.url} (store {store})\n")
+        out.write(f"dashboard: http://127.0.0.1:{srv.http_port}/dashboard/ (open it while the job runs)\n")
         yield srv.url, "embedded"
+
+
+@contextlib.contextmanager
+def embedded_server(factory: Any, store: str, http_port: int) -> Iterator[Any]:
+    """The embedded server with its monitoring port; a free port when `http_port` is taken."""
+    try:
+        srv = factory(store_dir=store, port=0, http_port=http_port).start()
+    except OSError as exc:
+        if http_port == -1:
+            raise
+        log.warning("monitoring port %d is taken (%s): using a free one", http_port, exc.strerror or exc)
+        srv = factory(store_dir=store, port=0, http_port=-1).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
 
 
 def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> Outcome:

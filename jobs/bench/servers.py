@@ -40,8 +40,10 @@ def server_command(kind: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "") -> Iterator[ServerProcess]:
-    """A started server of `kind` with its store under `root`, stopped on exit."""
+def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "",
+            http_port: int | None = None) -> Iterator[ServerProcess]:
+    """A started server of `kind` with its store under `root` (and a monitoring port with
+    `http_port`, -1: a free one), stopped on exit."""
     store = root / f"{kind}-{name or 'store'}"
     store.mkdir(parents=True, exist_ok=True)
     args: list[str] = []
@@ -56,7 +58,8 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "")
         )
         args = ["-c", str(conf)]
         store_flag = None  # nats-server refuses store_dir in both the file and -sd
-    proc = ServerProcess(server_command(kind), args, store_dir=store_flag, startup_timeout=60.0)
+    proc = ServerProcess(server_command(kind), args, store_dir=store_flag, startup_timeout=60.0,
+                         http_port=http_port)
     proc.start()
     try:
         yield proc

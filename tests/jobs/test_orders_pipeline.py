@@ -71,6 +71,7 @@ def test_continuous_on_the_default_embedded_server_stops_cleanly_and_adds_up(spa
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "bundled JetStream server at nats://127.0.0.1:" in out
+    assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/dashboard/", out), out
     assert "running continuously" in out
     sent = int(figure(out, "live publisher sent").split()[0].replace(",", ""))
     assert sent > 0  # the live publisher added orders beyond the sample

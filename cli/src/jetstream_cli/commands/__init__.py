@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import click
 
-from . import account, consumer, kv, messaging, obj, server, stream
+from . import account, consumer, dashboard, kv, messaging, obj, server, stream
 
 REGISTRARS: tuple[Callable[[click.Group], None], ...] = (
     stream.register, consumer.register, messaging.register, kv.register, obj.register,
-    account.register, server.register,
+    account.register, server.register, dashboard.register,
 )

@@ -7,8 +7,10 @@ a dict body goes out as JSON, a string as plain text (a 400 where
 nats-server answers one, as for an unknown ``/accountz?acc=``), unless the
 response names its content type. ``/`` lists the table; a path not in it is
 a 404. The table comes from `app.monitoring` (`Monitoring.routes`); a new
-page is one more entry (`add_route`). This module only serves: it knows no
-payload and never imports the server.
+page is one more entry (`add_route`). Paths of `pages` (the dashboard,
+app/dashboard.py, which needs the request's headers and answers whole
+responses of its own) are offered to it first. This module only serves: it
+knows no payload and never imports the server.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from jetstream_server.app.listen import bind_socket
@@ -44,9 +46,23 @@ class Response:
 RouteHandler = Callable[[Query], Response]
 
 
+class PageSource(Protocol):
+    """Pages for people on the same port: the whole HTTP response, or None (not theirs)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """What ``/`` lists for them."""
+        ...
+
+    async def respond(self, method: str, target: str, head: bytes) -> bytes | None: ...
+
+
 class MonitorServer:
-    def __init__(self, routes: Mapping[str, RouteHandler]) -> None:
+    def __init__(
+        self, routes: Mapping[str, RouteHandler], pages: PageSource | None = None
+    ) -> None:
         self.routes: dict[str, RouteHandler] = dict(routes)
+        self.pages = pages
         self._http: asyncio.Server | None = None
 
     def add_route(self, path: str, handler: RouteHandler) -> None:
@@ -74,7 +90,8 @@ class MonitorServer:
         if handler is not None:
             return handler(parse_qs(query))
         if path == "/":
-            return Response(200, {"endpoints": list(self.routes)})
+            pages = list(self.pages.paths) if self.pages is not None else []
+            return Response(200, {"endpoints": list(self.routes) + pages})
         return Response(404, {"error": f"not found: {path}"})
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -86,6 +103,11 @@ class MonitorServer:
             return
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         parts = request_line.split()
+        if len(parts) == 3 and len(head) <= _MAX_REQUEST and parts[0] in ("GET", "HEAD") and (
+            page := await self.pages.respond(parts[0], parts[1], head) if self.pages else None
+        ):
+            await _send(writer, page)
+            return
         if len(parts) != 3 or len(head) > _MAX_REQUEST:
             response = Response(400, {"error": "bad request"})
         elif parts[0] not in ("GET", "HEAD"):
@@ -101,17 +123,22 @@ class MonitorServer:
             payload = json.dumps(body, indent=2).encode()
             body_type = response.content_type or "application/json"
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-        writer.write(
+        await _send(
+            writer,
             (
                 f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
                 f"Content-Type: {body_type}\r\n"
                 f"Content-Length: {len(payload)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode()
-            + (payload if parts[:1] != ["HEAD"] else b"")
+            + (payload if parts[:1] != ["HEAD"] else b""),
         )
-        try:
-            await writer.drain()
-        except ConnectionError:
-            pass
-        writer.close()
+
+
+async def _send(writer: asyncio.StreamWriter, response: bytes) -> None:
+    writer.write(response)
+    try:
+        await writer.drain()
+    except ConnectionError:
+        pass
+    writer.close()

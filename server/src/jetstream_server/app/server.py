@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from jetstream_server.app.accounts import Account, build_accounts
 from jetstream_server.app.connection import ClientConnection
+from jetstream_server.app.dashboard import Dashboard
 from jetstream_server.app.lame_duck import enter_lame_duck
 from jetstream_server.app.listen import bind_socket, join_host_port
 from jetstream_server.app.loop_clock import LoopClock
@@ -147,7 +148,7 @@ class NatsServer:
                     started.append(service)
                 account.updated = time.time()
             if cfg.http_port is not None:
-                self._monitor = MonitorServer(Monitoring(self).routes())
+                self._monitor = MonitorServer(Monitoring(self).routes(), pages=Dashboard(self))
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
                 log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
             sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
