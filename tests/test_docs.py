@@ -66,6 +66,7 @@ _CONNECT = "tests/connector/integration/test_spark_connect.py"
 _PIPELINE = "tests/jobs/test_orders_pipeline.py"
 _BENCH = "tests/jobs/test_benchmark_quick.py"
 _INSTALL = "tests/packaging/test_install.py"
+_DASHBOARD = "tests/jobs/test_dashboard_docs.py"
 
 RUN_BY_TESTS: tuple[RunBy, ...] = (
     # -- installing: the packaging test installs each distribution alone, `make install`
@@ -94,6 +95,11 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
           _PIPELINE, '["--servers", srv.url, "--orders"', "main() against a server's URL"),
     RunBy(r"python -m jobs\.benchmark( --quick)?", _BENCH, 'main(["--quick"',
           "the benchmark's main() end to end (--quick; the full run is the same code, larger)"),
+    RunBy(r"python -m jobs\.benchmark --only dashboard", _DASHBOARD, "def test_benchmark_family",
+          "the dashboard family end to end (with --quick: 200 streams instead of 5,000)"),
+    RunBy(r"jetstream dashboard( --server \S+ --port \d+| --creds FILE)?", _DASHBOARD,
+          "def test_cli_commands", "serves until stopped: the test starts it (with a server's "
+          "URL; a user's credentials in tests/cli/test_cli_dashboard.py), reads its page, stops it"),
     RunBy(r"python -m jobs\.benchmark --markdown \S+ --plot \S+", _BENCH,
           '"--markdown", str(report), "--plot", str(plot)', "--markdown and --plot, written and read back"),
     RunBy(r"python -m spark_jetstream\.options --update docs/options\.md",
@@ -146,7 +152,7 @@ MAKE_TARGETS: dict[str, tuple[str, str, str]] = {
              "def test_every_command_is_run_or_listed"),
     "install": ("pip install --quiet --no-deps --force-reinstall $(PACKAGES)", "tests/conftest.py",
                 "def _check_installed"),
-    "lint": ("$(BIN)/lint-imports", "Makefile", "test: $(STAMP)\n\t$(BIN)/ruff check"),
+    "lint": ("$(BIN)/lint-imports", "Makefile", "\t$(BIN)/ruff check server testing cli spark_jetstream jobs tests\n\t$(BIN)/lint-imports\n\t$(BIN)/mypy\n\t$(BIN)/pytest"),
     "bench": ("-m jobs.benchmark", _BENCH, 'main(["--quick"'),
     "bench-quick": ("-m jobs.benchmark --quick", _BENCH, 'main(["--quick"'),
 }
@@ -164,7 +170,10 @@ def _is_help(command: Command) -> bool:
 
 
 def _is_cli(command: Command) -> bool:
-    return command.kind == "shell" and _words(command)[0] == "jetstream" and not _is_help(command)
+    """A `jetstream` command the check runs itself (one listed in RUN_BY_TESTS, such as a
+    command that serves until stopped, is run by its test instead)."""
+    return (command.kind == "shell" and _words(command)[0] == "jetstream"
+            and not _is_help(command) and _listed(command) is None)
 
 
 def _is_server_start(command: Command) -> bool:
