@@ -97,7 +97,7 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
           "the benchmark's main() end to end (--quick; the full run is the same code, larger)"),
     RunBy(r"python -m jobs\.benchmark --only dashboard", _DASHBOARD, "def test_benchmark_family",
           "the dashboard family end to end (with --quick: 200 streams instead of 5,000)"),
-    RunBy(r"jetstream dashboard( --server \S+ --port \d+| --creds FILE)?", _DASHBOARD,
+    RunBy(r"jetstream dashboard( --server \S+( --port \d+)?| --creds FILE)?", _DASHBOARD,
           "def test_cli_commands", "serves until stopped: the test starts it (with a server's "
           "URL; a user's credentials in tests/cli/test_cli_dashboard.py), reads its page, stops it"),
     RunBy(r"python -m jobs\.benchmark --markdown \S+ --plot \S+", _BENCH,
