@@ -359,31 +359,39 @@ def test_help_commands(command: Command) -> None:
 SERVER_STARTS = [c for c in COMMANDS if _is_server_start(c)]
 
 
-def _documented_flags(words: list[str], store: Path) -> list[str]:
-    """The documented flags, with `-p N` left to the harness (a free port) and the store
-    directory in a scratch place."""
+_DOC_URL = "nats://127.0.0.1:4222"  # the server URL the pages write
+
+
+def _documented_flags(words: list[str], store: Path) -> tuple[list[str], bool]:
+    """The documented flags, with `-p N` and `-m N` left to the harness (free ports: the
+    documented ones may be taken on this machine) and the store directory in a scratch
+    place; and whether a monitoring port was asked for."""
     flags: list[str] = []
     skip = False
+    monitor = False
     for i, word in enumerate(words):
         if skip:
             skip = False
             continue
-        if word in ("-p", "--port"):
+        if word in ("-p", "--port", "-m", "--http_port"):
+            monitor = monitor or word in ("-m", "--http_port")
             skip = True
             continue
         if i > 0 and words[i - 1] in ("-sd", "--store_dir"):
             word = str(store)
         flags.append(word)
-    return flags
+    return flags, monitor
 
 
 @pytest.mark.parametrize("command", SERVER_STARTS, ids=_ids(SERVER_STARTS))
 def test_server_start_commands(command: Command, tmp_path: Path) -> None:
     words = _words(command)
-    proc = ServerProcess(_program(words[0]), _documented_flags(words[1:], tmp_path / "store"))
+    flags, monitor = _documented_flags(words[1:], tmp_path / "store")
+    proc = ServerProcess(_program(words[0]), flags, http_port=-1 if monitor else None)
     proc.start()  # returns once `Server is ready` is logged
     try:
         assert proc.running
+        assert not monitor or proc.monitor_port
     finally:
         assert proc.proc is not None
         proc.proc.send_signal(signal.SIGTERM)
@@ -404,7 +412,8 @@ def test_cli_commands_run_in_page_order(path: Path, tmp_path: Path) -> None:
     try:
         with _in(tmp_path):
             for command in (c for c in PAGES[path].commands if _is_cli(c)):
-                done = runner.invoke(cli, ["-s", server.url, *_words(command)[1:]], env=env,
+                words = [server.url if w == _DOC_URL else w for w in _words(command)[1:]]
+                done = runner.invoke(cli, ["-s", server.url, *words], env=env,
                                      prog_name="jetstream", input="")
                 assert done.exit_code == 0, (
                     f"{command.where(ROOT)}: {command.text}\n{done.output}\n{done.exception!r}")
