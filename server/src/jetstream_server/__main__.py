@@ -216,10 +216,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             logging.getLogger(__name__).error("Could not write pidfile: %s", exc)
             return 1
+    from jetstream_server.app.monitor_http import MonitorListenError
+
     try:
         asyncio.run(serve(config))
     except ConfigError as exc:
         logging.getLogger(__name__).error("configuration error: %s", exc)
+        return 1
+    except MonitorListenError as exc:  # nats-server's words, before its client port's
+        logging.getLogger(__name__).error("Can't start monitoring: %s", exc)
         return 1
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:

@@ -137,6 +137,22 @@ def test_port_in_use_exits_1(tmp_path: Path) -> None:
     assert "[ERR]" in result.stderr
 
 
+@pytest.mark.parametrize("program", ["bundled", "nats-server"])
+def test_monitor_port_in_use_says_so_like_nats_server(program: str) -> None:
+    """Both servers name the monitoring port (not the client port) and exit 1."""
+    command = [sys.executable, "-m", "jetstream_server"] if program == "bundled" else [
+        str(Path(sys.executable).parent / "nats-server")]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = subprocess.run([*command, "-a", "127.0.0.1", "-p", "-1", "-m", str(port)],
+                                capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1
+    assert (f"Can't start monitoring: can't listen to the monitor port: listen tcp 127.0.0.1:{port}: "
+            "bind: address already in use") in result.stderr
+
+
 def test_flags_parse_like_nats_server() -> None:
     c = config_from_args(
         ["-a", "127.0.0.1", "-p", "-1", "-m", "8222", "-js", "-sd", "/tmp/js", "-n", "x",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from jetstream_server.app.listen import bind_socket
+from jetstream_server.app.listen import bind_socket, join_host_port
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,15 @@ class Response:
 
 
 RouteHandler = Callable[[Query], Response]
+
+
+class MonitorListenError(Exception):
+    """The monitoring port cannot be bound (nats-server: "can't listen to the monitor port")."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        reason = cause.strerror or str(cause)
+        super().__init__(f"can't listen to the monitor port: listen tcp {join_host_port(host, port)}: "
+                         f"bind: {reason.lower()}")
 
 
 class PageSource(Protocol):
@@ -70,7 +79,10 @@ class MonitorServer:
         self.routes[path] = handler
 
     async def start(self, host: str, port: int) -> int:
-        sock = bind_socket(host, 0 if port == -1 else port)
+        try:
+            sock = bind_socket(host, 0 if port == -1 else port)
+        except OSError as exc:
+            raise MonitorListenError(host, port, exc) from exc
         sock.listen(128)
         self._http = await asyncio.start_server(self._handle, sock=sock)
         return int(self._http.sockets[0].getsockname()[1])
