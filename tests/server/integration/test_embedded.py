@@ -44,6 +44,30 @@ async def test_context_manager_round_trip(tmp_path: Path) -> None:
     assert _port_closed(srv.port)
 
 
+async def test_relative_store_dir_stays_put_when_the_process_changes_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook starts the server with a relative store_dir, then changes directory:
+    the streams stay where they were created and keep serving."""
+    monkeypatch.chdir(tmp_path)
+    with EmbeddedServer(store_dir="data", port=0) as srv:
+        nc = await nats.connect(srv.url, max_reconnect_attempts=0)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="REL", subjects=["rel.>"])
+            await js.publish("rel.1", b"one")
+            (tmp_path / "elsewhere").mkdir()
+            monkeypatch.chdir(tmp_path / "elsewhere")
+            await js.publish("rel.2", b"two")
+            assert (await js.get_msg("REL", 1)).data == b"one"
+            await js.add_stream(name="REL2", subjects=["rel2.>"])
+        finally:
+            await nc.close()
+    streams = tmp_path / "data" / "jetstream" / "$G" / "streams"
+    assert sorted(p.name for p in streams.iterdir()) == ["REL", "REL2"]
+    assert not (tmp_path / "elsewhere" / "data").exists()
+
+
 def test_memory_only_store_is_removed_on_stop() -> None:
     srv = EmbeddedServer(store_dir=None, port=0)
     store = srv.config.jetstream.store_dir

@@ -26,6 +26,8 @@ after the accounts' own services and closed before them.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +70,12 @@ def account_names(config: ServerConfig) -> list[str]:
 
 def engine_settings(config: ServerConfig, server_name: str = "") -> EngineSettings:
     """What every account's JetStream engine reads of `config` (its ``jetstream``
-    block with the store limits already computed, app/services.py)."""
+    block with the store limits already computed, app/services.py). A relative
+    store directory is made absolute here, at start, so that the process (or an
+    embedding notebook) changing its working directory later moves nothing."""
     js = config.jetstream
     return EngineSettings(
-        store_dir=js.store_dir,
+        store_dir=os.path.abspath(js.store_dir) if js.store_dir else js.store_dir,
         domain=js.domain or "",
         sync_always=js.sync_always,
         sync_interval_s=js.sync_interval_s,
