@@ -38,7 +38,12 @@ CLOSED nothing is.
 Permissions (core/permissions.py) of the session's identity are applied to
 every PUB (``-ERR 'Permissions Violation for Publish to "<subject>"'``, the
 message dropped) and SUB (``-ERR 'Permissions Violation for Subscription to
-"<subject>"'``); the connection stays open. Publish decisions are cached per
+"<subject>"'``); the connection stays open. Whatever the permissions, a client
+may not publish with a reply subject the server reserves for itself (service
+import replies ``_R_.``, JetStream acks ``$JS.ACK.``, gateway replies ``_GR_.``:
+``-ERR 'Permissions Violation for Publish with Reply of "<reply>"'``), publish
+to ``_GR_.`` or (outside the system account) ``$NRG.``, or join the queue
+group ``_sys_``, as nats-server refuses them. Publish decisions are cached per
 subject (bounded); with ``allow_responses`` the reply subjects of delivered
 messages become publishable, counted and timed; a wildcard subscription
 that overlaps a subscribe deny filter gets no message the filter denies.
@@ -119,6 +124,33 @@ def go_quote(text: str) -> str:
 
 def pub_violation(subject: str) -> str:
     return f"Permissions Violation for Publish to {go_quote(subject)}"
+
+
+def reply_violation(reply: str) -> str:
+    return f"Permissions Violation for Publish with Reply of {go_quote(reply)}"
+
+
+# Subjects only the server itself may use (nats-server's client.go): replies of
+# service imports (`_R_.`), JetStream acks (`$JS.ACK.`) and gateway-routed replies
+# (`_GR_.`) are refused as a client's reply subject, whatever its permissions (a
+# client could otherwise answer or ack in another client's or account's place);
+# `_GR_.` is refused as a subject too, and `$NRG.` (Raft groups) outside the system
+# account; the queue group `_sys_` is refused to client subscriptions.
+SERVICE_REPLY_PREFIX: Final = "_R_."
+JS_ACK_PREFIX: Final = "$JS.ACK."
+GATEWAY_REPLY_PREFIX: Final = "_GR_."
+RAFT_PREFIX: Final = "$NRG."
+SYSTEM_QUEUE: Final = "_sys_"
+
+
+def is_reserved_reply(reply: str) -> bool:
+    """A reply subject no client may set (nats-server's `isReservedReply`; the
+    ack and gateway prefixes need a token after them)."""
+    return (
+        reply.startswith(SERVICE_REPLY_PREFIX)
+        or (len(reply) > len(JS_ACK_PREFIX) and reply.startswith(JS_ACK_PREFIX))
+        or (len(reply) > len(GATEWAY_REPLY_PREFIX) and reply.startswith(GATEWAY_REPLY_PREFIX))
+    )
 
 
 def sub_violation(subject: str, queue: str | None) -> str:
@@ -226,6 +258,7 @@ class SessionSettings:
     max_pings_out: int = DEFAULT_MAX_PINGS_OUT
     max_subscriptions: int = 0  # 0: unlimited
     trace: bool = False
+    system_account: str | None = None  # may publish to `$NRG.` (None: no account may)
 
 
 class Session:
@@ -272,6 +305,7 @@ class Session:
         self._server_max_subs = settings.max_subscriptions
         self._server_max_payload = settings.max_payload
         self._trace = settings.trace
+        self._system_account = settings.system_account
         # permissions of the identity (None: unrestricted); see _set_identity
         self._rules: PermissionRules | None = None
         self._pub_cache: dict[str, bool] | None = None
@@ -552,18 +586,42 @@ class Session:
             if self.verbose:
                 self.send(P.OK)
             return
+        # the order of nats-server's checks: gateway subject, permissions, Raft
+        # subject, reserved reply (the first two characters decide cheaply)
+        reserved_subject = subject[:1] in ("_", "$")
+        if (
+            reserved_subject
+            and len(subject) > len(GATEWAY_REPLY_PREFIX)
+            and subject.startswith(GATEWAY_REPLY_PREFIX)
+        ):
+            self._refuse_publish(subject)
+            return
         cache = self._pub_cache
         if cache is not None:
             allowed = cache.get(subject)
             if allowed is None:
                 allowed = self._publish_decision(subject, cache)
             if not allowed:
-                log.error("cid=%d Publish Violation - Subject %s", self.cid, go_quote(subject))
-                self.send(P.encode_err(pub_violation(subject)))
+                self._refuse_publish(subject)
                 return
+        if (
+            reserved_subject
+            and subject.startswith(RAFT_PREFIX)
+            and (self.identity is None or self.identity.account != self._system_account)
+        ):
+            self._refuse_publish(subject)
+            return
+        if reply and reply[:1] in ("_", "$") and is_reserved_reply(reply):
+            log.error("cid=%d Publish Violation - Reply %s", self.cid, go_quote(reply))
+            self.send(P.encode_err(reply_violation(reply)))
+            return
         if self.verbose:
             self.send(P.OK)
         self._route(subject, reply, headers, payload, self)
+
+    def _refuse_publish(self, subject: str) -> None:
+        log.error("cid=%d Publish Violation - Subject %s", self.cid, go_quote(subject))
+        self.send(P.encode_err(pub_violation(subject)))
 
     def _on_sub(self, op: P.Sub) -> None:
         if not is_valid_subject(op.subject):
@@ -572,16 +630,13 @@ class Session:
         if op.queue is not None and not is_valid_queue_name(op.queue):
             self.send(P.encode_err(P.ERR_INVALID_QUEUE))
             return
+        if op.queue == SYSTEM_QUEUE:
+            self._refuse_subscription(op)
+            return
         rules = self._sub_rules
         if rules is not None:
             if not rules.allowed(op.subject, op.queue):
-                log.error(
-                    "cid=%d Subscription Violation - Subject %s, SID %s",
-                    self.cid,
-                    go_quote(op.subject),
-                    op.sid,
-                )
-                self.send(P.encode_err(sub_violation(op.subject, op.queue)))
+                self._refuse_subscription(op)
                 return
             if (
                 self._deny_cache is None
@@ -602,6 +657,15 @@ class Session:
         self.subs[op.sid] = self._broker.add_client_sub(self, op.subject, op.queue, op.sid)
         if self.verbose:
             self.send(P.OK)
+
+    def _refuse_subscription(self, op: P.Sub) -> None:
+        log.error(
+            "cid=%d Subscription Violation - Subject %s, SID %s",
+            self.cid,
+            go_quote(op.subject),
+            op.sid,
+        )
+        self.send(P.encode_err(sub_violation(op.subject, op.queue)))
 
     def _on_unsub(self, op: P.Unsub) -> None:
         sub = self.subs.get(op.sid)
