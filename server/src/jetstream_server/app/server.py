@@ -33,7 +33,7 @@ from typing import Any, Final
 from jetstream_server.app.accounts import Account, build_accounts
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.lame_duck import enter_lame_duck
-from jetstream_server.app.listen import bind_socket, join_host_port
+from jetstream_server.app.listen import bind_socket, join_host_port, listen_backlog
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitoring import MonitorServer
@@ -151,8 +151,9 @@ class NatsServer:
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
                 log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
             sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
-            sock.listen(1024)
-            self._listener = await self.loop.create_server(self._new_connection, sock=sock)
+            self._listener = await self.loop.create_server(
+                self._new_connection, sock=sock, backlog=listen_backlog()
+            )
         except BaseException:
             for service in reversed(started):
                 service.close()
@@ -194,8 +195,9 @@ class NatsServer:
             )
 
         sock = bind_socket(host, 0 if ws.port == -1 else ws.port)
-        sock.listen(1024)
-        self._ws_listener = await self.loop.create_server(protocol, sock=sock, ssl=ctx)
+        self._ws_listener = await self.loop.create_server(
+            protocol, sock=sock, ssl=ctx, backlog=listen_backlog()
+        )
         self.websocket_port = int(sock.getsockname()[1])
         scheme = "wss" if ctx is not None else "ws"
         log.info(
