@@ -143,3 +143,29 @@ async def test_batch_max_bytes_and_up_to_seq_rules(nc: NATS) -> None:
         assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "Message Not Found"}
     msgs = await batch(nc, "B", {"multi_last": ["zz"]})
     assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "No Results"}
+
+
+async def test_batch_over_max_pending_ends_with_eob_and_keeps_the_client(config_server: Any) -> None:
+    """Issue 24: a batch without max_bytes is capped at the server's max_pending
+    (subject + headers + payload); the messages' framing takes it past that on the
+    wire, and the server must not close its reader as a slow consumer for it."""
+    server = config_server("max_payload: 16KB\nmax_pending: 256KB\njetstream {}\n")
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="B", subjects=["b.>"], allow_direct=True, storage="memory")
+        for i in range(0, 2000, 500):
+            for j in range(i, i + 500):
+                await js.publish_async(f"b.{j % 10}", b"x" * 512)
+            await js.publish_async_completed()
+        msgs = await batch(nc, "B", {"seq": 1, "batch": 1_000_000})
+        *data, eob = msgs
+        assert eob.headers is not None and eob.headers.get("Status") == "204"
+        # the message that reaches 256 KiB is the last: 3 bytes of subject + 512
+        assert len(data) == -(-256 * 1024 // 515)
+        assert eob.headers["Nats-Last-Sequence"] == str(len(data))
+        assert eob.headers["Nats-Num-Pending"] == str(2000 - len(data))
+        assert nc.is_connected
+        await nc.flush()
+    finally:
+        await nc.close()

@@ -42,6 +42,9 @@ class Wire:
     def output_ready(self) -> None:
         self.ready_calls += 1
 
+    def buffered_bytes(self) -> int:
+        return 0
+
     def session_closed(self, close: Close) -> None:
         assert self.session is not None
         self.closes.append(close)

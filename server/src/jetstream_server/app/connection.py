@@ -300,6 +300,10 @@ class ClientConnection(asyncio.Protocol):
             if transport is not None:
                 transport.close()
 
+    def buffered_bytes(self) -> int:
+        transport = self.transport
+        return transport.get_write_buffer_size() if transport is not None else 0
+
     # -- outbound ----------------------------------------------------------------
     def flush(self) -> None:
         """Write everything the session queued, in one `transport.write`."""
@@ -410,9 +414,7 @@ class ClientConnection(asyncio.Protocol):
 
     @property
     def pending_bytes(self) -> int:
-        transport = self.transport
-        buffered = transport.get_write_buffer_size() if transport is not None else 0
-        return self.session.pending_output + buffered
+        return self.session.backlog
 
 
 def _has_pending_input(transport: asyncio.Transport) -> bool:

@@ -61,6 +61,11 @@ class Subscriber(Protocol):
         """`sub` was removed from the index (auto-unsubscribe, close)."""
         ...
 
+    @property
+    def backlog(self) -> int:
+        """Bytes on their way to the client and not yet sent."""
+        ...
+
 
 class Subscription:
     """One subscription: a client's (client + sid) or an internal handler."""
@@ -141,6 +146,16 @@ class Broker:
 
     def has_interest(self, subject: str) -> bool:
         return bool(self.index.match(subject))
+
+    def backlog(self, subject: str) -> int:
+        """The largest backlog of the clients a message to `subject` would reach
+        (0 for internal handlers): a service producing a long reply waits while
+        it is high rather than make its reader a slow consumer."""
+        result = self.index.match(subject)
+        subs = list(result.plain)
+        for members in result.queues.values():
+            subs.extend(members)
+        return max((s.client.backlog for s in subs if s.client is not None), default=0)
 
     # -- client subscriptions ----------------------------------------------------
     def _new_sub(

@@ -247,6 +247,10 @@ class SessionIO(Protocol):
         `close.drop_output`), then close the transport."""
         ...
 
+    def buffered_bytes(self) -> int:
+        """Bytes taken with `data_to_send()` and not yet sent (the transport's buffer)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
@@ -346,6 +350,11 @@ class Session:
     def pending_output(self) -> int:
         """Bytes queued and not yet taken by `data_to_send()`."""
         return self._out_bytes
+
+    @property
+    def backlog(self) -> int:
+        """Bytes on their way to the client: queued here, or written and not yet sent."""
+        return self._out_bytes + self._io.buffered_bytes()
 
     # -- input from the I/O side ---------------------------------------------------
     def greeting(self, info: Mapping[str, Any]) -> bytes:

@@ -293,6 +293,10 @@ class JetStream:
     def api_origin(self) -> object | None:
         return getattr(self.router, "origin", None)
 
+    def reply_backlog(self, subject: str) -> int:
+        backlog = getattr(self.router, "backlog", None)  # the broker's (routers of tests: none)
+        return int(backlog(subject)) if backlog is not None else 0
+
     def audit(self, subject: str, request: bytes, response: dict[str, Any],
               origin: object | None) -> None:
         if not self.router.has_interest(advisories.API_AUDIT):

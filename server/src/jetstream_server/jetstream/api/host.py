@@ -45,6 +45,13 @@ class ApiHost(Protocol):
     def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         ...
 
+    def reply_backlog(self, subject: str) -> int:
+        """Bytes the clients listening on `subject` have not yet been sent (0: none,
+        or no client): a long reply waits while its reader is behind."""
+        ...
+
+    def has_interest(self, subject: str) -> bool: ...
+
     def api_origin(self) -> object | None:
         """The client connection whose request is being handled (None: internal)."""
         ...
