@@ -350,10 +350,10 @@ class BatchReply:
                 yield msg
             return
         while self._next_index < len(self.seqs):
-            msg = store.load(self.seqs[self._next_index])
+            found = store.load(self.seqs[self._next_index])
             self._next_index += 1
-            if msg is not None:
-                yield msg
+            if found is not None:
+                yield found
 
     def _finish(self) -> None:
         host = self.host

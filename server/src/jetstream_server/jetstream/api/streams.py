@@ -40,7 +40,6 @@ from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 from jetstream_server.jetstream.versioning import with_dynamic
 
-
 STREAM_NAME_REQUIRED = "stream name is required and can not contain '.', '*', '>', '\\', '/'"
 
 
