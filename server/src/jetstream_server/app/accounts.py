@@ -13,7 +13,8 @@ system account (``system_account``, else ``$SYS`` unless
 ``no_system_account``). JetStream runs in the accounts
 `ServerConfig.account_jetstream()` names, with their limits; the others get
 `NoJetStream`, which answers API requests with 10039 "JetStream not enabled
-for account".
+for account", except an operator's accounts (JWTs) without JetStream, whose API
+requests nobody answers (as on nats-server: they get no responders).
 
 Imports (core/imports.py) are services of the importing account: a
 `StreamLink` or `ServiceLink` between the two accounts' brokers, started
@@ -73,8 +74,11 @@ def account_services(
     requests then get no responders, as on nats-server)."""
     if not config.jetstream.enabled:
         return [], None
+    system = name == config.system_account_name
     if limits is None:
-        return [NoJetStream(system=name == config.system_account_name)], None
+        if config.auth.operator is not None and not system:
+            return [], None  # nats-server imports no JetStream API into such an account
+        return [NoJetStream(system=system)], None
     engine = JetStream(
         config.jetstream, clock, account=name, account_limits=limits, server_name=server_name
     )
