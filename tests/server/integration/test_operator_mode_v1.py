@@ -115,7 +115,5 @@ def test_v1_accounts_have_no_jetstream(v1_server: tuple[ServerProcess, V1Operato
             lines.append(line)
     finally:
         c.close()
-    # no JetStream in the account: nats-server answers 503 10039 or not at all
-    print(lines)
-    answers = [json.loads(line) for line in lines if line.startswith(b"{")]
-    assert all(a["error"]["err_code"] == 10039 for a in answers), answers
+    # no JetStream in the account: nobody answers its API requests (no responders)
+    assert lines == []
