@@ -30,7 +30,10 @@ Invariants:
   Timeout'``) until the session is no longer `awaiting_connect`;
 - a connection over `max_connections` gets its INFO, then
   ``-ERR 'maximum connections exceeded'``, and is closed;
-- a transport error is a close without writing (`abort`).
+- a transport error is a close without writing (`abort`);
+- a read too large to apply in one turn (the session `holding` ops) pauses
+  reading; the held ops are applied a bounded share per loop turn, then
+  reading resumes.
 """
 
 from __future__ import annotations
@@ -134,6 +137,7 @@ class ClientConnection(asyncio.Protocol):
         self._fallback_timer: asyncio.TimerHandle | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._early: list[bytes] = []
+        self._holding = False  # reading paused while the session applies held ops
         self._max_pending = self.config.max_pending
 
     # -- asyncio.Protocol --------------------------------------------------------
@@ -226,18 +230,8 @@ class ClientConnection(asyncio.Protocol):
             self._early.append(data)
             return
         self.last_activity = time.time()
-        batcher = self._batcher
-        batcher.reading = True
-        try:
-            watchdog = self._watchdog
-            if watchdog is None:
-                self.session.receive_data(data)
-            else:
-                watchdog.step(lambda: self._describe_read(data), self.session.receive_data, data)
-        finally:
-            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
-            batcher.reading = False
-            batcher.flush_dirty()
+        self._apply(lambda: self._describe_read(data), self.session.receive_data, data)
+        self._hold_if_busy()
         if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -247,6 +241,41 @@ class ClientConnection(asyncio.Protocol):
                 self._expiry_timer = self.loop.call_later(
                     max(0.0, identity.expires - time.time()), self.session.auth_expired
                 )
+
+    def _apply(self, name: Callable[[], str], fn: Callable[..., None], *args: object) -> None:
+        """Run session work (timed by the watchdog), then flush what it queued."""
+        batcher = self._batcher
+        batcher.reading = True
+        try:
+            watchdog = self._watchdog
+            if watchdog is None:
+                fn(*args)
+            else:
+                watchdog.step(name, fn, *args)
+        finally:
+            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
+            batcher.reading = False
+            batcher.flush_dirty()
+
+    def _hold_if_busy(self) -> None:
+        """The session holds ops of a large read: stop reading until they are applied,
+        a bounded share per loop turn."""
+        if self.session.holding and not self._holding and not self.closed and self.transport:
+            self._holding = True
+            self.transport.pause_reading()
+            self.loop.call_soon(self._continue_ops)
+
+    def _continue_ops(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        self._apply(lambda: f"client {self.cid} (held ops)", self.session.continue_ops)
+        if self.closed:
+            return
+        if self.session.holding:
+            self.loop.call_soon(self._continue_ops)
+            return
+        self._holding = False
+        self.transport.resume_reading()
 
     def _describe_read(self, data: bytes) -> str:
         """Names a slow read for the watchdog's warning: the client and the ops it held."""

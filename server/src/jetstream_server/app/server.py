@@ -138,6 +138,8 @@ class NatsServer:
             server_name=self.server_name,
         )
         self.account_brokers = {name: acc.broker for name, acc in self.accounts.items()}
+        for broker in self.account_brokers.values():
+            broker.schedule = self.loop.call_soon  # closed connections' subscriptions leave in turns
         self.services = self.accounts[GLOBAL_ACCOUNT].services
         started: list[Service] = []
         try:

@@ -58,17 +58,23 @@ looked up in `accounts` (the global account's broker is the one given).
 When a CONNECT moves the session to another account, its subscriptions
 move with it, so a session is never subscribed in two accounts.
 
+Bounded work: a read larger than `OPS_TURN_BYTES` is applied over several
+calls (`holding`, `continue_ops`), each applying about that many protocol bytes
+of ops; the I/O side stops reading the connection meanwhile, so one client's
+256 KiB of SUBs or PUBs never holds the loop for the others.
+
 Invariants:
-- ops are applied in order; the ops that parsed before a protocol error are
-  applied first, then the session closes with ``-ERR '<reason>'`` (or
+- ops are applied in order (held ops before those of a later read); the ops
+  that parsed before a protocol error are applied first, then the session closes with ``-ERR '<reason>'`` (or
   silently, for bad arguments of a known op, as nats-server does);
 - queued output above `SessionSettings.max_pending` bytes closes the session
   as a slow consumer: what was queued is dropped and only
   ``-ERR 'Slow Consumer'`` remains to be written;
 - `output_ready()` is called once per batch of output: after the first byte
   queued since the last `data_to_send()`, not for every message;
-- closing removes every subscription of the session from the broker before
-  `session_closed` is called, and happens once.
+- closing retires every subscription of the session (none gets a message
+  from then on; the broker takes them out of its index in bounded turns)
+  before `session_closed` is called, and happens once.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -110,6 +117,18 @@ ERR_NO_RESPONDERS_WITHOUT_HEADERS: Final = "no responders requires headers suppo
 ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
 ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
 ERR_AUTH_EXPIRED: Final = "User Authentication Expired"
+# protocol bytes of ops applied per loop turn: a larger read (asyncio hands up to
+# 256 KiB) is applied over several turns, its connection not read meanwhile
+OPS_TURN_BYTES: Final = 64 * 1024
+_OP_OVERHEAD: Final = 32
+
+
+def op_cost(op: P.Op) -> int:
+    """What an op counts against a turn: about its protocol bytes."""
+    if type(op) is P.Pub:
+        return len(op.subject) + len(op.payload) + len(op.headers or b"") + _OP_OVERHEAD
+    subject = getattr(op, "subject", None)
+    return len(subject) + _OP_OVERHEAD if isinstance(subject, str) else _OP_OVERHEAD
 
 
 def _as_protocol(value: object) -> int:
@@ -299,6 +318,8 @@ class Session:
         self.nonce = ""
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
         self.last_ops: list[P.Op] = []  # the ops of the latest read
+        self._held: deque[P.Op] = deque()  # ops of a large read not yet applied
+        self._held_error: P.ProtocolError | None = None
         self.subs: dict[str, Subscription] = {}
         self._out: list[bytes] = []
         self._out_bytes = 0
@@ -367,7 +388,9 @@ class Session:
         return P.encode_info(info)
 
     def receive_data(self, data: bytes) -> None:
-        """Parse what the client sent and apply every complete op."""
+        """Parse what the client sent and apply its complete ops: all of them when
+        the read is small, else `OPS_TURN_BYTES` worth and the rest held
+        (`holding`) for `continue_ops` on later turns."""
         if self.closed:
             return
         if (
@@ -381,18 +404,17 @@ class Session:
             # first byte; nothing of it is buffered
             self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
+        error: P.ProtocolError | None = None
         try:
             ops = self.last_ops = self.parser.feed(data)  # (named by the loop watchdog)
         except P.ProtocolError as exc:
-            # apply what parsed before the error, as nats-server does
-            for op in exc.ops:
-                if self.closed:
-                    return
-                self._handle(op)
-            if self.closed:
-                return
-            log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, exc)
-            self._close(Event.PROTOCOL_ERROR, None if exc.silent else exc.reason)
+            # apply what parsed before the error, as nats-server does, then close
+            ops, error = exc.ops, exc
+        if self._held or error is not None or len(data) > OPS_TURN_BYTES:
+            self._held.extend(ops)
+            if error is not None:
+                self._held_error = error
+            self.continue_ops()
             return
         if not self._fast:
             for op in ops:
@@ -410,6 +432,33 @@ class Session:
                 on_pub(op)
             else:
                 handle(op)
+
+    @property
+    def holding(self) -> bool:
+        """Ops of an earlier read wait for `continue_ops` (the I/O side stops reading)."""
+        return bool(self._held) or self._held_error is not None
+
+    def continue_ops(self) -> None:
+        """Apply held ops worth `OPS_TURN_BYTES` (at least one), then, once none is
+        left, the protocol error that ended them."""
+        held = self._held
+        budget = OPS_TURN_BYTES
+        while held and budget > 0:
+            if self.closed:
+                held.clear()
+                return
+            op = held.popleft()
+            if self._fast and type(op) is P.Pub:
+                self._on_pub(op)
+            else:
+                self._handle(op)
+            budget -= op_cost(op)
+        if held or self.closed:
+            return
+        error, self._held_error = self._held_error, None
+        if error is not None:
+            log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, error)
+            self._close(Event.PROTOCOL_ERROR, None if error.silent else error.reason)
 
     def send_info(self, info: Mapping[str, Any]) -> None:
         """An asynchronous ``INFO`` (lame duck mode, ...), sent as nats-server
@@ -812,8 +861,7 @@ class Session:
             data = P.encode_err(error)
             self._out.append(data)
             self._out_bytes += len(data)
-        broker = self._broker
-        for sub in list(self.subs.values()):
-            broker.remove(sub)
+        # closed at once, out of the index over the next turns (the broker's)
+        self._broker.retire(self.subs.values())
         self.subs.clear()
         self._io.session_closed(close)
