@@ -8,6 +8,7 @@ bytes fed whole and one byte at a time (the output must not differ).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -668,7 +669,7 @@ def test_a_large_read_is_applied_in_bounded_turns() -> None:
         applied.append(len(session.subs))
     # each turn applied about OPS_TURN_BYTES of ops, in order, PONG last
     per_turn = OPS_TURN_BYTES // op_cost(P.Sub("s.0", None, "0")) + 1
-    assert all(b - a <= per_turn for a, b in zip(applied, applied[1:]))
+    assert all(b - a <= per_turn for a, b in itertools.pairwise(applied))
     assert turns >= len(subs) // OPS_TURN_BYTES
     assert len(session.subs) == 20_000 and wire.take() == b"PONG\r\n"
 
@@ -710,5 +711,5 @@ def test_closing_retires_subscriptions_in_bounded_turns() -> None:
     while turns:
         turns.pop(0)()
         sizes.append(len(broker.index))
-    assert [a - b for a, b in zip(sizes, sizes[1:])] == [RETIRE_STEP] * 3 + [5]
+    assert [a - b for a, b in itertools.pairwise(sizes)] == [RETIRE_STEP] * 3 + [5]
     assert len(broker.index) == 1
