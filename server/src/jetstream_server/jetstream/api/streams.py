@@ -59,6 +59,8 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
+    if config.mirror_direct and config.mirror is None:
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream has no mirror but does have mirror direct")
     existing = host.streams.get(config.name)
     if existing is not None:
         if not existing.config.same_as(config):
