@@ -58,9 +58,9 @@ looked up in `accounts` (the global account's broker is the one given).
 When a CONNECT moves the session to another account, its subscriptions
 move with it, so a session is never subscribed in two accounts.
 
-Bounded work: a read larger than `OPS_TURN_BYTES` is applied over several
-calls (`holding`, `continue_ops`), each applying about that many protocol bytes
-of ops; the I/O side stops reading the connection meanwhile, so one client's
+Bounded work: a read larger than `OPS_TURN_BYTES` is parsed and applied over
+several calls (`holding`, `continue_ops`), each parsing at most that many bytes
+and applying about that many protocol bytes of ops; the I/O side stops reading the connection meanwhile, so one client's
 256 KiB of SUBs or PUBs never holds the loop for the others.
 
 Invariants:
@@ -119,7 +119,7 @@ ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
 ERR_AUTH_EXPIRED: Final = "User Authentication Expired"
 # protocol bytes of ops applied per loop turn: a larger read (asyncio hands up to
 # 256 KiB) is applied over several turns, its connection not read meanwhile
-OPS_TURN_BYTES: Final = 64 * 1024
+OPS_TURN_BYTES: Final = 32 * 1024
 _OP_OVERHEAD: Final = 32
 
 
@@ -319,6 +319,7 @@ class Session:
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
         self.last_ops: list[P.Op] = []  # the ops of the latest read
         self._held: deque[P.Op] = deque()  # ops of a large read not yet applied
+        self._unparsed = bytearray()  # bytes of a large read not yet parsed
         self._held_error: P.ProtocolError | None = None
         self.subs: dict[str, Subscription] = {}
         self._out: list[bytes] = []
@@ -393,10 +394,13 @@ class Session:
         (`holding`) for `continue_ops` on later turns."""
         if self.closed:
             return
+        if self._held_error is not None:
+            return  # the read before ended in a protocol error: nothing after it counts
         if (
             self._strict_auth
             and self.state is State.EXPECT_CONNECT
             and data
+            and not self.holding
             and not self.parser.buffered
             and data[:1] not in (b"C", b"c")
         ):
@@ -404,16 +408,17 @@ class Session:
             # first byte; nothing of it is buffered
             self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
-        error: P.ProtocolError | None = None
+        if self.holding or len(data) > OPS_TURN_BYTES:
+            # parsed and applied OPS_TURN_BYTES at a time, over as many turns as it takes
+            self._unparsed += data
+            self.continue_ops()
+            return
         try:
             ops = self.last_ops = self.parser.feed(data)  # (named by the loop watchdog)
         except P.ProtocolError as exc:
             # apply what parsed before the error, as nats-server does, then close
-            ops, error = exc.ops, exc
-        if self._held or error is not None or len(data) > OPS_TURN_BYTES:
-            self._held.extend(ops)
-            if error is not None:
-                self._held_error = error
+            self._held.extend(exc.ops)
+            self._held_error = exc
             self.continue_ops()
             return
         if not self._fast:
@@ -435,25 +440,43 @@ class Session:
 
     @property
     def holding(self) -> bool:
-        """Ops of an earlier read wait for `continue_ops` (the I/O side stops reading)."""
-        return bool(self._held) or self._held_error is not None
+        """Bytes or ops of an earlier read wait for `continue_ops` (the I/O side
+        stops reading meanwhile)."""
+        return bool(self._held) or bool(self._unparsed) or self._held_error is not None
 
     def continue_ops(self) -> None:
-        """Apply held ops worth `OPS_TURN_BYTES` (at least one), then, once none is
+        """One turn's share of held work: parse at most `OPS_TURN_BYTES` of held
+        bytes, apply held ops worth `OPS_TURN_BYTES` (at least one); once nothing is
         left, the protocol error that ended them."""
         held = self._held
         budget = OPS_TURN_BYTES
-        while held and budget > 0:
-            if self.closed:
-                held.clear()
-                return
+        parsed = False
+        while budget > 0 and not self.closed:
+            if not held:
+                if parsed or not self._unparsed:
+                    break
+                chunk = bytes(self._unparsed[:OPS_TURN_BYTES])
+                del self._unparsed[:OPS_TURN_BYTES]
+                parsed = True
+                try:
+                    self.last_ops = ops = self.parser.feed(chunk)
+                except P.ProtocolError as exc:
+                    ops = exc.ops
+                    self._held_error = exc
+                    self._unparsed.clear()
+                held.extend(ops)
+                continue
             op = held.popleft()
             if self._fast and type(op) is P.Pub:
                 self._on_pub(op)
             else:
                 self._handle(op)
             budget -= op_cost(op)
-        if held or self.closed:
+        if self.closed:
+            held.clear()
+            self._unparsed.clear()
+            return
+        if held or self._unparsed:
             return
         error, self._held_error = self._held_error, None
         if error is not None:
