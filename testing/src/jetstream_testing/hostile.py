@@ -118,10 +118,14 @@ class Raw:
                 parts = line.split()
                 size = int(parts[-1])
                 data = self.exact(size + 2)[:-2]
+                status = ""
                 if line.startswith(b"HMSG "):
-                    data = data[int(parts[-2]):]
+                    head, data = data[: int(parts[-2])], data[int(parts[-2]):]
+                    status = head.split(b"\r\n", 1)[0][len(b"NATS/1.0"):].strip().decode()
                 self.send(f"UNSUB {inbox}\r\n".encode())
-                return json.loads(data) if data else {}
+                if not data:
+                    return {"status": status} if status else {}
+                return json.loads(data)
             if line.startswith(b"-ERR"):
                 raise ConnectionError(line.decode())
 
@@ -342,7 +346,7 @@ def api_scenario(subject: str, body: Callable[[Sizes], dict[str, Any] | bytes]) 
         error = answer.get("error")
         if error:
             return f"error {error.get('code')} {error.get('err_code')} {error.get('description', '')[:40]}"
-        return "answered"
+        return f"status {answer['status']}" if answer.get("status") else "answered"
     attack.__name__ = subject
     return attack
 
