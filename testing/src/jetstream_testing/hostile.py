@@ -351,33 +351,10 @@ def api_scenario(subject: str, body: Callable[[Sizes], dict[str, Any] | bytes]) 
     return attack
 
 
-def direct_batch(port: int, sizes: Sizes, raw: Raw) -> str:
-    inbox = "_INBOX.direct"
-    body = b'{"seq":1,"batch":1000000}'
-    raw.send(f"SUB {inbox} 9\r\nPUB $JS.API.DIRECT.GET.H {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
-    count = 0
-    while True:
-        line = raw.line()
-        if line.startswith(b"-ERR"):
-            return f"closed: {line.decode()}"
-        if not line.startswith(b"HMSG"):
-            continue
-        parts = line.split()
-        block = raw.exact(int(parts[-1]) + 2)
-        if b"NATS/1.0 204" in block[: int(parts[-2])]:
-            return f"{count} messages, then 204 EOB"
-        if b"NATS/1.0 " in block[:12] and b"NATS/1.0\r\n" not in block[:10]:
-            return f"{count} messages, then {block[:30]!r}"
-        count += 1
-
-
-def pull_batch(port: int, sizes: Sizes, raw: Raw) -> str:
-    made = raw.request("$JS.API.CONSUMER.CREATE.H.P", {"stream_name": "H", "config": {
-        "durable_name": "P", "ack_policy": "none"}})
-    assert "error" not in made, made
-    inbox = "_INBOX.pull"
-    body = b'{"batch":1000000,"no_wait":true}'
-    raw.send(f"SUB {inbox} 8\r\nPUB $JS.API.CONSUMER.MSG.NEXT.H.P {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
+def _count_until_status(raw: Raw, subject: str, body: bytes) -> str:
+    """Ask `subject`; count the messages answered until the status that ends them."""
+    inbox = "_INBOX.batch"
+    raw.send(f"SUB {inbox} 7\r\nPUB {subject} {inbox} {len(body)}\r\n".encode() + body + b"\r\n")
     count = 0
     while True:
         line = raw.line()
@@ -388,8 +365,20 @@ def pull_batch(port: int, sizes: Sizes, raw: Raw) -> str:
         parts = line.split()
         block = raw.exact(int(parts[-1]) + 2)
         if line.startswith(b"HMSG") and block.startswith(b"NATS/1.0 "):
-            return f"{count} messages, then {block[9:25].decode(errors='replace').strip()}"
+            status = block[9:block.index(b"\r\n")].decode(errors="replace").strip()
+            return f"{count} messages, then {status}"
         count += 1
+
+
+def direct_batch(port: int, sizes: Sizes, raw: Raw) -> str:
+    return _count_until_status(raw, "$JS.API.DIRECT.GET.H", b'{"seq":1,"batch":1000000}')
+
+
+def pull_batch(port: int, sizes: Sizes, raw: Raw) -> str:
+    made = raw.request("$JS.API.CONSUMER.CREATE.H.P", {"stream_name": "H", "config": {
+        "durable_name": "P", "ack_policy": "none"}})
+    assert "error" not in made, made
+    return _count_until_status(raw, "$JS.API.CONSUMER.MSG.NEXT.H.P", b'{"batch":1000000,"no_wait":true}')
 
 
 def permission_tricks(port: int, sizes: Sizes, _: Any) -> str:

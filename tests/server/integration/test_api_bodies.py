@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator
 
-import nats
 import pytest
 from js_helpers import API
 from nats.aio.client import Client as NATS
-
-from jetstream_testing.process import ServerProcess
 
 pytestmark = pytest.mark.asyncio
 _names = itertools.count()
@@ -30,12 +26,8 @@ OK = None
 
 
 @pytest.fixture
-async def nc(shared_server: ServerProcess) -> AsyncIterator[NATS]:
-    client = await nats.connect(shared_server.url, max_reconnect_attempts=0)
-    try:
-        yield client
-    finally:
-        await client.close()
+def nc(shared_nc: NATS) -> NATS:
+    return shared_nc
 
 
 class Api:

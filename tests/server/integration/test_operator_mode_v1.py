@@ -18,6 +18,7 @@ from pathlib import Path
 import nkeys
 import pytest
 from nats_auth import UNLIMITED, Key, encode_jwt, encode_jwt_v1, new_key
+from raw_client import RawClient
 from server_kinds import SERVER_KINDS
 from test_operator_mode import AUTH_VIOLATION, _answers, _connect
 
@@ -60,6 +61,17 @@ def _v1_operator(store_dir: Path) -> V1Operator:
     return V1Operator(app, app_signing, config)
 
 
+def _lines(c: RawClient) -> list[bytes]:
+    """What came before the PONG the client asked for; the client closed."""
+    try:
+        lines = []
+        while (line := c.readline()) != b"PONG":
+            lines.append(line)
+        return lines
+    finally:
+        c.close()
+
+
 @pytest.fixture(scope="module", params=SERVER_KINDS)
 def v1_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, V1Operator]]:
     base = tmp_path_factory.mktemp(f"operator-v1-{request.param}")
@@ -78,13 +90,8 @@ def test_v1_users_connect_with_their_permissions(v1_server: tuple[ServerProcess,
         user = new_key(nkeys.PREFIX_BYTE_USER)
         token = _v1_user(user, signer, **extra)
         assert _answers(srv, token, user) == []
-        c = _connect(srv, token, user, b"SUB ok.x 1\r\nPUB ok.x 2\r\nhi\r\nPUB no.x 2\r\nhi\r\nSUB no.y 2\r\nPING\r\n")
-        try:
-            lines = []
-            while (line := c.readline()) != b"PONG":
-                lines.append(line)
-        finally:
-            c.close()
+        lines = _lines(_connect(srv, token, user,
+                                b"SUB ok.x 1\r\nPUB ok.x 2\r\nhi\r\nPUB no.x 2\r\nhi\r\nSUB no.y 2\r\nPING\r\n"))
         assert lines == [
             b"MSG ok.x 1 2", b"hi",
             b"-ERR 'Permissions Violation for Publish to \"no.x\"'",
@@ -107,13 +114,7 @@ def test_v1_signatures_are_checked(v1_server: tuple[ServerProcess, V1Operator]) 
 def test_v1_accounts_have_no_jetstream(v1_server: tuple[ServerProcess, V1Operator]) -> None:
     srv, op = v1_server
     user = new_key(nkeys.PREFIX_BYTE_USER)
-    c = _connect(srv, _v1_user(user, op.app), user,
-                 b"SUB _INBOX.r 1\r\nPUB $JS.API.INFO _INBOX.r 0\r\n\r\nPING\r\n")
-    try:
-        lines = []
-        while (line := c.readline()) != b"PONG":
-            lines.append(line)
-    finally:
-        c.close()
+    lines = _lines(_connect(srv, _v1_user(user, op.app), user,
+                            b"SUB _INBOX.r 1\r\nPUB $JS.API.INFO _INBOX.r 0\r\n\r\nPING\r\n"))
     # no JetStream in the account: nobody answers its API requests (no responders)
     assert lines == []
