@@ -255,6 +255,12 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     # Resolve sequences first, capped filter by filter as nats-server does: no
     # message is loaded for a request that ends in 413.
     seqs: dict[int, None] = {}
+    if up_to == store.state().last_seq and any(
+        store.count_subjects(filt) > MULTI_LAST_LIMIT for filt in p.multi_last
+    ):
+        # each matching subject has a last message then: 413 without resolving them
+        _status(host, reply, 413, "Too Many Results")
+        return
     for filt in p.multi_last:
         for subject, info in store.subjects(filt).items():
             if info.last_seq <= up_to:
