@@ -268,7 +268,7 @@ class ClientConnection(asyncio.Protocol):
     def _continue_ops(self) -> None:
         if self.closed or self.transport is None:
             return
-        self._apply(lambda: f"client {self.cid} (held ops)", self.session.continue_ops)
+        self._apply(lambda: self._describe_ops("held ops"), self.session.continue_ops)
         if self.closed:
             return
         if self.session.holding:
@@ -279,12 +279,15 @@ class ClientConnection(asyncio.Protocol):
 
     def _describe_read(self, data: bytes) -> str:
         """Names a slow read for the watchdog's warning: the client and the ops it held."""
+        return self._describe_ops(f"{len(data)} bytes read")
+
+    def _describe_ops(self, what: str) -> str:
         ops = getattr(self.session, "last_ops", None) or []
         names = [
             f"{type(op).__name__.upper()} {getattr(op, 'subject', '')}".rstrip() for op in ops[:3]
         ]
         more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
-        return f"client {self.cid} ({len(data)} bytes read: {', '.join(names) or 'no op'}{more})"
+        return f"client {self.cid} ({what}: {', '.join(names) or 'no op'}{more})"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()
