@@ -130,3 +130,4 @@ def test_a_batch_stops_when_its_reader_leaves() -> None:
     late = router.inbox("reply")
     engine.clock.advance(1)
     assert late.take() == []  # the rest was never sent
+
