@@ -181,6 +181,16 @@ async def nc(server: ServerProcess) -> AsyncIterator[NATS]:
 
 
 @pytest.fixture
+async def shared_nc(shared_server: ServerProcess) -> AsyncIterator[NATS]:
+    """A client of the module's `shared_server`."""
+    client = await nats.connect(shared_server.url, connect_timeout=5, max_reconnect_attempts=0)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
 async def js(nc: NATS) -> JetStreamContext:
     return nc.jetstream()
 

@@ -54,6 +54,15 @@ def encode_jwt(claims: dict[str, Any], signer: Key) -> str:
     return f"{header}.{payload}.{signature}"
 
 
+def encode_jwt_v1(claims: dict[str, Any], signer: Key) -> str:
+    body = {**claims, "jti": "", "iat": int(time.time()), "iss": signer.public}
+    digest = hashlib.sha256(json.dumps(body, separators=(",", ":")).encode()).digest()
+    body["jti"] = base64.b32encode(digest).decode().rstrip("=")
+    header = _b64(json.dumps({"typ": "jwt", "alg": "ed25519"}).encode())
+    payload = _b64(json.dumps(body, separators=(",", ":")).encode())
+    return f"{header}.{payload}.{_b64(signer.sign(payload.encode()))}"
+
+
 UNLIMITED = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": True,
              "conn": -1, "leaf": -1}
 JETSTREAM_UNLIMITED = {"mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}

@@ -24,12 +24,21 @@ class RawClient:
 
     def readline(self) -> bytes:
         while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
+            chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError(f"closed; buffered {self.buf!r}")
             self.buf += chunk
         line, _, self.buf = self.buf.partition(b"\r\n")
         return line
+
+    def read_exact(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError(f"closed; buffered {len(self.buf)} of {n} bytes")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
 
     def until_pong(self) -> list[bytes]:
         """Send PING and return the lines that came before its PONG."""

@@ -106,6 +106,9 @@ class RouterDouble:
     def has_interest(self, subject: str) -> bool:
         return any(filter_matches(p, subject) for p, _, _ in self._subs.values())
 
+    def backlog(self, subject: str) -> int:
+        return 0  # every delivery here is synchronous: nothing is ever waiting to be sent
+
     @property
     def subscription_count(self) -> int:
         return len(self._subs)

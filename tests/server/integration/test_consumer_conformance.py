@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +108,9 @@ async def _scenario(kind: str, store: Path, seed: int, config: dict[str, Any]) -
 )
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_same_deliveries_and_state_as_nats_server(tmp_path: Path, seed: int, config: dict[str, Any]) -> None:
-    t0 = time.monotonic()
     (tmp_path / "real").mkdir()
     (tmp_path / "bundled").mkdir()
     real = await _scenario("nats-server", tmp_path / "real", seed, config)
     ours = await _scenario("bundled", tmp_path / "bundled", seed, config)
     for step, (want, have) in enumerate(zip(real, ours, strict=True)):
         assert have == want, f"step {step}: after {real[max(0, step - 3):step]}"
-    assert time.monotonic() - t0 < 30

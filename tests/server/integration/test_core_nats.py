@@ -298,6 +298,9 @@ def test_raw_invalid_sub_subject(raw, subject: bytes) -> None:  # type: ignore[n
         (b"\r\nPING\r\n", b"-ERR 'Unknown Protocol Operation'"),
         (b"UNSUB\r\n", b"-ERR 'Unknown Protocol Operation'"),
         (b"SUB a 1\r\nPUB a 1\r\nx\nPING\r\n", b"-ERR 'Unknown Protocol Operation'"),
+        # refused at its first byte, not once it outgrows max_control_line (issue 24)
+        (b"\x00\xff" * 100_000, b"-ERR 'Unknown Protocol Operation'"),
+        (b"\x00", b"-ERR 'Unknown Protocol Operation'"),
     ],
 )
 def test_raw_garbage_closes_with_err(raw, garbage: bytes, error: bytes) -> None:  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ from js_helpers import create, pub
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from raw_client import RawClient
 
 pytestmark = pytest.mark.asyncio
 
@@ -143,3 +144,47 @@ async def test_batch_max_bytes_and_up_to_seq_rules(nc: NATS) -> None:
         assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "Message Not Found"}
     msgs = await batch(nc, "B", {"multi_last": ["zz"]})
     assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "No Results"}
+
+
+async def test_batch_over_max_pending_ends_with_eob_and_keeps_the_client(config_server: Any) -> None:
+    """Issue 24: a batch without max_bytes is capped at the server's max_pending
+    (subject + headers + payload); the messages' framing takes it past that on the
+    wire, and the server must not close its reader as a slow consumer for it. The
+    reader is a raw socket that reads as fast as it can: nats-server, whose writer
+    races its own producer, still closes such a reader now and then on a loaded
+    machine when max_pending is small (256 KB); at the issue's 4 MB it keeps up."""
+    server = config_server("max_payload: 64KB\nmax_pending: 4MB\njetstream {}\n")
+    nc = await nats.connect(server.url, max_reconnect_attempts=0)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="B", subjects=["b.>"], allow_direct=True, storage="memory")
+        for i in range(0, 3000, 500):
+            for j in range(i, i + 500):
+                await js.publish_async(f"b.{j % 10}", b"x" * 2048)
+            await js.publish_async_completed()
+    finally:
+        await nc.close()
+    reader = RawClient(server.port, timeout=30)
+    try:
+        body = b'{"seq":1,"batch":1000000}'
+        reader.send(b'CONNECT {"verbose":false,"headers":true}\r\nSUB r 1\r\n'
+                    b"PUB $JS.API.DIRECT.GET.B r %d\r\n%s\r\n" % (len(body), body))
+        data = 0
+        while True:
+            line = reader.readline()
+            assert line.startswith(b"HMSG r 1 "), line
+            hdr_len, total = (int(x) for x in line.split()[-2:])
+            block = reader.read_exact(total + 2)
+            status = block[:hdr_len].split(b"\r\n")[0]
+            if status != b"NATS/1.0":
+                break
+            data += 1
+        assert status == b"NATS/1.0 204 EOB"
+        headers = block[:hdr_len].decode()
+        # the message that reaches 4 MiB is the last: 3 bytes of subject + 2048
+        assert data == -(-4 * 1024 * 1024 // 2051)
+        assert f"Nats-Last-Sequence: {data}" in headers
+        assert f"Nats-Num-Pending: {3000 - data}" in headers
+        assert reader.until_pong() == []  # still connected
+    finally:
+        reader.close()

@@ -587,8 +587,9 @@ async def test_ephemeral_consumer_stays_ephemeral(clients: dict[str, NATS], src:
 async def test_wide_gap_restores_in_bounded_turns(clients: dict[str, NATS], kind: str,
                                                   servers: dict[str, ServerProcess]) -> None:
     """30,000 deleted sequences between two messages: the same state on both servers; the
-    bundled server skips the gap in one store operation (no slow-step warning; filled one
-    sequence at a time in one turn it took over a second)."""
+    bundled server skips the gap in one store operation (`skip_msgs`, test_store_skip;
+    filled one sequence at a time in one turn it took over a second). Whether the loop
+    was held is not asserted here (a wall-clock figure a loaded machine can break)."""
     backup = _archive(
         encode_entry("state.json", 1, 0, b"", json.dumps(
             {"messages": 2, "first_seq": 1, "last_seq": 30_002}).encode()),
@@ -603,6 +604,3 @@ async def test_wide_gap_restores_in_bounded_turns(clients: dict[str, NATS], kind
     got = await api(nc, "STREAM.MSG.GET.GAP", {"seq": 30_002})
     assert base64.b64decode(got["message"]["data"]) == b"last"
     await api(nc, "STREAM.DELETE.GAP")
-    if kind == "bundled":
-        slow = [line for line in servers[kind].log if "RestoreSession" in line]
-        assert not slow, slow

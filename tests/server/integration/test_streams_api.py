@@ -288,3 +288,9 @@ async def test_nats_py_stream_management(js: JetStreamContext) -> None:
     await js.purge_stream("PY")
     assert (await js.stream_info("PY")).state.messages == 0
     assert await js.delete_stream("PY")
+
+
+async def test_mirror_direct_needs_a_mirror(nc: NATS) -> None:
+    """nats.py's KVTest.test_kv_direct checks it (issue 24)."""
+    resp = await api(nc, "STREAM.CREATE.MD", {"name": "MD", "mirror_direct": True})
+    assert err(resp) == (500, 10052, "stream has no mirror but does have mirror direct")

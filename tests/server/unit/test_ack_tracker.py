@@ -217,7 +217,8 @@ def test_redelivery_timer_looks_only_at_what_fell_due() -> None:
         assert w.redeliver() == (seq, 2)
     elapsed = time.perf_counter() - start
     assert w.dues == 300
-    assert elapsed < 1.0, f"{elapsed:.2f} s for 300 ticks"
+    # before: 15 million entry visits (tens of seconds); wide for a loaded machine
+    assert elapsed < 5.0, f"{elapsed:.2f} s for 300 ticks"
     w.clock.advance(31)  # every ack wait ran out: all due, each tick's in stream order
     rdq = list(w.acks.rdq)
     assert sorted(rdq) == list(range(1, 50_001))

@@ -103,7 +103,7 @@ def test_never_due_patterns_fail_in_bounded_time() -> None:
     for pattern in (", * * * * *", "* * , * * *"):
         with pytest.raises(cron.CronError, match="pattern exceeds maximum range"):
             cron.parse(pattern)
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 20  # a search second by second takes hours
 
 
 def test_zones() -> None:

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import threading
-import time
 from array import array
 from pathlib import Path
 
@@ -533,20 +532,24 @@ async def test_group_commit_fsyncs_on_the_disk_thread(
         assert "error" not in resp, resp
         threads: list[str] = []
         real_fsync = os.fsync
+        release = threading.Event()  # the disk thread's fsyncs wait for it (no clock)
 
         def slow_fsync(fd: int) -> None:
             threads.append(threading.current_thread().name)
-            time.sleep(0.3)
+            release.wait(30)
             real_fsync(fd)
 
         monkeypatch.setattr(os, "fsync", slow_fsync)
         box = router.inbox("_ACKS")
         for i in range(3):
             router.publish("s.1", "_ACKS", None, b"m%d" % i)
-        start = time.monotonic()
-        await asyncio.sleep(0.05)  # the loop turns while the disk thread fsyncs
-        assert time.monotonic() - start < 0.25, "the loop waited for an fsync"
+        for _ in range(200):  # the loop turns while the disk thread's fsync is blocked
+            if threads:
+                break
+            await asyncio.sleep(0.01)
+        assert threads and not release.is_set()
         assert box.messages == []  # nothing confirmed before the fsync finished
+        release.set()
         for _ in range(200):
             if len(box.messages) == 3:
                 break

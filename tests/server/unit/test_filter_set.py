@@ -3,8 +3,6 @@ the pair nats-server reports, and stays within its budget on hostile input."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,20 +59,16 @@ def test_first_pair_in_nats_server_order() -> None:
 
 
 def test_three_thousand_subjects_are_fast() -> None:
+    """Counted in node visits, not seconds: 20,000 visits suffice (pairwise: 9 million)."""
     subjects = [f"orders.{i}.*" for i in range(3000)] + ["events.>", "orders.7.x"]
-    start = time.perf_counter()
-    assert first_collision(subjects) == (7, 3001)
-    assert first_nested(subjects) == (3001, 7)
-    assert first_collision(subjects[:3000]) is None
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, elapsed  # pairwise: several seconds
+    assert first_collision(subjects, budget=20_000) == (7, 3001)
+    assert first_nested(subjects, budget=20_000) == (3001, 7)
+    assert first_collision(subjects[:3000], budget=20_000) is None
 
 
 def test_hostile_set_ends_within_budget() -> None:
     """`*` queries against many disjoint branches: pairwise work grows with the square
     of a 1 MB request; the budget ends the check instead."""
     subjects = [f"*.b{i}" for i in range(20000)] + [f"k{i}.a" for i in range(20000)]
-    start = time.perf_counter()
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceeded):  # ended by its count of node visits
         first_collision(subjects)
-    assert time.perf_counter() - start < 2.0

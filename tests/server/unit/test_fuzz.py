@@ -82,6 +82,9 @@ class Wire:
     def output_ready(self) -> None:
         pass
 
+    def buffered_bytes(self) -> int:
+        return 0
+
     def session_closed(self, close: Any) -> None:
         self.closed = True
 

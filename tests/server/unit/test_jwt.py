@@ -14,7 +14,7 @@ import nkeys
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from nats_auth import encode_jwt, new_key
+from nats_auth import encode_jwt, encode_jwt_v1, new_key
 
 from jetstream_server.config import ConfigError, config_from_mapping, parse_config_text
 from jetstream_server.core.jwt import JwtError, decode
@@ -70,3 +70,29 @@ def test_only_the_memory_resolver_is_accepted_by_the_bundled_server() -> None:
     text = f'operator: {op}\nresolver: URL("http://127.0.0.1:9090/jwt/v1/accounts/")\n'
     with pytest.raises(ConfigError, match="only the MEMORY resolver"):
         config_from_mapping(parse_config_text(text))
+
+
+def test_v1_tokens_are_read_as_the_go_library_migrates_them() -> None:
+    account = decode(encode_jwt_v1({
+        "sub": ACCOUNT.public, "type": "account", "tags": ["a"],
+        "nats": {"limits": {"subs": 5, "conn": 3, "mem_storage": -1, "disk_storage": -1},
+                 "signing_keys": [new_key(nkeys.PREFIX_BYTE_ACCOUNT).public]},
+    }, OPERATOR), "account")
+    assert account.version == 1 and account.kind == "account"
+    assert account.nats["limits"] == {"subs": 5, "conn": 3}  # no JetStream in v1
+    assert account.nats["tags"] == ["a"]
+    user = decode(encode_jwt_v1({
+        "sub": USER.public, "type": "user", "issuer_account": ACCOUNT.public,
+        "nats": {"pub": {"allow": ["a"]}, "subs": 2},
+    }, ACCOUNT), "user")
+    assert user.nats["issuer_account"] == ACCOUNT.public and user.nats["pub"] == {"allow": ["a"]}
+    assert (user.nats["subs"], user.nats["data"], user.nats["payload"]) == (2, -1, -1)
+    with pytest.raises(JwtError, match="not a account claim"):
+        decode(encode_jwt_v1({"sub": ACCOUNT.public, "type": "user", "nats": {}}, OPERATOR), "account")
+
+
+def test_a_v1_token_is_signed_over_its_claims_alone() -> None:
+    header, payload, _ = encode_jwt_v1({"sub": USER.public, "type": "user", "nats": {}}, ACCOUNT).split(".")
+    over_both = base64.urlsafe_b64encode(ACCOUNT.sign(f"{header}.{payload}".encode())).decode().rstrip("=")
+    with pytest.raises(JwtError, match="signature"):
+        decode(f"{header}.{payload}.{over_both}", "user")

@@ -104,6 +104,11 @@ def test_many_ops_per_feed_is_linear() -> None:
         (b"CONNECT [1]\r\n", P.ERR_UNKNOWN_OP, True),
         (b"CONNECT " + b"[" * 3000 + b"\r\n", P.ERR_UNKNOWN_OP, True),
         (b"CONNECT {\"a\":\"\xff\"}\r\n", P.ERR_UNKNOWN_OP, True),
+        # an op nats-server's parser cannot start refuses at its first byte, not
+        # once the line outgrows max_control_line
+        (b"\x00", P.ERR_UNKNOWN_OP, False),
+        (b"\xff" * 100_000, P.ERR_UNKNOWN_OP, False),
+        (b"Z", P.ERR_UNKNOWN_OP, False),
     ],
 )
 def test_errors(data: bytes, reason: str, silent: bool) -> None:

@@ -8,6 +8,7 @@ bytes fed whole and one byte at a time (the output must not differ).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -41,6 +42,9 @@ class Wire:
 
     def output_ready(self) -> None:
         self.ready_calls += 1
+
+    def buffered_bytes(self) -> int:
+        return 0
 
     def session_closed(self, close: Close) -> None:
         assert self.session is not None
@@ -645,3 +649,67 @@ def test_sessions_use_their_accounts_broker_and_subscriptions_move_with_a_new_co
     pub_b.receive_data(b"PUB x 2\r\nb2\r\nPUB x 2\r\nb3\r\n")
     assert sub_wire.take() == b"MSG x 7 2\r\nb2\r\n"  # the max of 1 still holds
     assert brokers["B"].num_subscriptions == 1
+
+
+# -- bounded turns (issue 24) ------------------------------------------------------------
+
+
+def test_a_large_read_is_applied_in_bounded_turns() -> None:
+    from jetstream_server.core.session import OPS_TURN_BYTES, op_cost
+
+    broker = Broker()
+    session, wire = open_session(broker)
+    subs = b"".join(b"SUB s.%d %d\r\n" % (i, i) for i in range(20_000))
+    session.receive_data(QUIET + subs + b"PING\r\n")
+    turns = 0
+    applied = [len(session.subs)]
+    while session.holding:
+        session.continue_ops()
+        turns += 1
+        applied.append(len(session.subs))
+    # each turn applied about OPS_TURN_BYTES of ops, in order, PONG last
+    per_turn = OPS_TURN_BYTES // op_cost(P.Sub("s.0", None, "0")) + 1
+    assert all(b - a <= per_turn for a, b in itertools.pairwise(applied))
+    assert turns >= len(subs) // OPS_TURN_BYTES
+    assert len(session.subs) == 20_000 and wire.take() == b"PONG\r\n"
+
+
+def test_held_ops_come_before_a_later_read_and_the_error_after_them() -> None:
+    session, wire = open_session(Broker())
+    session.receive_data(QUIET + b"".join(b"SUB a.%d %d\r\n" % (i, i) for i in range(10_000)))
+    assert session.holding
+    session.receive_data(b"PING\r\nBAD\r\n")  # queued behind the held ops
+    assert not session.closed
+    sizes = []
+    while session.holding:
+        sizes.append(len(session.subs))
+        session.continue_ops()
+    # every SUB first (the last turn applied the rest), then PING, then the error
+    assert max(sizes) > 10_000 - 2_000 and session.closed
+    assert wire.take() == b"PONG\r\n-ERR 'Unknown Protocol Operation'\r\n"
+
+
+def test_closing_retires_subscriptions_in_bounded_turns() -> None:
+    from jetstream_server.core.routing import RETIRE_STEP
+
+    broker = Broker()
+    turns: list[Callable[[], None]] = []
+    broker.schedule = turns.append
+    session, _ = open_session(broker)
+    session.receive_data(QUIET)
+    for i in range(3 * RETIRE_STEP + 5):
+        session.receive_data(b"SUB r.%d %d\r\n" % (i, i))
+    other, other_wire = open_session(broker, 2)
+    other.receive_data(QUIET + b"SUB r.1 1\r\n")
+    assert broker.num_subscriptions == 3 * RETIRE_STEP + 6
+    session.close()
+    # none of the closed client's subscriptions counts or receives from now on
+    assert broker.num_subscriptions == 1
+    broker.publish("r.1", None, None, b"x")
+    assert other_wire.take() == b"MSG r.1 1 1\r\nx\r\n"
+    sizes = [len(broker.index)]
+    while turns:
+        turns.pop(0)()
+        sizes.append(len(broker.index))
+    assert [a - b for a, b in itertools.pairwise(sizes)] == [RETIRE_STEP] * 3 + [5]
+    assert len(broker.index) == 1

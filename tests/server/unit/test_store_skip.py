@@ -4,7 +4,6 @@ skip with or without its index snapshot."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -26,9 +25,9 @@ def test_an_interior_skip_is_one_operation(backend: str, tmp_path: Path) -> None
     try:
         for i in range(3):
             store.store("a", None, b"%d" % i, T0 + i)
-        started = time.perf_counter()
         store.skip_msgs(4, GAP)
-        assert time.perf_counter() - started < 0.5  # not one record per sequence
+        if backend == "file":  # one marker record, not one per sequence
+            assert sum(p.stat().st_size for p in (tmp_path / "s").rglob("*") if p.is_file()) < 1 << 20
         state = store.state()
         assert (state.msgs, state.first_seq, state.last_seq, state.num_deleted) == (
             3, 1, 3 + GAP, GAP)

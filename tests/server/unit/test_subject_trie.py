@@ -57,7 +57,8 @@ def test_new_wildcard_per_publish_does_not_scan_every_subject() -> None:
         ack = stream.accept(f"k.{i}.x", headers, b"")
         assert ack.error is None, ack.error
     elapsed = time.perf_counter() - start
-    assert elapsed < 5.0, f"{elapsed:.2f} s for 200 publishes"  # before: about 40 s
+    # before: about 40 s; the bound leaves a loaded machine a wide margin
+    assert elapsed < 20.0, f"{elapsed:.2f} s for 200 publishes"
     wrong = stream.accept(
         "k.5.x",
         b"NATS/1.0\r\nNats-Expected-Last-Subject-Sequence: 6\r\n"

@@ -205,3 +205,24 @@ def test_index_agrees_with_filter_matches(fs: list[str], subjects: list[str], rn
     for s in subjects:
         expected = sorted(i for i, f in live.items() if filter_matches(f, s))
         assert sorted(index.match(s).plain) == expected
+
+
+def test_long_subjects_validate_without_a_loop_per_character() -> None:
+    long = ".".join("a" * 7 for _ in range(100_000))
+    assert is_valid_subject(long) and is_valid_publish_subject(long)
+    assert not is_valid_subject(long + ". x") and not is_valid_subject(long + "..a")
+    assert is_valid_subject(long + ".*.>") and not is_valid_publish_subject(long + ".*")
+    assert not is_valid_subject(">." + long) and not is_valid_subject(long + ".>.a")
+
+
+def test_literal_filters_take_no_trie_nodes() -> None:
+    index: SubjectIndex[str] = SubjectIndex()
+    long = ".".join(str(i) for i in range(100_000))
+    index.insert(long, "a")
+    index.insert("x.y", "b", queue="q")
+    assert index._root.empty()  # laziness: a literal filter is one dict entry
+    assert index.match(long).plain == ["a"] and index.match("x.y").queues == {"q": ["b"]}
+    index.insert("x.*", "c")
+    assert index.match("x.y").plain == ["c"] and index.match("x.y").queues == {"q": ["b"]}
+    assert index.remove(long, "a") and not index.match(long)
+    assert sorted(index.values()) == ["b", "c"] and len(index) == 2

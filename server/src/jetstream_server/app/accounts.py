@@ -13,11 +13,13 @@ system account (``system_account``, else ``$SYS`` unless
 ``no_system_account``). JetStream runs in the accounts
 `ServerConfig.account_jetstream()` names, with their limits; the others get
 `NoJetStream`, which answers API requests with 10039 "JetStream not enabled
-for account". Every engine gets the same `EngineSettings`
-(`engine_settings`: the ``jetstream`` block with the store limits the server
-computed, `max_pending` and the server's name); when several accounts have
-JetStream, their `StoreLimits` know each other (`peers`), so the server's
-store limits hold for all of them together.
+for account", except an operator's accounts (JWTs) without JetStream, whose API
+requests nobody answers (as on nats-server: they get no responders). Every
+engine gets the same `EngineSettings` (`engine_settings`: the ``jetstream``
+block with the store limits the server computed, `max_pending` and the
+server's name); when several accounts have JetStream, their `StoreLimits`
+know each other (`peers`), so the server's store limits hold for all of them
+together.
 
 Imports (core/imports.py) are services of the importing account: a
 `StreamLink` or `ServiceLink` between the two accounts' brokers, started
@@ -27,7 +29,6 @@ after the accounts' own services and closed before them.
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +104,11 @@ def account_services(
     requests then get no responders, as on nats-server)."""
     if not config.jetstream.enabled:
         return [], None
+    system = name == config.system_account_name
     if limits is None:
-        return [NoJetStream(system=name == config.system_account_name)], None
+        if config.auth.operator is not None and not system:
+            return [], None  # nats-server imports no JetStream API into such an account
+        return [NoJetStream(system=system)], None
     engine = JetStream(settings, clock, account=name, account_limits=limits)
     return [engine], engine
 

@@ -30,7 +30,10 @@ Invariants:
   Timeout'``) until the session is no longer `awaiting_connect`;
 - a connection over `max_connections` gets its INFO, then
   ``-ERR 'maximum connections exceeded'``, and is closed;
-- a transport error is a close without writing (`abort`).
+- a transport error is a close without writing (`abort`);
+- a read too large to apply in one turn (the session `holding` ops) pauses
+  reading; the held ops are applied a bounded share per loop turn, then
+  reading resumes.
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ class ClientConnection(asyncio.Protocol):
         self._fallback_timer: asyncio.TimerHandle | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._early: list[bytes] = []
+        self._holding = False  # reading paused while the session applies held ops
         self._max_pending = self.config.max_pending
 
     # -- asyncio.Protocol --------------------------------------------------------
@@ -230,18 +234,8 @@ class ClientConnection(asyncio.Protocol):
             self._early.append(data)
             return
         self.last_activity = time.time()
-        batcher = self._batcher
-        batcher.reading = True
-        try:
-            watchdog = self._watchdog
-            if watchdog is None:
-                self.session.receive_data(data)
-            else:
-                watchdog.step(lambda: self._describe_read(data), self.session.receive_data, data)
-        finally:
-            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
-            batcher.reading = False
-            batcher.flush_dirty()
+        self._apply(lambda: self._describe_read(data), self.session.receive_data, data)
+        self._hold_if_busy()
         if self._auth_timer is not None and not self.session.awaiting_connect:
             self._auth_timer.cancel()
             self._auth_timer = None
@@ -252,14 +246,52 @@ class ClientConnection(asyncio.Protocol):
                     max(0.0, identity.expires - time.time()), self.session.auth_expired
                 )
 
+    def _apply(self, name: Callable[[], str], fn: Callable[..., None], *args: object) -> None:
+        """Run session work (timed by the watchdog), then flush what it queued."""
+        batcher = self._batcher
+        batcher.reading = True
+        try:
+            watchdog = self._watchdog
+            if watchdog is None:
+                fn(*args)
+            else:
+                watchdog.step(name, fn, *args)
+        finally:
+            self.session.last_ops = []  # (only the watchdog reads them: payloads not kept)
+            batcher.reading = False
+            batcher.flush_dirty()
+
+    def _hold_if_busy(self) -> None:
+        """The session holds ops of a large read: stop reading until they are applied,
+        a bounded share per loop turn."""
+        if self.session.holding and not self._holding and not self.closed and self.transport:
+            self._holding = True
+            self.transport.pause_reading()
+            self.loop.call_soon(self._continue_ops)
+
+    def _continue_ops(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        self._apply(lambda: self._describe_ops("held ops"), self.session.continue_ops)
+        if self.closed:
+            return
+        if self.session.holding:
+            self.loop.call_soon(self._continue_ops)
+            return
+        self._holding = False
+        self.transport.resume_reading()
+
     def _describe_read(self, data: bytes) -> str:
         """Names a slow read for the watchdog's warning: the client and the ops it held."""
+        return self._describe_ops(f"{len(data)} bytes read")
+
+    def _describe_ops(self, what: str) -> str:
         ops = self.session.last_ops
         names = [
             f"{type(op).__name__.upper()} {getattr(op, 'subject', '')}".rstrip() for op in ops[:3]
         ]
         more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
-        return f"client {self.cid} ({len(data)} bytes read: {', '.join(names) or 'no op'}{more})"
+        return f"client {self.cid} ({what}: {', '.join(names) or 'no op'}{more})"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session.transport_lost()
@@ -303,6 +335,10 @@ class ClientConnection(asyncio.Protocol):
             self._cleanup()
             if transport is not None:
                 transport.close()
+
+    def buffered_bytes(self) -> int:
+        transport = self.transport
+        return transport.get_write_buffer_size() if transport is not None else 0
 
     # -- outbound ----------------------------------------------------------------
     def flush(self) -> None:
@@ -414,9 +450,7 @@ class ClientConnection(asyncio.Protocol):
 
     @property
     def pending_bytes(self) -> int:
-        transport = self.transport
-        buffered = transport.get_write_buffer_size() if transport is not None else 0
-        return self.session.pending_output + buffered
+        return self.session.backlog
 
 
 def _has_pending_input(transport: asyncio.Transport) -> bool:

@@ -5,6 +5,12 @@ socket, so clients reach it over IPv4 and IPv6 alike; a specific address
 (``127.0.0.1``, ``::1``, a host name) listens on that address only.
 `join_host_port` formats an address as Go's `net.JoinHostPort` does (IPv6 in
 brackets), which is how the listening lines are logged and parsed.
+
+`listen_backlog()` is the accept queue a listener asks for: the kernel's
+maximum (``net.core.somaxconn``), as Go's `net.Listen` asks. asyncio's
+`create_server(sock=...)` listens again with its own backlog (100 unless told),
+so every listener passes this one to it: with 100, a burst of a few thousand
+connections waits on the kernel's SYN retries for seconds.
 """
 
 from __future__ import annotations
@@ -13,6 +19,18 @@ import socket
 from typing import Final
 
 WILDCARD_HOSTS: Final = frozenset({"0.0.0.0", "::", "[::]", ""})
+SOMAXCONN_PATH: Final = "/proc/sys/net/core/somaxconn"
+_MAX_BACKLOG: Final = (1 << 16) - 1  # the kernel's own cap (a u16 before Linux 4.1)
+
+
+def listen_backlog() -> int:
+    """The backlog Go's net.Listen uses: the kernel's somaxconn, else socket.SOMAXCONN."""
+    try:
+        with open(SOMAXCONN_PATH) as f:
+            value = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return socket.SOMAXCONN
+    return min(max(value, 1), _MAX_BACKLOG)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -33,7 +33,7 @@ from jetstream_server.app.accounts import Account, build_accounts
 from jetstream_server.app.connection import ClientConnection
 from jetstream_server.app.dashboard import Dashboard
 from jetstream_server.app.lame_duck import enter_lame_duck
-from jetstream_server.app.listen import bind_socket, join_host_port
+from jetstream_server.app.listen import bind_socket, join_host_port, listen_backlog
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.app.loop_watchdog import LoopWatchdog
 from jetstream_server.app.monitor_http import MonitorServer
@@ -139,6 +139,8 @@ class NatsServer:
             server_name=self.server_name,
         )
         self.account_brokers = {name: acc.broker for name, acc in self.accounts.items()}
+        for broker in self.account_brokers.values():
+            broker.schedule = self.loop.call_soon  # closed connections' subscriptions leave in turns
         self.services = self.accounts[GLOBAL_ACCOUNT].services
         started: list[Service] = []
         try:
@@ -152,8 +154,9 @@ class NatsServer:
                 self.http_port = await self._monitor.start(self.http_host, cfg.http_port)
                 log.info("Starting http monitor on %s", join_host_port(self.http_host, self.http_port))
             sock = bind_socket(cfg.host, 0 if cfg.port == -1 else cfg.port)
-            sock.listen(1024)
-            self._listener = await self.loop.create_server(self._new_connection, sock=sock)
+            self._listener = await self.loop.create_server(
+                self._new_connection, sock=sock, backlog=listen_backlog()
+            )
         except BaseException:
             for service in reversed(started):
                 service.close()
@@ -195,8 +198,9 @@ class NatsServer:
             )
 
         sock = bind_socket(host, 0 if ws.port == -1 else ws.port)
-        sock.listen(1024)
-        self._ws_listener = await self.loop.create_server(protocol, sock=sock, ssl=ctx)
+        self._ws_listener = await self.loop.create_server(
+            protocol, sock=sock, ssl=ctx, backlog=listen_backlog()
+        )
         self.websocket_port = int(sock.getsockname()[1])
         scheme = "wss" if ctx is not None else "ws"
         log.info(

@@ -230,6 +230,7 @@ class ServerConfig:
             max_pings_out=self.max_pings_out,
             max_subscriptions=self.max_subscriptions,
             trace=self.trace,
+            system_account=self.system_account_name,
         )
 
     def validate(self) -> ServerConfig:

@@ -10,6 +10,13 @@ never raises anything else for any input. `Claims.check_times(now)` is the
 time part of the Go library's validation (``exp`` passed: "claim is
 expired"; ``nbf`` in the future: "claim is not yet valid").
 
+Tokens of the library's first version are read as it migrates them: the
+header's ``alg`` is ``ed25519``, the claim ``type`` (and ``tags``, a user's
+``issuer_account``) stands at the top level and moves into ``nats``, the
+signature covers the encoded claims alone, and an account's ``limits`` lose
+what JetStream would read (v1 accounts have no JetStream); the `Claims`
+record ``version`` 1.
+
 Public NKeys are decoded here for every role (operator ``O``, account
 ``A``, user ``U``): base32, the role's prefix byte, a CRC-16 checksum.
 Verification needs the `nkeys` package (and its pynacl), as NKey users do.
@@ -33,6 +40,10 @@ _PREFIX_OF_KIND: Final = {"operator": PREFIX_OPERATOR, "account": PREFIX_ACCOUNT
 _ISSUER_OF_KIND: Final = {"operator": PREFIX_OPERATOR, "account": PREFIX_OPERATOR, "user": PREFIX_ACCOUNT}
 _ALGORITHMS: Final = ("ed25519-nkey", "ed25519")
 MAX_JWT_LEN: Final = 1 << 20  # nothing legitimate comes near; bounds the work per token
+# what the v1 library's account limits hold (nats and account limits; no JetStream)
+_V1_ACCOUNT_LIMITS: Final = frozenset({
+    "subs", "data", "payload", "imports", "exports", "wildcards", "conn", "leaf", "disallow_bearer",
+})
 
 
 class JwtError(ValueError):
@@ -51,6 +62,7 @@ class Claims:
     expires: int
     not_before: int
     nats: dict[str, Any] = field(default_factory=dict)
+    version: int = 2
 
     @property
     def kind(self) -> str:
@@ -134,6 +146,10 @@ def decode(token: object, kind: str) -> Claims:
         raise JwtError("claims are not an object")
     nats = body.get("nats") if isinstance(body.get("nats"), dict) else {}
     assert isinstance(nats, dict)
+    version = 2
+    if isinstance(body.get("type"), str) and body["type"]:
+        version = 1
+        nats = _migrate_v1(body, nats)
     if nats.get("type") != kind:
         raise JwtError(f"not a {kind} claim")
     issuer, subject = body.get("iss"), body.get("sub")
@@ -141,7 +157,8 @@ def decode(token: object, kind: str) -> Claims:
         raise JwtError("claims have no issuer or subject")
     if decode_public_key(subject, _PREFIX_OF_KIND[kind]) is None:
         raise JwtError(f"subject is not a public {kind} key")
-    signed = f"{parts[0]}.{parts[1]}".encode("ascii")
+    # v1 signed the encoded claims only; v2 signs header.claims
+    signed = (parts[1] if version == 1 else f"{parts[0]}.{parts[1]}").encode("ascii")
     if not verify_signature(issuer, _ISSUER_OF_KIND[kind], signed, _b64decode(parts[2])):
         raise JwtError("claim failed signature verification")
     return Claims(
@@ -152,4 +169,26 @@ def decode(token: object, kind: str) -> Claims:
         expires=_int(body.get("exp")),
         not_before=_int(body.get("nbf")),
         nats=nats,
+        version=version,
     )
+
+
+def _migrate_v1(body: dict[str, Any], nats: dict[str, Any]) -> dict[str, Any]:
+    """The ``nats`` object of a v1 token as the v2 library migrates it."""
+    out = dict(nats)
+    out["type"] = body["type"]
+    out["version"] = 1
+    for key in ("tags", "issuer_account"):
+        if key in body:
+            out[key] = body[key]
+    if body["type"] == "account":
+        limits = nats.get("limits")
+        out["limits"] = (
+            {k: v for k, v in limits.items() if k in _V1_ACCOUNT_LIMITS}
+            if isinstance(limits, dict) else {}
+        )
+    elif body["type"] == "user":
+        # v1 users had no limit unless they said so
+        for key in ("subs", "data", "payload"):
+            out.setdefault(key, -1)
+    return out

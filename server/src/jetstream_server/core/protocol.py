@@ -32,6 +32,8 @@ MAX_PAYLOAD_SIZE: Final = 1024 * 1024
 CRLF: Final = b"\r\n"
 
 ERR_UNKNOWN_OP: Final = "Unknown Protocol Operation"
+# the bytes an op may start with (nats-server's parser, state OP_START)
+_OP_START: Final = frozenset(b"PpHhSsUuRrLlAaCcIi+-")
 ERR_MAX_CONTROL_LINE: Final = "maximum control line exceeded"
 ERR_MAX_PAYLOAD: Final = "Maximum Payload Violation"
 ERR_AUTH: Final = "Authorization Violation"
@@ -198,6 +200,9 @@ class Parser:
                 continue
             nl = find(b"\n", pos)
             if nl < 0:
+                if data[pos] not in _OP_START:
+                    # nats-server's parser refuses an op at its first byte
+                    raise ProtocolError(ERR_UNKNOWN_OP, f"unknown operation {data[pos:pos + 8]!r}")
                 if end - pos > self.max_control_line:
                     raise ProtocolError(ERR_MAX_CONTROL_LINE)
                 return pos

@@ -81,6 +81,12 @@ class Router(Protocol):
         """True when at least one subscription (client or internal) matches."""
         ...
 
+    def backlog(self, subject: str) -> int:
+        """Bytes not yet sent to the clients a message to `subject` would reach (the
+        largest; 0 for none or internal handlers): a long reply waits while it is high
+        rather than make its reader a slow consumer."""
+        ...
+
 
 class Service(Protocol):
     """Something that lives inside the server and talks through a `Router`."""

@@ -19,14 +19,20 @@ Invariants:
 - a client that connected with ``echo: false`` does not get its own messages;
 - a request (reply set) from a client that asked for ``no_responders`` and
   has headers on, to a subject with no interest at all, is answered with a
-  ``NATS/1.0 503`` status message on its reply subject.
+  ``NATS/1.0 503`` status message on its reply subject;
+- a closing client's subscriptions stop receiving at once (`retire` marks
+  them closed) and leave the index at most `RETIRE_STEP` per turn of the
+  `schedule` the app gives (loop.call_soon), so closing a connection that
+  holds 200,000 subscriptions never holds the loop; without a schedule (tests
+  of the core) they leave at once.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Final, Protocol
 
 from jetstream_server.core.router import ClientOrigin, MessageHandler
@@ -35,6 +41,7 @@ from jetstream_server.core.subjects import SubjectIndex
 log = logging.getLogger(__name__)
 
 NO_RESPONDERS_HEADERS: Final = b"NATS/1.0 503\r\n\r\n"
+RETIRE_STEP: Final = 2048  # retired subscriptions taken out of the index per turn (~5 ms)
 
 
 class Subscriber(ClientOrigin, Protocol):
@@ -59,6 +66,11 @@ class Subscriber(ClientOrigin, Protocol):
 
     def forget_sub(self, sub: Subscription) -> None:
         """`sub` was removed from the index (auto-unsubscribe, close)."""
+        ...
+
+    @property
+    def backlog(self) -> int:
+        """Bytes on their way to the client and not yet sent."""
         ...
 
 
@@ -114,6 +126,10 @@ class Broker:
         # the client whose message an internal handler is running for (None:
         # internal); read at the handler's start (the API audit's `client`)
         self.origin: Subscriber | None = None
+        # runs a callback on a later loop turn (the app sets loop.call_soon)
+        self.schedule: Callable[[Callable[[], None]], object] | None = None
+        self._retiring: deque[Subscription] = deque()
+        self._drain_scheduled = False
 
     # -- Router ----------------------------------------------------------------
     def publish(
@@ -141,6 +157,16 @@ class Broker:
 
     def has_interest(self, subject: str) -> bool:
         return bool(self.index.match(subject))
+
+    def backlog(self, subject: str) -> int:
+        """The largest backlog of the clients a message to `subject` would reach
+        (0 for internal handlers): a service producing a long reply waits while
+        it is high rather than make its reader a slow consumer."""
+        result = self.index.match(subject)
+        subs = list(result.plain)
+        for members in result.queues.values():
+            subs.extend(members)
+        return max((s.client.backlog for s in subs if s.client is not None), default=0)
 
     # -- client subscriptions ----------------------------------------------------
     def _new_sub(
@@ -172,9 +198,41 @@ class Broker:
         else:
             self._internal.pop(sub.id, None)
 
+    def retire(self, subs: Iterable[Subscription]) -> None:
+        """The subscriptions of a closing client: closed now (nothing more is
+        delivered to them), out of the index over the next turns."""
+        retiring = self._retiring
+        for sub in subs:
+            if not sub.closed:
+                sub.closed = True
+                retiring.append(sub)
+        if self.schedule is None:
+            self.drain_retired(len(retiring))
+        elif retiring and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self.schedule(self._drain_turn)
+
+    def drain_retired(self, limit: int) -> int:
+        """Take at most `limit` retired subscriptions out of the index; how many."""
+        retiring = self._retiring
+        remove = self.index.remove
+        done = 0
+        while retiring and done < limit:
+            sub = retiring.popleft()
+            remove(sub.subject, sub, sub.queue)
+            done += 1
+        return done
+
+    def _drain_turn(self) -> None:
+        self._drain_scheduled = False
+        self.drain_retired(RETIRE_STEP)
+        if self._retiring and self.schedule is not None:
+            self._drain_scheduled = True
+            self.schedule(self._drain_turn)
+
     @property
     def num_subscriptions(self) -> int:
-        return len(self.index)
+        return len(self.index) - len(self._retiring)
 
     # -- routing -----------------------------------------------------------------
     def route(

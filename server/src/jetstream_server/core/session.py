@@ -38,7 +38,12 @@ CLOSED nothing is.
 Permissions (core/permissions.py) of the session's identity are applied to
 every PUB (``-ERR 'Permissions Violation for Publish to "<subject>"'``, the
 message dropped) and SUB (``-ERR 'Permissions Violation for Subscription to
-"<subject>"'``); the connection stays open. Publish decisions are cached per
+"<subject>"'``); the connection stays open. Whatever the permissions, a client
+may not publish with a reply subject the server reserves for itself (service
+import replies ``_R_.``, JetStream acks ``$JS.ACK.``, gateway replies ``_GR_.``:
+``-ERR 'Permissions Violation for Publish with Reply of "<reply>"'``), publish
+to ``_GR_.`` or (outside the system account) ``$NRG.``, or join the queue
+group ``_sys_``, as nats-server refuses them. Publish decisions are cached per
 subject (bounded); with ``allow_responses`` the reply subjects of delivered
 messages become publishable, counted and timed; a wildcard subscription
 that overlaps a subscribe deny filter gets no message the filter denies.
@@ -53,17 +58,23 @@ looked up in `accounts` (the global account's broker is the one given).
 When a CONNECT moves the session to another account, its subscriptions
 move with it, so a session is never subscribed in two accounts.
 
+Bounded work: a read larger than `OPS_TURN_BYTES` is parsed and applied over
+several calls (`holding`, `continue_ops`), each parsing at most that many bytes
+and applying about that many protocol bytes of ops; the I/O side stops reading the connection meanwhile, so one client's
+256 KiB of SUBs or PUBs never holds the loop for the others.
+
 Invariants:
-- ops are applied in order; the ops that parsed before a protocol error are
-  applied first, then the session closes with ``-ERR '<reason>'`` (or
+- ops are applied in order (held ops before those of a later read); the ops
+  that parsed before a protocol error are applied first, then the session closes with ``-ERR '<reason>'`` (or
   silently, for bad arguments of a known op, as nats-server does);
 - queued output above `SessionSettings.max_pending` bytes closes the session
   as a slow consumer: what was queued is dropped and only
   ``-ERR 'Slow Consumer'`` remains to be written;
 - `output_ready()` is called once per batch of output: after the first byte
   queued since the last `data_to_send()`, not for every message;
-- closing removes every subscription of the session from the broker before
-  `session_closed` is called, and happens once.
+- closing retires every subscription of the session (none gets a message
+  from then on; the broker takes them out of its index in bounded turns)
+  before `session_closed` is called, and happens once.
 """
 
 from __future__ import annotations
@@ -71,6 +82,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -105,6 +117,18 @@ ERR_NO_RESPONDERS_WITHOUT_HEADERS: Final = "no responders requires headers suppo
 ERR_MAX_SUBSCRIPTIONS: Final = "maximum subscriptions exceeded"
 ERR_MAX_CONNECTIONS: Final = "maximum connections exceeded"
 ERR_AUTH_EXPIRED: Final = "User Authentication Expired"
+# protocol bytes of ops applied per loop turn: a larger read (asyncio hands up to
+# 256 KiB) is applied over several turns, its connection not read meanwhile
+OPS_TURN_BYTES: Final = 32 * 1024
+_OP_OVERHEAD: Final = 32
+
+
+def op_cost(op: P.Op) -> int:
+    """What an op counts against a turn: about its protocol bytes."""
+    if type(op) is P.Pub:
+        return len(op.subject) + len(op.payload) + len(op.headers or b"") + _OP_OVERHEAD
+    subject = getattr(op, "subject", None)
+    return len(subject) + _OP_OVERHEAD if isinstance(subject, str) else _OP_OVERHEAD
 
 
 def _as_protocol(value: object) -> int:
@@ -119,6 +143,33 @@ def go_quote(text: str) -> str:
 
 def pub_violation(subject: str) -> str:
     return f"Permissions Violation for Publish to {go_quote(subject)}"
+
+
+def reply_violation(reply: str) -> str:
+    return f"Permissions Violation for Publish with Reply of {go_quote(reply)}"
+
+
+# Subjects only the server itself may use (nats-server's client.go): replies of
+# service imports (`_R_.`), JetStream acks (`$JS.ACK.`) and gateway-routed replies
+# (`_GR_.`) are refused as a client's reply subject, whatever its permissions (a
+# client could otherwise answer or ack in another client's or account's place);
+# `_GR_.` is refused as a subject too, and `$NRG.` (Raft groups) outside the system
+# account; the queue group `_sys_` is refused to client subscriptions.
+SERVICE_REPLY_PREFIX: Final = "_R_."
+JS_ACK_PREFIX: Final = "$JS.ACK."
+GATEWAY_REPLY_PREFIX: Final = "_GR_."
+RAFT_PREFIX: Final = "$NRG."
+SYSTEM_QUEUE: Final = "_sys_"
+
+
+def is_reserved_reply(reply: str) -> bool:
+    """A reply subject no client may set (nats-server's `isReservedReply`; the
+    ack and gateway prefixes need a token after them)."""
+    return (
+        reply.startswith(SERVICE_REPLY_PREFIX)
+        or (len(reply) > len(JS_ACK_PREFIX) and reply.startswith(JS_ACK_PREFIX))
+        or (len(reply) > len(GATEWAY_REPLY_PREFIX) and reply.startswith(GATEWAY_REPLY_PREFIX))
+    )
 
 
 def sub_violation(subject: str, queue: str | None) -> str:
@@ -215,6 +266,10 @@ class SessionIO(Protocol):
         `close.drop_output`), then close the transport."""
         ...
 
+    def buffered_bytes(self) -> int:
+        """Bytes taken with `data_to_send()` and not yet sent (the transport's buffer)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
@@ -226,6 +281,7 @@ class SessionSettings:
     max_pings_out: int = DEFAULT_MAX_PINGS_OUT
     max_subscriptions: int = 0  # 0: unlimited
     trace: bool = False
+    system_account: str | None = None  # may publish to `$NRG.` (None: no account may)
 
 
 class Session:
@@ -262,6 +318,9 @@ class Session:
         self.nonce = ""
         self.parser = P.Parser(settings.max_control_line, settings.max_payload)
         self.last_ops: list[P.Op] = []  # the ops of the latest read
+        self._held: deque[P.Op] = deque()  # ops of a large read not yet applied
+        self._unparsed = bytearray()  # bytes of a large read not yet parsed
+        self._held_error: P.ProtocolError | None = None
         self.subs: dict[str, Subscription] = {}
         self._out: list[bytes] = []
         self._out_bytes = 0
@@ -272,6 +331,7 @@ class Session:
         self._server_max_subs = settings.max_subscriptions
         self._server_max_payload = settings.max_payload
         self._trace = settings.trace
+        self._system_account = settings.system_account
         # permissions of the identity (None: unrestricted); see _set_identity
         self._rules: PermissionRules | None = None
         self._pub_cache: dict[str, bool] | None = None
@@ -313,6 +373,11 @@ class Session:
         """Bytes queued and not yet taken by `data_to_send()`."""
         return self._out_bytes
 
+    @property
+    def backlog(self) -> int:
+        """Bytes on their way to the client: queued here, or written and not yet sent."""
+        return self._out_bytes + self._io.buffered_bytes()
+
     # -- input from the I/O side ---------------------------------------------------
     def greeting(self, info: Mapping[str, Any]) -> bytes:
         """The ``INFO`` that opens the connection; written at once, before TLS.
@@ -324,13 +389,18 @@ class Session:
         return P.encode_info(info)
 
     def receive_data(self, data: bytes) -> None:
-        """Parse what the client sent and apply every complete op."""
+        """Parse what the client sent and apply its complete ops: all of them when
+        the read is small, else `OPS_TURN_BYTES` worth and the rest held
+        (`holding`) for `continue_ops` on later turns."""
         if self.closed:
             return
+        if self._held_error is not None:
+            return  # the read before ended in a protocol error: nothing after it counts
         if (
             self._strict_auth
             and self.state is State.EXPECT_CONNECT
             and data
+            and not self.holding
             and not self.parser.buffered
             and data[:1] not in (b"C", b"c")
         ):
@@ -338,18 +408,18 @@ class Session:
             # first byte; nothing of it is buffered
             self._close(Event.AUTH_VIOLATION, P.ERR_AUTH)
             return
+        if self.holding or len(data) > OPS_TURN_BYTES:
+            # parsed and applied OPS_TURN_BYTES at a time, over as many turns as it takes
+            self._unparsed += data
+            self.continue_ops()
+            return
         try:
             ops = self.last_ops = self.parser.feed(data)  # (named by the loop watchdog)
         except P.ProtocolError as exc:
-            # apply what parsed before the error, as nats-server does
-            for op in exc.ops:
-                if self.closed:
-                    return
-                self._handle(op)
-            if self.closed:
-                return
-            log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, exc)
-            self._close(Event.PROTOCOL_ERROR, None if exc.silent else exc.reason)
+            # apply what parsed before the error, as nats-server does, then close
+            self._held.extend(exc.ops)
+            self._held_error = exc
+            self.continue_ops()
             return
         if not self._fast:
             for op in ops:
@@ -367,6 +437,51 @@ class Session:
                 on_pub(op)
             else:
                 handle(op)
+
+    @property
+    def holding(self) -> bool:
+        """Bytes or ops of an earlier read wait for `continue_ops` (the I/O side
+        stops reading meanwhile)."""
+        return bool(self._held) or bool(self._unparsed) or self._held_error is not None
+
+    def continue_ops(self) -> None:
+        """One turn's share of held work: parse at most `OPS_TURN_BYTES` of held
+        bytes, apply held ops worth `OPS_TURN_BYTES` (at least one); once nothing is
+        left, the protocol error that ended them."""
+        held = self._held
+        budget = OPS_TURN_BYTES
+        parsed = False
+        while budget > 0 and not self.closed:
+            if not held:
+                if parsed or not self._unparsed:
+                    break
+                chunk = bytes(self._unparsed[:OPS_TURN_BYTES])
+                del self._unparsed[:OPS_TURN_BYTES]
+                parsed = True
+                try:
+                    self.last_ops = ops = self.parser.feed(chunk)
+                except P.ProtocolError as exc:
+                    ops = exc.ops
+                    self._held_error = exc
+                    self._unparsed.clear()
+                held.extend(ops)
+                continue
+            op = held.popleft()
+            if self._fast and type(op) is P.Pub:
+                self._on_pub(op)
+            else:
+                self._handle(op)
+            budget -= op_cost(op)
+        if self.closed:
+            held.clear()
+            self._unparsed.clear()
+            return
+        if held or self._unparsed:
+            return
+        error, self._held_error = self._held_error, None
+        if error is not None:
+            log.warning("cid=%d %s:%d protocol error: %s", self.cid, self.ip, self.port, error)
+            self._close(Event.PROTOCOL_ERROR, None if error.silent else error.reason)
 
     def send_info(self, info: Mapping[str, Any]) -> None:
         """An asynchronous ``INFO`` (lame duck mode, ...), sent as nats-server
@@ -552,18 +667,42 @@ class Session:
             if self.verbose:
                 self.send(P.OK)
             return
+        # the order of nats-server's checks: gateway subject, permissions, Raft
+        # subject, reserved reply (the first two characters decide cheaply)
+        reserved_subject = subject[:1] in ("_", "$")
+        if (
+            reserved_subject
+            and len(subject) > len(GATEWAY_REPLY_PREFIX)
+            and subject.startswith(GATEWAY_REPLY_PREFIX)
+        ):
+            self._refuse_publish(subject)
+            return
         cache = self._pub_cache
         if cache is not None:
             allowed = cache.get(subject)
             if allowed is None:
                 allowed = self._publish_decision(subject, cache)
             if not allowed:
-                log.error("cid=%d Publish Violation - Subject %s", self.cid, go_quote(subject))
-                self.send(P.encode_err(pub_violation(subject)))
+                self._refuse_publish(subject)
                 return
+        if (
+            reserved_subject
+            and subject.startswith(RAFT_PREFIX)
+            and (self.identity is None or self.identity.account != self._system_account)
+        ):
+            self._refuse_publish(subject)
+            return
+        if reply and reply[:1] in ("_", "$") and is_reserved_reply(reply):
+            log.error("cid=%d Publish Violation - Reply %s", self.cid, go_quote(reply))
+            self.send(P.encode_err(reply_violation(reply)))
+            return
         if self.verbose:
             self.send(P.OK)
         self._route(subject, reply, headers, payload, self)
+
+    def _refuse_publish(self, subject: str) -> None:
+        log.error("cid=%d Publish Violation - Subject %s", self.cid, go_quote(subject))
+        self.send(P.encode_err(pub_violation(subject)))
 
     def _on_sub(self, op: P.Sub) -> None:
         if not is_valid_subject(op.subject):
@@ -572,16 +711,13 @@ class Session:
         if op.queue is not None and not is_valid_queue_name(op.queue):
             self.send(P.encode_err(P.ERR_INVALID_QUEUE))
             return
+        if op.queue == SYSTEM_QUEUE:
+            self._refuse_subscription(op)
+            return
         rules = self._sub_rules
         if rules is not None:
             if not rules.allowed(op.subject, op.queue):
-                log.error(
-                    "cid=%d Subscription Violation - Subject %s, SID %s",
-                    self.cid,
-                    go_quote(op.subject),
-                    op.sid,
-                )
-                self.send(P.encode_err(sub_violation(op.subject, op.queue)))
+                self._refuse_subscription(op)
                 return
             if (
                 self._deny_cache is None
@@ -602,6 +738,15 @@ class Session:
         self.subs[op.sid] = self._broker.add_client_sub(self, op.subject, op.queue, op.sid)
         if self.verbose:
             self.send(P.OK)
+
+    def _refuse_subscription(self, op: P.Sub) -> None:
+        log.error(
+            "cid=%d Subscription Violation - Subject %s, SID %s",
+            self.cid,
+            go_quote(op.subject),
+            op.sid,
+        )
+        self.send(P.encode_err(sub_violation(op.subject, op.queue)))
 
     def _on_unsub(self, op: P.Unsub) -> None:
         sub = self.subs.get(op.sid)
@@ -739,8 +884,7 @@ class Session:
             data = P.encode_err(error)
             self._out.append(data)
             self._out_bytes += len(data)
-        broker = self._broker
-        for sub in list(self.subs.values()):
-            broker.remove(sub)
+        # closed at once, out of the index over the next turns (the broker's)
+        self._broker.retire(self.subs.values())
         self.subs.clear()
         self._io.session_closed(close)

@@ -7,12 +7,15 @@ and a final token that is exactly ``>`` matches one or more tokens; a token
 that merely contains ``*`` or ``>`` (``a*b``) is a literal. A *publish*
 subject is a literal subject (no wildcard tokens).
 
-`SubjectIndex` is the broker's routing table: a token trie (literal children,
-one ``*`` child, one ``>`` child per node) so that a publish walks the tokens
-of its subject instead of scanning every subscription, plus a bounded result
-cache keyed by subject. Invariants: a cached result is always equal to what a
-trie walk would return; inserting or removing a filter drops exactly the
-cached subjects that filter matches (a literal filter drops one entry).
+`SubjectIndex` is the broker's routing table: literal filters in a dict keyed
+by the whole subject, wildcard filters in a token trie (literal children, one
+``*`` child, one ``>`` child per node, each collection made when first needed)
+so that a publish walks the tokens of its subject instead of scanning every
+subscription, plus a bounded result cache keyed by subject. Invariants: a
+cached result is always equal to the trie walk plus the literal entry;
+inserting or removing a literal filter drops its one cached subject; a
+wildcard filter drops the cached subjects it matches (the whole cache when it
+holds over `_SCAN_MAX`, never a scan of thousands).
 
 A second cache serves subjects whose tail the trie never looks at: when
 the walk consulted literal children only for the first `d` tokens (deeper,
@@ -28,6 +31,7 @@ needed then); any insert or remove clears these caches.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Hashable, Iterable
 from typing import Final, Generic, TypeVar
 
@@ -36,34 +40,42 @@ FWC: Final = ">"
 TSEP: Final = "."
 CACHE_MAX: Final = 4096
 
-_WHITESPACE: Final = frozenset(" \t\r\n\f\v")
+# validation runs in C (str methods, one regex), never a Python loop per character:
+# a subject may be as long as `max_control_line`, which users raise
+_WHITESPACE_RE: Final = re.compile(r"[ \t\r\n\f\v]")
 
 
 def _tokens_ok(subject: str) -> bool:
-    if not subject:
-        return False
-    for ch in subject:
-        if ch in _WHITESPACE:
-            return False
-    return "" not in subject.split(TSEP)
+    """Non-empty, no whitespace, no empty token."""
+    return (
+        bool(subject)
+        and subject[0] != TSEP
+        and subject[-1] != TSEP
+        and ".." not in subject
+        and _WHITESPACE_RE.search(subject) is None
+    )
+
+
+def _has_token(subject: str, token: str) -> bool:
+    """Is some token of `subject` exactly `token` (a one-character token)?"""
+    return (
+        subject == token
+        or subject.startswith(token + TSEP)
+        or subject.endswith(TSEP + token)
+        or f"{TSEP}{token}{TSEP}" in subject
+    )
 
 
 def is_valid_subject(subject: str) -> bool:
     """A syntactically valid filter: wildcards allowed, ``>`` only as the last token."""
     if not _tokens_ok(subject):
         return False
-    tokens = subject.split(TSEP)
-    for i, token in enumerate(tokens):
-        if token == FWC and i != len(tokens) - 1:
-            return False
-    return True
+    return not (subject.startswith(FWC + TSEP) or f"{TSEP}{FWC}{TSEP}" in subject)
 
 
 def is_valid_publish_subject(subject: str) -> bool:
     """A literal subject: valid and without wildcard tokens."""
-    if not _tokens_ok(subject):
-        return False
-    return all(token not in (PWC, FWC) for token in subject.split(TSEP))
+    return _tokens_ok(subject) and not has_wildcard(subject)
 
 
 is_valid_literal_subject = is_valid_publish_subject
@@ -73,11 +85,11 @@ def has_wildcard(subject: str) -> bool:
     """True when some token is exactly ``*`` or ``>``."""
     if PWC not in subject and FWC not in subject:
         return False
-    return any(token in (PWC, FWC) for token in subject.split(TSEP))
+    return _has_token(subject, PWC) or _has_token(subject, FWC)
 
 
 def is_valid_queue_name(queue: str) -> bool:
-    return bool(queue) and not any(ch in _WHITESPACE for ch in queue)
+    return bool(queue) and _WHITESPACE_RE.search(queue) is None
 
 
 def filter_matches(filter_subject: str, subject: str) -> bool:
@@ -135,18 +147,53 @@ T = TypeVar("T", bound=Hashable)
 
 
 class _Node(Generic[T]):
+    """A trie node; each of its collections is made when first needed (a long
+    wildcard filter is one node per token: most of them hold one child only)."""
+
     __slots__ = ("children", "pwc", "fwc", "plain", "queues")
 
     def __init__(self) -> None:
-        self.children: dict[str, _Node[T]] = {}
+        self.children: dict[str, _Node[T]] | None = None
         self.pwc: _Node[T] | None = None
         self.fwc: _Node[T] | None = None
         # insertion-ordered sets (dict keys) keep delivery order stable
-        self.plain: dict[T, None] = {}
-        self.queues: dict[str, dict[T, None]] = {}
+        self.plain: dict[T, None] | None = None
+        self.queues: dict[str, dict[T, None]] | None = None
 
     def empty(self) -> bool:
         return not (self.children or self.pwc or self.fwc or self.plain or self.queues)
+
+    def add(self, value: T, queue: str | None) -> bool:
+        """Add `value` here (to queue group `queue`); False when it was already."""
+        if queue is None:
+            if self.plain is None:
+                self.plain = {}
+            elif value in self.plain:
+                return False
+            self.plain[value] = None
+            return True
+        if self.queues is None:
+            self.queues = {}
+        members = self.queues.setdefault(queue, {})
+        if value in members:
+            return False
+        members[value] = None
+        return True
+
+    def discard(self, value: T, queue: str | None) -> bool:
+        """Remove `value`; False when it was not here."""
+        if queue is None:
+            if not self.plain or value not in self.plain:
+                return False
+            del self.plain[value]
+            return True
+        members = self.queues.get(queue) if self.queues else None
+        if members is None or value not in members:
+            return False
+        del members[value]
+        if not members:
+            del self.queues[queue]  # type: ignore[union-attr]
+        return True
 
 
 class MatchResult(Generic[T]):
@@ -168,6 +215,7 @@ class MatchResult(Generic[T]):
 
 
 _MAX_DEPTHS: Final = 4
+_SCAN_MAX: Final = 64  # a cache larger than this is dropped whole when a wildcard filter changes
 
 
 def _head(subject: str, depth: int) -> str:
@@ -195,13 +243,19 @@ def _merge_queues(
 
 
 class SubjectIndex(Generic[T]):
-    """Filters mapped to subscription values, matched by literal subjects."""
+    """Filters mapped to subscription values, matched by literal subjects.
+
+    Literal filters (no wildcard token) live in a dict keyed by the whole
+    subject, not in the trie: inserting, matching and removing one costs a hash
+    of the subject whatever its length, and the prefix caches (which describe
+    the trie alone) stay valid when they come and go."""
 
     def __init__(self, cache_max: int = CACHE_MAX) -> None:
         self._root: _Node[T] = _Node()
+        self._literals: dict[str, _Node[T]] = {}
         self._cache: dict[str, MatchResult[T]] = {}
-        # (first d tokens, number of tokens) -> result, for subjects whose
-        # further tokens do not matter (see the module docstring); `_depths`
+        # (first d tokens, number of tokens) -> result of the trie, for subjects
+        # whose further tokens do not matter (see the module docstring); `_depths`
         # lists the d values in use
         self._prefixes: dict[tuple[str, int], MatchResult[T]] = {}
         self._depths: list[int] = []
@@ -214,6 +268,14 @@ class SubjectIndex(Generic[T]):
         return self._count
 
     def insert(self, filter_subject: str, value: T, queue: str | None = None) -> None:
+        if not has_wildcard(filter_subject):
+            entry = self._literals.get(filter_subject)
+            if entry is None:
+                entry = self._literals[filter_subject] = _Node()
+            if entry.add(value, queue):
+                self._count += 1
+                self._cache.pop(filter_subject, None)
+            return
         node = self._root
         for token in filter_subject.split(TSEP):
             if token == PWC:
@@ -225,23 +287,27 @@ class SubjectIndex(Generic[T]):
                     node.fwc = _Node()
                 node = node.fwc
             else:
-                child = node.children.get(token)
+                children = node.children
+                if children is None:
+                    children = node.children = {}
+                child = children.get(token)
                 if child is None:
-                    child = node.children[token] = _Node()
+                    child = children[token] = _Node()
                 node = child
-        if queue is None:
-            if value in node.plain:
-                return
-            node.plain[value] = None
-        else:
-            members = node.queues.setdefault(queue, {})
-            if value in members:
-                return
-            members[value] = None
-        self._count += 1
-        self._invalidate(filter_subject)
+        if node.add(value, queue):
+            self._count += 1
+            self._invalidate(filter_subject)
 
     def remove(self, filter_subject: str, value: T, queue: str | None = None) -> bool:
+        if not has_wildcard(filter_subject):
+            entry = self._literals.get(filter_subject)
+            if entry is None or not entry.discard(value, queue):
+                return False
+            if not (entry.plain or entry.queues):
+                del self._literals[filter_subject]
+            self._count -= 1
+            self._cache.pop(filter_subject, None)
+            return True
         path: list[tuple[_Node[T], str]] = []
         node: _Node[T] | None = self._root
         for token in filter_subject.split(TSEP):
@@ -252,21 +318,12 @@ class SubjectIndex(Generic[T]):
             elif token == FWC:
                 node = node.fwc
             else:
-                node = node.children.get(token)
+                node = node.children.get(token) if node.children else None
             if node is None:
                 return False
         assert node is not None
-        if queue is None:
-            if value not in node.plain:
-                return False
-            del node.plain[value]
-        else:
-            members = node.queues.get(queue)
-            if members is None or value not in members:
-                return False
-            del members[value]
-            if not members:
-                del node.queues[queue]
+        if not node.discard(value, queue):
+            return False
         self._count -= 1
         # prune empty nodes bottom-up
         child = node
@@ -278,36 +335,61 @@ class SubjectIndex(Generic[T]):
             elif token == FWC:
                 parent.fwc = None
             else:
+                assert parent.children is not None
                 del parent.children[token]
+                if not parent.children:
+                    parent.children = None
             child = parent
         self._invalidate(filter_subject)
         return True
 
     def _invalidate(self, filter_subject: str) -> None:
+        """A wildcard filter came or went: the trie's caches are stale, and so are
+        the cached subjects it matches (all of them dropped when there are many:
+        one C-speed clear, not a match per cached subject)."""
         if self._prefixes or self._heads:
             self._prefixes.clear()
             self._depths.clear()
             self._heads.clear()
-        if not self._cache:
+        cache = self._cache
+        if not cache:
             return
-        if PWC not in filter_subject and FWC not in filter_subject:
-            self._cache.pop(filter_subject, None)
+        if len(cache) > _SCAN_MAX:
+            cache.clear()
             return
-        stale = [s for s in self._cache if filter_matches(filter_subject, s)]
+        stale = [s for s in cache if filter_matches(filter_subject, s)]
         for s in stale:
-            del self._cache[s]
+            del cache[s]
 
     def match(self, subject: str) -> MatchResult[T]:
         """Everything whose filter matches the literal `subject` (cached)."""
         cached = self._cache.get(subject)
         if cached is not None:
             return cached
+        result, whole = self._trie_match(subject)
+        literal = self._literals.get(subject)
+        if literal is not None:
+            result = _with_entry(result, literal)
+        elif not whole:
+            return result
+        cache = self._cache
+        if len(cache) >= self._cache_max:
+            # drop the oldest half; dicts keep insertion order
+            for key in list(itertools.islice(cache, self._cache_max // 2)):
+                del cache[key]
+        cache[subject] = result
+        return result
+
+    def _trie_match(self, subject: str) -> tuple[MatchResult[T], bool]:
+        """What the trie (the wildcard filters) matches, from its prefix caches or a
+        walk; True when the result is for this whole subject only (to be cached by
+        subject), False when a prefix cache holds it."""
         dot = subject.rfind(TSEP)
         if dot > 0:
             # all tokens but the last (the count is implied): reply inboxes
             cached = self._heads.get(subject[:dot])
             if cached is not None:
-                return cached
+                return cached, False
         n = subject.count(TSEP) + 1
         prefixes = self._prefixes
         if prefixes:
@@ -319,14 +401,14 @@ class SubjectIndex(Generic[T]):
                         pos = find(TSEP, pos + 1)
                     cached = prefixes.get((subject[:pos] if depth else "", n))
                     if cached is not None:
-                        return cached
+                        return cached, False
         result, depth = self._walk(subject)
         if depth == n - 1 and dot > 0:
             heads = self._heads
             if len(heads) >= self._cache_max:
                 heads.clear()
             heads[subject[:dot]] = result
-            return result
+            return result, False
         if depth < n:
             if len(prefixes) >= self._cache_max or (
                 depth not in self._depths and len(self._depths) >= _MAX_DEPTHS
@@ -336,14 +418,8 @@ class SubjectIndex(Generic[T]):
             if depth not in self._depths:
                 self._depths.append(depth)
             prefixes[(_head(subject, depth), n)] = result
-            return result
-        cache = self._cache
-        if len(cache) >= self._cache_max:
-            # drop the oldest half; dicts keep insertion order
-            for key in list(itertools.islice(cache, self._cache_max // 2)):
-                del cache[key]
-        cache[subject] = result
-        return result
+            return result, False
+        return result, True
 
     def _walk(self, subject: str) -> tuple[MatchResult[T], int]:
         """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token.
@@ -396,14 +472,38 @@ class SubjectIndex(Generic[T]):
         return bool(self.match(subject))
 
     def values(self) -> Iterable[T]:
+        for entry in self._literals.values():
+            yield from _entry_values(entry)
         stack = [self._root]
         while stack:
             node = stack.pop()
-            yield from node.plain
-            for members in node.queues.values():
-                yield from members
-            stack.extend(node.children.values())
+            yield from _entry_values(node)
+            if node.children:
+                stack.extend(node.children.values())
             if node.pwc is not None:
                 stack.append(node.pwc)
             if node.fwc is not None:
                 stack.append(node.fwc)
+
+
+def _entry_values(node: _Node[T]) -> Iterable[T]:
+    if node.plain:
+        yield from node.plain
+    if node.queues:
+        for members in node.queues.values():
+            yield from members
+
+
+def _with_entry(result: MatchResult[T], entry: _Node[T]) -> MatchResult[T]:
+    """`result` (shared, read-only) plus the values of a literal filter's entry."""
+    plain = list(result.plain)
+    if entry.plain:
+        plain.extend(entry.plain)
+    queues: dict[str, list[T]] | None = None
+    if result.queues:
+        queues = {name: list(members) for name, members in result.queues.items()}
+    if entry.queues:
+        queues = _merge_queues(queues, entry.queues)
+    if not plain and queues is None:
+        return result
+    return MatchResult(plain, queues if queues is not None else _NO_QUEUES)  # type: ignore[arg-type]

@@ -63,5 +63,8 @@ class _NoRouter:
     def has_interest(self, subject: str) -> bool:
         return False
 
+    def backlog(self, subject: str) -> int:
+        return 0
+
 
 NO_ROUTER: Router = _NoRouter()

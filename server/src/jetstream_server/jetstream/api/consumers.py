@@ -40,7 +40,16 @@ from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.replies import audit, respond
-from jetstream_server.jetstream.api.request import ApiRequest, offset_of, request_body
+from jetstream_server.jetstream.api.request import (
+    CONSUMER_CREATE_FIELDS,
+    CONSUMER_PAUSE_FIELDS,
+    PAGED_FIELDS,
+    ApiRequest,
+    offset_of,
+    optional_body,
+    request_body,
+    require_empty_request,
+)
 from jetstream_server.jetstream.consumer.config import (
     ConsumerConfig,
     parse_time,
@@ -281,7 +290,7 @@ def restore_consumers(host: ApiHost, stream: Stream) -> None:
 
 # -- create ------------------------------------------------------------------------
 def _create(host: ApiHost, req: ApiRequest, *, form: str) -> dict[str, Any] | None:
-    body = request_body(req)
+    body = request_body(req, CONSUMER_CREATE_FIELDS)
     stream_name = req.params[0]
     if body.get("stream_name") != stream_name:
         raise ApiError(Err.STREAM_MISMATCH)
@@ -357,13 +366,14 @@ def consumer_create_durable(host: ApiHost, req: ApiRequest) -> dict[str, Any] | 
 
 # -- info, list, names, delete -------------------------------------------------------
 def consumer_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    require_empty_request(req)
     info = lookup_consumer(host, req.params[0], req.params[1]).info()
     info["config"] = with_dynamic(info["config"])
     return info
 
 
 def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, PAGED_FIELDS)
     stream = lookup_stream(host, req.params[0])
     names = sorted(_consumers(stream))
     offset = offset_of(body)
@@ -376,7 +386,7 @@ def consumer_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def consumer_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, PAGED_FIELDS)
     stream = lookup_stream(host, req.params[0])
     consumers = _consumers(stream)
     names = sorted(consumers)
@@ -390,13 +400,14 @@ def consumer_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def consumer_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    require_empty_request(req)
     lookup_consumer(host, req.params[0], req.params[1]).delete()
     return {"success": True}
 
 
 # -- pause, reset --------------------------------------------------------------------
 def consumer_pause(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, CONSUMER_PAUSE_FIELDS)
     consumer = lookup_consumer(host, req.params[0], req.params[1])
     text = body.get("pause_until") or ""
     if not isinstance(text, str):
@@ -417,6 +428,9 @@ def consumer_pause(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def consumer_reset(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    if req.payload and not req.payload.strip():
+        # nats-server decodes any body it got (not strictly): blanks are no JSON
+        raise ApiError(Err.INVALID_JSON, err="unexpected end of JSON input")
     body = request_body(req)
     seq = body.get("seq", 0)
     if seq is None:
@@ -437,7 +451,7 @@ def consumer_unpin(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     `pinned_client` consumer loses its pin (nats-server's checks, in its order)."""
     if not req.payload.strip():
         raise ApiError(Err.INVALID_JSON, err="unexpected end of JSON input")
-    body = request_body(req)
+    body = request_body(req)  # (decoded leniently by nats-server too)
     group = body.get("group") or ""
     if not isinstance(group, str):
         raise ApiError(

@@ -16,7 +16,8 @@ once the messages sent reach `max_bytes` (subject + headers + payload);
 `404 Message Not Found` (`404 No Results` for an empty `multi_last`),
 `408 Empty Request`, `408 Bad Request`, `408 Malformed Request` (a body that does not decode),
 `413 Too Many Results` (`multi_last` matching over 1024 subjects). Without
-`max_bytes`, a batch stops at the server's `max_pending` bytes. A stream
+`max_bytes`, a batch stops at the server's `max_pending` bytes. A batch goes
+out over loop turns and waits for a reader that is behind (`BatchReply`). A stream
 without `allow_direct` (or no stream) has no direct-get responder: the
 requester gets `503`, which nats-py reports as no responders, unless a
 mirror of that name with `mirror_direct` answers in its place.
@@ -25,7 +26,8 @@ mirror of that name with `mirror_direct` answers in its place.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Final
 
 from jetstream_server.core.gotime import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.core.headers import status_headers
@@ -35,6 +37,8 @@ from jetstream_server.jetstream.stream import Stream
 from jetstream_server.store.base import StoredMessage
 
 MULTI_LAST_LIMIT = 1024  # nats-server's maxAllowedResponses: above it, 413 Too Many Results
+TURN_BYTES: Final = 128 << 10  # bytes a batch sends per loop turn (a few ms of work)
+BACKLOG_WAIT_S: Final = 0.005  # a batch whose reader is behind looks again after this
 
 
 def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -> bytes:
@@ -221,24 +225,9 @@ def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
         start = max(p.seq, 1)
     # nats-server applies up_to_seq/up_to_time to multi_last only
     end = store.state().last_seq
-    total = _count(store, start, end, filters)
-    max_bytes = p.max_bytes or host.settings.max_pending  # nats-server: the server's max_pending
-    sent = 0
-    last_seq = 0
-    size = 0
-    for msg in store.iter_range(start, end, filters):
-        if sent >= p.batch or size >= max_bytes:
-            break
-        size += _wire_size(msg)
-        sent += 1
-        extra = [("Nats-Num-Pending", str(total - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        host.router.publish(reply, None, _headers(stream, msg, extra), msg.data)
-        last_seq = msg.seq
-    if sent == 0:
-        _status(host, reply, 404, "Message Not Found")
-        return
-    _status(host, reply, 204, "EOB", Nats_Num_Pending=str(total - sent),
-            Nats_Last_Sequence=str(last_seq))
+    BatchReply(host, stream, reply, limit=p.batch, max_bytes=p.max_bytes,
+               total=_count(store, start, end, filters), start=start, end=end,
+               filters=filters).turn()
 
 
 def _wire_size(msg: StoredMessage) -> int:
@@ -266,6 +255,12 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
     # Resolve sequences first, capped filter by filter as nats-server does: no
     # message is loaded for a request that ends in 413.
     seqs: dict[int, None] = {}
+    if up_to == store.state().last_seq and any(
+        store.count_subjects(filt) > MULTI_LAST_LIMIT for filt in p.multi_last
+    ):
+        # each matching subject has a last message then: 413 without resolving them
+        _status(host, reply, 413, "Too Many Results")
+        return
     for filt in p.multi_last:
         for subject, info in store.subjects(filt).items():
             if info.last_seq <= up_to:
@@ -277,22 +272,109 @@ def _multi_last(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
         if len(seqs) > MULTI_LAST_LIMIT:
             _status(host, reply, 413, "Too Many Results")
             return
-    msgs = [msg for seq in sorted(seqs) if (msg := store.load(seq)) is not None]
-    limit = p.batch if p.batch > 0 else MULTI_LAST_LIMIT
-    max_bytes = p.max_bytes or host.settings.max_pending  # nats-server: the server's max_pending
-    sent = 0
-    last_seq = 0
-    size = 0
-    for msg in msgs:
-        if sent >= limit or size >= max_bytes:
-            break
-        size += _wire_size(msg)
-        sent += 1
-        extra = [("Nats-Num-Pending", str(len(msgs) - sent)), ("Nats-Last-Sequence", str(last_seq))]
-        host.router.publish(reply, None, _headers(stream, msg, extra), msg.data)
-        last_seq = msg.seq
-    if sent == 0:
-        _status(host, reply, 404, "No Results")
-        return
-    _status(host, reply, 204, "EOB", Nats_Num_Pending=str(len(msgs) - sent),
-            Nats_Last_Sequence=str(last_seq), Nats_UpTo_Sequence=str(up_to))
+    BatchReply(host, stream, reply, limit=p.batch if p.batch > 0 else MULTI_LAST_LIMIT,
+               max_bytes=p.max_bytes, total=len(seqs), seqs=sorted(seqs), up_to=up_to).turn()
+
+
+class BatchReply:
+    """One batched direct get, sent over as many loop turns as it needs.
+
+    A turn sends at most `TURN_BYTES` (and at most a quarter of `max_pending`)
+    and leaves the rest to a later turn, so a batch of any size never holds the
+    loop; before a turn, a reader still holding over half of `max_pending`
+    unsent is waited for (`BACKLOG_WAIT_S` at a time), so the server never makes
+    its reader a slow consumer by the size of its own answer. The batch ends, as
+    on nats-server, after `limit` messages or once the messages sent reach
+    `max_bytes` (subject + headers + payload; 0: the server's `max_pending`),
+    with `204 EOB`; it stops silently when its reader or its stream is gone.
+    Messages come from the range `start..end` (with `filters`) or, for
+    `multi_last`, from the resolved sequences `seqs`."""
+
+    def __init__(
+        self,
+        host: ApiHost,
+        stream: Stream,
+        reply: str,
+        *,
+        limit: int,
+        max_bytes: int,
+        total: int,
+        start: int = 1,
+        end: int = 0,
+        filters: list[str] | None = None,
+        seqs: list[int] | None = None,
+        up_to: int | None = None,
+    ) -> None:
+        self.host = host
+        self.stream = stream
+        self.reply = reply
+        self.limit = limit
+        self.max_bytes = max_bytes or host.settings.max_pending  # nats-server: the server's max_pending
+        self.total = total
+        self.next_seq = start
+        self.end = end
+        self.filters = filters
+        self.seqs = seqs
+        self._next_index = 0
+        self.up_to = up_to
+        self.sent = 0
+        self.size = 0
+        self.last_seq = 0
+        self.turns = 0  # (tests read how the work was split)
+
+    def turn(self) -> None:
+        host = self.host
+        if host.streams.get(self.stream.name) is not self.stream or not host.router.has_interest(self.reply):
+            return
+        if self.sent and host.router.backlog(self.reply) > host.settings.max_pending // 2:
+            host.clock.call_later(BACKLOG_WAIT_S, self.turn)
+            return
+        self.turns += 1
+        budget = min(TURN_BYTES, max(host.settings.max_pending // 4, 1))
+        spent = 0
+        for msg in self._messages():
+            if self.sent >= self.limit or self.size >= self.max_bytes:
+                break
+            self.size += _wire_size(msg)
+            self.sent += 1
+            extra = [("Nats-Num-Pending", str(self.total - self.sent)),
+                     ("Nats-Last-Sequence", str(self.last_seq))]
+            headers = _headers(self.stream, msg, extra)
+            host.router.publish(self.reply, None, headers, msg.data)
+            self.last_seq = msg.seq
+            spent += len(headers) + len(msg.data)
+            if spent >= budget:
+                host.clock.call_later(0, self.turn)
+                return
+        self._finish()
+
+    def _messages(self) -> Iterator[StoredMessage]:
+        store = self.stream.store
+        if self.seqs is None:
+            for msg in store.iter_range(self.next_seq, self.end, self.filters):
+                self.next_seq = msg.seq + 1
+                yield msg
+            return
+        while self._next_index < len(self.seqs):
+            found = store.load(self.seqs[self._next_index])
+            self._next_index += 1
+            if found is not None:
+                yield found
+
+    def _finish(self) -> None:
+        host = self.host
+        if self.sent == 0:
+            _status(host, self.reply, 404, "No Results" if self.seqs is not None else "Message Not Found")
+            return
+        pending = self.total - self.sent
+        if self.up_to is not None:
+            _status(host, self.reply, 204, "EOB", Nats_Num_Pending=str(pending),
+                    Nats_Last_Sequence=str(self.last_seq), Nats_UpTo_Sequence=str(self.up_to))
+            return
+        store = self.stream.store
+        last = store.state().last_seq
+        if last > self.end:
+            # the stream grew while the batch went out (nats-server counts again too)
+            pending = _count(store, self.next_seq, last, self.filters)
+        _status(host, self.reply, 204, "EOB", Nats_Num_Pending=str(pending),
+                Nats_Last_Sequence=str(self.last_seq))

@@ -6,6 +6,15 @@ route's wildcards captured (`params`), the reply subject, headers and payload.
 `null` bodies are an empty dict; malformed JSON or anything but an object is
 400 10025 "invalid JSON: ...". The `*_field` helpers read typed fields with
 the same error, naming the field.
+
+What nats-server does with a body depends on the route, and so it does here:
+routes that take none (STREAM.DELETE, CONSUMER.INFO, CONSUMER.DELETE) refuse
+any but an empty one with 400 10038 (`require_empty_request`; empty is no
+bytes, `{}` or a JSON object without keys, as its `isEmptyRequest`); routes
+whose body is optional (names, lists, infos, purge, pause) read it only when it
+starts like a JSON object or array (`optional_body`) and ignore anything else;
+and with `fields` a body is decoded strictly, as nats-server's default strict
+mode does: an unknown key is 400 10025 `json: unknown field "<key>"`.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from jetstream_server.core.router import ClientOrigin
 from jetstream_server.jetstream.errors import ApiError, Err
@@ -30,8 +39,43 @@ class ApiRequest:
     origin: ClientOrigin | None = None  # the requesting client (for an answer sent later's audit)
 
 
-def request_body(req: ApiRequest) -> dict[str, Any]:
-    """The request's JSON object ({} for an empty body); ApiError INVALID_JSON otherwise."""
+def is_empty_request(payload: bytes) -> bool:
+    """nats-server's isEmptyRequest: no bytes, `{}`, or a JSON object without keys
+    (`null`, blanks and anything else are not empty)."""
+    if not payload or payload == b"{}":
+        return True
+    if payload.lstrip()[:1] != b"{":
+        return False
+    try:
+        value = json.loads(payload)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(value, dict) and not value
+
+
+def require_empty_request(req: ApiRequest) -> None:
+    """A route that takes no body: anything but an empty one is 400 10038."""
+    if not is_empty_request(req.payload):
+        raise ApiError(Err.NOT_EMPTY_REQUEST)
+
+
+def _is_json_object_or_array(payload: bytes) -> bool:
+    """nats-server's isJSONObjectOrArray: the first non-blank byte is `{` or `[`."""
+    return payload.lstrip(b" \t\r\n")[:1] in (b"{", b"[")
+
+
+def optional_body(req: ApiRequest, fields: frozenset[str]) -> dict[str, Any]:
+    """A route whose body is optional: decoded (strictly) only when it looks like
+    JSON, else ignored, as nats-server does ({})."""
+    if not _is_json_object_or_array(req.payload):
+        return {}
+    return request_body(req, fields)
+
+
+def request_body(req: ApiRequest, fields: frozenset[str] | None = None) -> dict[str, Any]:
+    """The request's JSON object ({} for an empty body); ApiError INVALID_JSON otherwise.
+    With `fields`, a key not among them is refused (nats-server's strict decoding,
+    which matches names without regard to case, as Go's decoder)."""
     payload = req.payload.strip()
     if not payload or payload == b"null":
         return {}
@@ -45,10 +89,32 @@ def request_body(req: ApiRequest) -> dict[str, Any]:
         return {}
     if not isinstance(body, dict):
         raise ApiError(Err.INVALID_JSON, err=f"expected a JSON object, got {type(body).__name__}")
-    fields: dict[str, Any] = body
+    if fields is not None:
+        for key in body:
+            if key not in fields and key.lower() not in fields:
+                raise ApiError(Err.INVALID_JSON, err=f'json: unknown field "{key}"')
+    decoded: dict[str, Any] = body
     if _LONE_SURROGATE_ESCAPE.search(payload):
-        fields = _replace_lone_surrogates(fields)
-    return fields
+        decoded = _replace_lone_surrogates(decoded)
+    return decoded
+
+
+# the JSON fields of nats-server's request types (jetstream_api.go)
+PAGED_FIELDS: Final = frozenset({"offset"})
+STREAM_NAMES_FIELDS: Final = PAGED_FIELDS | {"subject"}
+STREAM_INFO_FIELDS: Final = PAGED_FIELDS | {"deleted_details", "subjects_filter"}
+STREAM_PURGE_FIELDS: Final = frozenset({"seq", "filter", "keep"})
+MSG_GET_FIELDS: Final = frozenset({
+    "seq", "last_by_subj", "next_by_subj", "batch", "max_bytes", "start_time", "multi_last",
+    "up_to_seq", "up_to_time", "no_hdr",
+})
+MSG_DELETE_FIELDS: Final = frozenset({"seq", "no_erase"})
+CONSUMER_PAUSE_FIELDS: Final = frozenset({"pause_until"})
+CONSUMER_CREATE_FIELDS: Final = frozenset({"stream_name", "config", "action", "pedantic"})
+SNAPSHOT_FIELDS: Final = frozenset({
+    "deliver_subject", "no_consumers", "chunk_size", "window_size", "jsck",
+})
+RESTORE_FIELDS: Final = frozenset({"config", "state"})
 
 
 # `\ud800` alone is valid JSON but no UTF-8 can carry it: Go's decoder (nats-server)

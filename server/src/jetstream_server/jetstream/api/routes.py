@@ -18,10 +18,12 @@ DIRECT.GET answers with messages). Raising `ApiError` produces the error
 envelope; `error_fields` are the zero-valued fields nats-server keeps in an
 error response of that type.
 
-nats-server subjects not in the table (peer and
-leader management, server removal, account purge, stream moves, consumer
-unpin) belong to clustering or features this server does not have; like any
-subject without a route, they get no answer.
+The stream and consumer subjects of clustering (leader step-down, peer
+removal and evacuation, move cancelling) are answered as a single nats-server
+answers them: 503 10010 (clustered.py). The other nats-server subjects not in
+the table (meta leader, server removal, account purge, account stream moves)
+are the system account's; like any subject without a route, they get no answer
+here, as from a single nats-server to a client of another account.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from jetstream_server.jetstream.api import account, consumers, direct, snapshots, streams
+from jetstream_server.jetstream.api import account, clustered, consumers, direct, snapshots, streams
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 
@@ -111,6 +113,12 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("CONSUMER.RESET.*.*", consumers.consumer_reset, "consumer_reset", {"reset_seq": 0}),
     Route("CONSUMER.UNPIN.*.*", consumers.consumer_unpin, "consumer_unpin"),
     Route("CONSUMER.MSG.NEXT.*.*", consumers.consumer_msg_next, "consumer_getnext"),
+    # clustering (503 10010 here, as on a single nats-server)
+    Route("STREAM.LEADER.STEPDOWN.*", clustered.cluster_required, "stream_leader_stepdown"),
+    Route("CONSUMER.LEADER.STEPDOWN.*.*", clustered.cluster_required, "consumer_leader_stepdown"),
+    Route("STREAM.PEER.REMOVE.*", clustered.cluster_required, "stream_remove_peer"),
+    Route("STREAM.PEER.EVACUATE.*", clustered.cluster_required, "stream_evacuate_peer"),
+    Route("STREAM.CANCEL_MOVE.*", clustered.cluster_required, "stream_cancel_move"),
 )
 
 

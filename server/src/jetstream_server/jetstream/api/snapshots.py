@@ -17,7 +17,14 @@ from typing import Any
 from jetstream_server.core.subjects import is_valid_publish_subject
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
-from jetstream_server.jetstream.api.request import ApiRequest, int_field, request_body
+from jetstream_server.jetstream.api.request import (
+    RESTORE_FIELDS,
+    SNAPSHOT_FIELDS,
+    ApiRequest,
+    int_field,
+    is_empty_request,
+    request_body,
+)
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.snapshot.content import SnapshotContent
 from jetstream_server.jetstream.snapshot.restore import RestoreSession
@@ -25,17 +32,11 @@ from jetstream_server.jetstream.snapshot.sender import SnapshotSender
 from jetstream_server.jetstream.stream_config import StreamConfig
 
 
-def _empty(req: ApiRequest) -> bool:
-    """nats-server's isEmptyRequest: no body, `{}` or `null` is a bad request here."""
-    payload = req.payload.strip()
-    return not payload or payload in (b"{}", b"null")
-
-
 def stream_snapshot(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    if _empty(req):
+    if is_empty_request(req.payload):
         raise ApiError(Err.BAD_REQUEST)
     stream = lookup_stream(host, req.params[0])
-    body = request_body(req)
+    body = request_body(req, SNAPSHOT_FIELDS)
     deliver = body.get("deliver_subject") or ""
     if not isinstance(deliver, str) or not is_valid_publish_subject(deliver):
         raise ApiError(Err.SNAPSHOT_DELIVER_SUBJECT_INVALID)
@@ -49,9 +50,9 @@ def stream_snapshot(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_restore(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    if _empty(req):
+    if is_empty_request(req.payload):
         raise ApiError(Err.BAD_REQUEST)
-    body = request_body(req)
+    body = request_body(req, RESTORE_FIELDS)
     name = req.params[0]
     raw = body.get("config")
     if raw is None:

@@ -13,9 +13,17 @@ from typing import Any
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.request import (
+    MSG_DELETE_FIELDS,
+    MSG_GET_FIELDS,
+    STREAM_INFO_FIELDS,
+    STREAM_NAMES_FIELDS,
+    STREAM_PURGE_FIELDS,
     ApiRequest,
+    is_empty_request,
     offset_of,
+    optional_body,
     request_body,
+    require_empty_request,
     str_field,
     uint_field,
 )
@@ -31,6 +39,8 @@ from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 from jetstream_server.jetstream.versioning import with_dynamic
+
+STREAM_NAME_REQUIRED = "stream name is required and can not contain '.', '*', '>', '\\', '/'"
 
 
 def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
@@ -49,6 +59,8 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     config = _config_from_request(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
+    if config.mirror_direct and config.mirror is None:
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream has no mirror but does have mirror direct")
     existing = host.streams.get(config.name)
     if existing is not None:
         if not existing.config.same_as(config):
@@ -61,6 +73,9 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    if not request_body(req).get("name"):
+        # nats-server checks the config before it compares the names
+        raise ApiError(Err.STREAM_INVALID_CONFIG, err=STREAM_NAME_REQUIRED)
     config = _config_from_request(host, req)
     stream = lookup_stream(host, config.name)
     host.update_stream(stream, config)
@@ -69,7 +84,7 @@ def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, STREAM_INFO_FIELDS)
     stream = lookup_stream(host, req.params[0])
     subjects_filter = str_field(body, "subjects_filter")
     deleted_details = bool(body.get("deleted_details"))
@@ -98,7 +113,7 @@ def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:
 
 
 def stream_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, STREAM_NAMES_FIELDS)
     streams = _filtered_streams(host, body)
     offset = offset_of(body)
     page = streams[offset: offset + STREAM_NAMES_LIMIT]
@@ -111,7 +126,7 @@ def stream_names(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, STREAM_NAMES_FIELDS)
     streams = _filtered_streams(host, body)
     offset = offset_of(body)
     page = streams[offset: offset + STREAM_LIST_LIMIT]
@@ -125,13 +140,14 @@ def stream_list(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+    require_empty_request(req)
     stream = lookup_stream(host, req.params[0])
     host.delete_stream(stream)
     return {"success": True}
 
 
 def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    body = optional_body(req, STREAM_PURGE_FIELDS)
     stream = lookup_stream(host, req.params[0])
     subject = str_field(body, "filter")
     seq = check_seq(uint_field(body, "seq"), "purge seq", Err.STREAM_PURGE_FAILED) or None
@@ -141,7 +157,9 @@ def stream_purge(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_msg_get(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    if is_empty_request(req.payload):
+        raise ApiError(Err.BAD_REQUEST)
+    body = request_body(req, MSG_GET_FIELDS)
     stream = lookup_stream(host, req.params[0])
     seq = uint_field(body, "seq")
     last_by = str_field(body, "last_by_subj")
@@ -161,10 +179,13 @@ def stream_msg_get(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
 
 
 def stream_msg_delete(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    body = request_body(req)
+    if is_empty_request(req.payload):
+        raise ApiError(Err.BAD_REQUEST)
+    body = request_body(req, MSG_DELETE_FIELDS)
     stream = lookup_stream(host, req.params[0])
     seq = uint_field(body, "seq")
     if seq == 0:
-        raise ApiError(Err.BAD_REQUEST)
+        # a body with no sequence (`null`, `{"no_erase": true}`) deletes nothing
+        raise ApiError(Err.STREAM_MSG_DELETE_FAILED, err="no message found")
     stream.delete_message(seq, erase=not bool(body.get("no_erase")))
     return {"success": True}

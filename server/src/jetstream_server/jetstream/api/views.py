@@ -34,9 +34,9 @@ def stream_state(
     if st.num_subjects:
         out["num_subjects"] = st.num_subjects
     if subjects_filter:
-        subjects = stream.store.subjects(None if subjects_filter == ">" else subjects_filter)
-        if subjects:
-            out["subjects"] = {name: info.msgs for name, info in subjects.items()}
+        counts = stream.store.subject_counts(None if subjects_filter == ">" else subjects_filter)
+        if counts:
+            out["subjects"] = counts
     if st.num_deleted:
         if deleted_details:
             out["deleted"] = stream.store.deleted()

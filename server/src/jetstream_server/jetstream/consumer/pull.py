@@ -21,9 +21,13 @@ request whose client went away (no interest in its reply subject) is
 dropped: when its turn to receive comes, at its next heartbeat, or when the
 queue is full (scanned at most once a second); a `no_wait` request ends with
 404 once the consumer has nothing more for it (held back by
-`max_ack_pending` it waits, as on nats-server). An `idle_heartbeat` needs an
+`max_ack_pending` it waits, as on nats-server, until its next heartbeat time,
+when nats-server's timer pass ends it with 404 too). An `idle_heartbeat` needs an
 `expires` at least twice as long, so every heartbeat timer ends; a negative
-`expires` times out at once (408).
+`expires` times out at once (408). A message is not given to a request within
+`EXPIRY_MARGIN_NS` of its expiry (it is expired then): the client (nats-py
+times out 0.1 ms after `expires`) would be gone before the message arrived,
+and the message would wait for `ack_wait`.
 
 Invariants: a request in the queue has `remaining > 0`; its timers are
 cancelled when it leaves the queue (`WaitingRequest.close`).
@@ -58,6 +62,7 @@ from jetstream_server.jetstream.consumer.priority import (
 from jetstream_server.store.base import StoredMessage
 
 NO_MESSAGES: Final = status_headers(404, "No Messages")
+EXPIRY_MARGIN_NS: Final = 5_000_000
 CONSUMER_DELETED: Final = status_headers(409, "Consumer Deleted")
 EXCEEDED_MAX_WAITING: Final = status_headers(409, "Exceeded MaxWaiting")
 # How much longer an ack reply can get within one run than the first one built:
@@ -247,6 +252,14 @@ class WaitingRequest:
 
     def pending_bytes(self) -> int:
         return self.bytes_left if self.request.max_bytes else 0
+
+    @property
+    def deadline_ns(self) -> int:
+        """When the request stops taking messages: its expiry less a margin (a tenth
+        of `expires`, at most `EXPIRY_MARGIN_NS`) for the message to reach a client
+        whose own timeout (nats-py: expires + 0.1 ms) runs out with it."""
+        expires = self.request.expires_ns
+        return self.received_ns + expires - min(EXPIRY_MARGIN_NS, expires // 10)
 
     def close(self) -> None:
         for timer in (self.expire_timer, self.heartbeat_timer):
@@ -462,6 +475,12 @@ class PullDelivery:
             if not has_interest(waiting.reply):
                 self.waiting.remove(waiting)
 
+    def _expire_now(self, waiting: WaitingRequest) -> None:
+        self.waiting.remove(waiting)  # (cancels its timers)
+        self.host.publish(
+            waiting.reply, None, request_timeout(waiting.remaining, waiting.pending_bytes()), b""
+        )
+
     def _expire(self, waiting: WaitingRequest) -> None:
         waiting.expire_timer = None
         self.waiting.remove(waiting)
@@ -477,6 +496,13 @@ class PullDelivery:
         if not self.host.has_interest(waiting.reply):
             # the client left: drop the request (and its timers), as nats-server does
             self.waiting.remove(waiting)
+            return
+        request = waiting.request
+        if request.no_wait and (not request.expires_ns or waiting.delivered > 0):
+            # nats-server's timer pass ends a one-shot request that got messages
+            # (or has no expiry) even while max_ack_pending holds it back
+            self.waiting.remove(waiting)
+            self.host.publish(waiting.reply, None, NO_MESSAGES, b"")
             return
         interval = waiting.request.idle_heartbeat_ns
         now = self.clock.now_ns()
@@ -511,10 +537,15 @@ class PullDelivery:
         pin = self.pin
         checked: str | None = None
         reply_bound = -1  # the longest ack reply this run can build (max_bytes requests)
+        now = self.clock.now_ns()
         while True:
             waiting = self._choose() if chosen else queue.peek()
             if waiting is None:
                 break
+            if waiting.request.expires_ns and now >= waiting.deadline_ns:
+                # its client is giving up (or its timer is late): 408, no message
+                self._expire_now(waiting)
+                continue
             if checked != waiting.reply:
                 if not has_interest(waiting.reply):
                     queue.remove(waiting)

@@ -45,7 +45,10 @@ from jetstream_server.store.base import StoredMessage
 FC_CHUNK_BYTES: Final = 256 * 1024
 FC_MAX_PENDING_BYTES: Final = 2 * 1024 * 1024
 FC_CHUNK_MSGS: Final = 2048
-INTEREST_POLL_MIN_S: Final = 0.05
+# no interest in the deliver subject: look again after 5 ms, doubling up to 1 s (nats.py
+# creates a push consumer before it subscribes to its deliver subject; nats-server starts
+# delivering the moment the subscription comes, so the first looks come soon)
+INTEREST_POLL_MIN_S: Final = 0.005
 INTEREST_POLL_MAX_S: Final = 1.0
 FLOW_CONTROL_REQUEST: Final = status_headers(100, "FlowControl Request")
 PUSH_BASED: Final = status_headers(409, "Consumer is push based")
