@@ -87,7 +87,9 @@ import functools
 import logging
 import os
 import shutil
+import struct
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,7 +109,7 @@ from jetstream_server.store.cache import CHUNK_SIZE, SHARED
 from jetstream_server.store.compaction import Offload, run_inline, unlink_blocks
 from jetstream_server.store.compactor import BlockCompactor
 from jetstream_server.store.durable_io import fsync_dir
-from jetstream_server.store.index import EXTRA, SIDS, SIZES, Loc, MessageIndex
+from jetstream_server.store.index import EXTRA, SEQS, SIDS, SIZES, Loc, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
 from jetstream_server.store.pages import Page, PageSwap
 from jetstream_server.store.recovery import scan_blocks
@@ -129,6 +131,7 @@ MAX_UNSYNCED_BLOCKS = 8
 RUN_SPAN = 1 << 20  # most bytes one read of a run covers
 RUN_GAP = 16 * 1024  # records further apart than this are read separately
 _HEAD = codec.RECORD_HEAD_SIZE
+_CRC = struct.Struct("<I")
 
 
 class FileStore(IndexedStore):
@@ -160,6 +163,9 @@ class FileStore(IndexedStore):
         self._clock = clock
         self._blocks: list[Block] = []
         self._firsts: list[int] = []
+        # (block, first_seq, next block's first_seq) of the last look-up of a
+        # block before the current one; cleared whenever blocks go
+        self._hot_block: tuple[Block, int, int] | None = None
         self._wfd = -1
         self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
         self._stamp = 1  # operation stamp: the next tombstone or block (re)write gets it
@@ -251,6 +257,7 @@ class FileStore(IndexedStore):
         self._swap = PageSwap(self._dir / SWAP_FILE)
         self._index = MessageIndex(extra=("I",), swap=self._swap, drop_removed=False)
         self._blocks.clear()
+        self._hot_block = None
         self._firsts.clear()
         self._tail = None
 
@@ -587,6 +594,7 @@ class FileStore(IndexedStore):
         self._index.rebuild_range(lo, hi, {})  # its removed records are gone from disk
         i = self._blocks.index(blk)
         del self._blocks[i]
+        self._hot_block = None
         del self._firsts[i]
         self._close_block(blk)
 
@@ -642,6 +650,7 @@ class FileStore(IndexedStore):
             if self.compactor.compacting(self._blocks[0]):
                 break
             blk = self._blocks.pop(0)
+            self._hot_block = None
             self._firsts.pop(0)
             self._close_block(blk)
             paths.append(blk.path)
@@ -660,7 +669,14 @@ class FileStore(IndexedStore):
 
     # -- reading -------------------------------------------------------------
     def _block_for(self, seq: int) -> Block:
-        return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
+        hot = self._hot_block
+        if hot is not None and hot[1] <= seq < hot[2]:
+            return hot[0]
+        i = bisect.bisect_right(self._firsts, seq) - 1
+        blk = self._blocks[i]
+        if i + 1 < len(self._blocks):
+            self._hot_block = (blk, blk.first_seq, self._firsts[i + 1])
+        return blk
 
     def _read(self, blk: Block, offset: int, length: int) -> bytes:
         buf, rel = self._read_in(blk, offset, length)
@@ -706,7 +722,9 @@ class FileStore(IndexedStore):
     def _get(self, seq: int, loc: Loc) -> StoredMessage:
         index = self._index
         page, i = loc
-        cols = index.cols(page)
+        cols = page.cols
+        if cols is None or page is not index.mru:
+            cols = index.cols(page)
         offset = cols[EXTRA][i]
         size = cols[SIZES][i]
         # the record is size + 1 bytes (with headers) or size + 5 (without):
@@ -734,65 +752,94 @@ class FileStore(IndexedStore):
         data = raw[start + hlen : start + hlen + dlen]
         return StoredMessage(index.names[cols[SIDS][i]], seq, ts, headers, data)
 
-    def _read_run(self, locs: list[tuple[int, Loc]], next_seq: int) -> MessageRun:
+    def _read_run(
+        self, slices: list[tuple[Page, list[Any], Sequence[int]]], next_seq: int
+    ) -> MessageRun:
         """One `pread` per stretch of a block holding the run's records (at most
         `RUN_SPAN` bytes, records at most `RUN_GAP` apart), every record's
-        checksum checked as it is decoded."""
-        index = self._index
-        names = index.names
-        run = BufferRun(next_seq)
-        n = len(locs)
-        k = 0
-        while k < n:
-            seq0, (page, i) = locs[k]
-            cols = index.cols(page)
-            blk = self._blocks[-1] if seq0 >= self._firsts[-1] else self._block_for(seq0)
-            b = self._blocks.index(blk) if blk is not self._blocks[-1] else len(self._blocks) - 1
-            blk_end = self._firsts[b + 1] if b + 1 < len(self._blocks) else MAX_SEQ
-            start = cols[EXTRA][i]
-            stop = start
-            group = k
-            # the records of this stretch: same block, close together, bounded
-            while group < n:
-                seq, (gpage, gi) = locs[group]
-                if seq >= blk_end:
-                    break
-                gcols = cols if gpage is page else index.cols(gpage)
-                offset = gcols[EXTRA][gi]
-                end = offset + gcols[SIZES][gi] + codec.RECLEN_PLAIN
-                if group > k and (offset - stop > RUN_GAP or end - start > RUN_SPAN):
-                    break
-                stop = max(stop, end)
-                group += 1
-            if blk.rfd < 0:
-                self._open_reader(blk)
-            buf = os.pread(blk.rfd, stop - start, start)
-            run.bufs.append(buf)
-            for j in range(k, group):
-                seq, (gpage, gi) = locs[j]
-                gcols = index.cols(gpage)
-                rel = gcols[EXTRA][gi] - start
-                size = gcols[SIZES][gi]
-                scan = codec.scan_record(buf, rel, min(len(buf), rel + size + codec.RECLEN_PLAIN))
-                if (
-                    isinstance(scan, str)
-                    or scan[0] != codec.KIND_MSG
-                    or scan[1] != seq
-                    or scan[6] != size + (codec.RECLEN_HDR if scan[4] else codec.RECLEN_PLAIN)
-                ):
-                    if not len(run):
-                        why = scan if isinstance(scan, str) else f"found kind {scan[0]} seq {scan[1]}"
-                        raise StoreError(
-                            f"record for sequence {seq} in {blk.path.name} at offset "
-                            f"{rel + start} is damaged: {why}"
-                        )
-                    run.next_seq = seq  # the next read starts at the damaged record
-                    return run
-                _kind, _seq, ts, slen, hlen, dlen, _ = scan
-                at = rel + _HEAD + slen
-                run.add(seq, ts, names[gcols[SIDS][gi]], size, at, hlen, at + hlen, dlen)
-            k = group
-        return run
+        checksum checked as it is decoded. A page's entries are in one block."""
+        names = self._index.names
+        unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
+        kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR
+        bufs: list[bytes] = []
+        r_seqs: list[int] = []
+        r_ts: list[int] = []
+        r_subjects: list[str] = []
+        r_sizes: list[int] = []
+        r_buf: list[int] = []
+        r_at: list[int] = []
+        r_hlen: list[int] = []
+        r_dlen: list[int] = []
+        damaged: str | None = None
+        for page, cols, positions in slices:
+            seqs, sids, sizes, offs = cols[SEQS], cols[SIDS], cols[SIZES], cols[EXTRA]
+            blk = self._block_for(page.first)
+            count = len(positions)
+            g = 0
+            while g < count and damaged is None:
+                # one stretch: records close together, at most RUN_SPAN bytes
+                first = positions[g]
+                start = offs[first]
+                stop = start + sizes[first] + plain
+                h = g + 1
+                while h < count:
+                    p = positions[h]
+                    offset = offs[p]
+                    end = offset + sizes[p] + plain
+                    if offset - stop > RUN_GAP or end - start > RUN_SPAN:
+                        break
+                    if end > stop:
+                        stop = end
+                    h += 1
+                if blk.rfd < 0:
+                    self._open_reader(blk)
+                buf = os.pread(blk.rfd, stop - start, start)
+                view = memoryview(buf)
+                have = len(buf)
+                bufs.append(buf)
+                b = len(bufs) - 1
+                for n in range(g, h):
+                    p = positions[n]
+                    rel = offs[p] - start
+                    size = sizes[p]
+                    seq = seqs[p]
+                    if rel + codec.RECORD_FIXED > have:
+                        damaged = f"record for sequence {seq} is cut short"
+                    else:
+                        rec_len, kind, rseq, ts, slen, hlen, dlen = unpack(buf, rel)
+                        stop_at = rel + rec_len - 4
+                        if (
+                            kind != kind_msg
+                            or rseq != seq
+                            or rec_len != size + (hdr if hlen else plain)
+                            or stop_at + 4 > have
+                            or crc32(view[rel:stop_at]) != crc_at(buf, stop_at)[0]
+                        ):
+                            scan = codec.scan_record(buf, rel, have)
+                            why = scan if isinstance(scan, str) else f"found kind {kind} seq {rseq}"
+                            damaged = (
+                                f"record for sequence {seq} in {blk.path.name} at offset "
+                                f"{offs[p]} is damaged: {why}"
+                            )
+                    if damaged is not None:
+                        if not r_seqs:
+                            raise StoreError(damaged)
+                        next_seq = seq  # the next read starts at the damaged record
+                        break
+                    r_seqs.append(seq)
+                    r_ts.append(ts)
+                    r_subjects.append(names[sids[p]])
+                    r_sizes.append(size)
+                    r_buf.append(b)
+                    r_at.append(rel + _HEAD + slen)
+                    r_hlen.append(hlen)
+                    r_dlen.append(dlen)
+                g = h
+            if damaged is not None:
+                break
+        return BufferRun.build(
+            next_seq, bufs, r_seqs, r_ts, r_subjects, r_sizes, r_buf, r_at, r_hlen, r_dlen
+        )
 
     # -- durability and lifecycle -----------------------------------------------
     def _now_ns(self) -> int:

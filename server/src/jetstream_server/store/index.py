@@ -104,6 +104,10 @@ class MessageIndex:
             self._budget.join()
         self.pages: list[Page] = []
         self.firsts: list[int] = []
+        # the page of the last look-up and the most recently used loaded page:
+        # reads in order stay in one page for thousands of look-ups
+        self._hot: Page | None = None
+        self.mru: Page | None = None
         self._seal = False
         self.known_from = 1
         self.first_seq = 1
@@ -111,6 +115,7 @@ class MessageIndex:
         self.last_ts = 0
         self.msgs = 0
         self.bytes = 0
+        self.removals = 0  # grows with every removal (readers holding entries check it)
         self._first_ts: tuple[int, int] = (0, 0)  # (seq, ts) of the last first_ts look-up
         self.subj = SubjectTable()
 
@@ -158,11 +163,12 @@ class MessageIndex:
         """The page's columns, loaded if they were dropped (counts as a use)."""
         cols = page.cols
         if cols is None:
-            return self._load(page)
-        if self._swap is not None:
+            cols = self._load(page)
+        elif page is not self.mru and self._swap is not None:
             key = id(page)
             if key in self._lru:
                 self._lru.move_to_end(key)
+        self.mru = page
         return cols
 
     def _load(self, page: Page) -> list[Any]:
@@ -272,6 +278,7 @@ class MessageIndex:
         return page
 
     def _drop_pages(self, lo: int, hi: int) -> None:
+        self._hot = self.mru = None
         for page in self.pages[lo:hi]:
             self._untrack(page)
         del self.pages[lo:hi]
@@ -311,12 +318,15 @@ class MessageIndex:
 
     def locate(self, seq: int) -> Loc | None:
         """The entry for `seq` (present or removed), or None."""
-        k = self._page_no(seq)
-        if k < 0:
-            return None
-        page = self.pages[k]
-        if seq > page.last:
-            return None
+        page = self._hot
+        if page is None or seq < page.first or seq > page.last:
+            k = self._page_no(seq)
+            if k < 0:
+                return None
+            page = self.pages[k]
+            if seq > page.last:
+                return None
+            self._hot = page
         if page.dense:
             return page, seq - page.first
         seqs = self.cols(page)[SEQS]
@@ -329,6 +339,17 @@ class MessageIndex:
     def present_loc(self, seq: int) -> Loc | None:
         """The entry for `seq` when it is present, else None."""
         if seq < self.first_seq or seq > self.last_seq:
+            return None
+        page = self._hot
+        if (
+            page is not None
+            and page.first <= seq <= page.last
+            and page.last - page.first == page.n - 1
+        ):  # the hot path: a dense page read in order
+            i = seq - page.first
+            dead = page.dead
+            if dead is None or not (dead[i >> 3] >> (i & 7)) & 1:
+                return page, i
             return None
         loc = self.locate(seq)
         if loc is None or loc[0].is_dead(loc[1]):
@@ -513,6 +534,7 @@ class MessageIndex:
         cols = self.cols(page)
         sid = cols[SIDS][i]
         size = cols[SIZES][i]
+        self.removals += 1
         self._kill(page, i, sid, size)
         self.msgs -= 1
         self.bytes -= size
@@ -540,6 +562,7 @@ class MessageIndex:
         A `seq` beyond `last_seq` empties the index and makes `seq` the next
         sequence to be stored. Whole pages below `seq` are dropped."""
         if seq > self.last_seq:
+            self.removals += 1
             removed = self.msgs
             self.msgs = 0
             self.bytes = 0
@@ -551,6 +574,7 @@ class MessageIndex:
             return removed
         if seq <= self.first_seq:
             return 0
+        self.removals += 1
         k, i = self._lower(seq)
         counts: Counter[int] = Counter()
         removed = 0
@@ -612,6 +636,7 @@ class MessageIndex:
         cols = self.cols(page)
         if all(keep):
             return
+        self._hot = self.mru = None
         new = [
             array(c.typecode, compress(c, keep)) if isinstance(c, array) else list(compress(c, keep))
             for c in cols
@@ -804,6 +829,68 @@ class MessageIndex:
                         if sids_col[j] in wanted and not page.is_dead(j):
                             yield page, cols, j
             k, i = k + 1, 0
+
+    def run_slices(
+        self,
+        start_seq: int,
+        end_seq: int,
+        sids: Collection[int] | None,
+        max_msgs: int,
+        max_bytes: int,
+    ) -> tuple[list[tuple[Page, list[Any], Sequence[int]]], int, int]:
+        """The entries of a run (`StreamStore.read_run`): per page, its columns
+        and the positions taken, then the run's `next_seq` and `blocked_size`."""
+        out: list[tuple[Page, list[Any], Sequence[int]]] = []
+        next_seq = max(start_seq, min(end_seq, self.last_seq) + 1)
+        if max_msgs <= 0:
+            return out, start_seq, 0
+        start_seq = max(start_seq, self.first_seq)
+        end_seq = min(end_seq, self.last_seq)
+        if start_seq > end_seq:
+            return out, next_seq, 0
+        wanted = None if sids is None else (sids if isinstance(sids, (set, frozenset)) else set(sids))
+        left = max_msgs
+        total = 0
+        k, i = self._lower(start_seq)
+        pages = self.pages
+        while k < len(pages):
+            page = pages[k]
+            if page.first > end_seq:
+                break
+            if page.live and (
+                wanted is None
+                or page.subjects is None
+                or any(sid in wanted for sid in page.subjects)
+            ):
+                cols = self.cols(page)
+                end = self._end(page, end_seq)
+                taken: Sequence[int]
+                if wanted is None and page.dead is None:
+                    taken = range(i, min(end, i + left))
+                elif wanted is None:
+                    taken = list(compress(range(i, end), page.live_mask(i, end)))[:left]
+                else:
+                    sids_col = cols[SIDS]
+                    taken = [
+                        j for j in range(i, end)
+                        if sids_col[j] in wanted and not page.is_dead(j)
+                    ][:left]
+                if max_bytes and taken:
+                    sizes = cols[SIZES]
+                    for n, j in enumerate(taken):
+                        size = sizes[j]
+                        if total + size > max_bytes:
+                            if n:
+                                out.append((page, cols, taken[:n]))
+                            return out, self.seq_at(page, j), size
+                        total += size
+                if taken:
+                    out.append((page, cols, taken))
+                    left -= len(taken)
+                    if not left:
+                        return out, self.seq_at(page, taken[-1]) + 1, 0
+            k, i = k + 1, 0
+        return out, next_seq, 0
 
     def next_seq(self, start_seq: int, sids: Collection[int] | None) -> int:
         """First present sequence >= start_seq with a subject in `sids` (None = any), or 0."""

@@ -46,6 +46,7 @@ from jetstream_server.store.base import (
 )
 from jetstream_server.store.filters import matches_all
 from jetstream_server.store.index import SIZES, Loc, MessageIndex
+from jetstream_server.store.pages import Page
 from jetstream_server.store.runs import ListRun, MessageRun
 
 MAX_MESSAGE_BYTES = 0xFFFFFFFF
@@ -75,19 +76,25 @@ class IndexedStore(StreamStore):
         loc = self._index.locate(seq)
         return None if loc is None else self._get(seq, loc)
 
-    def _read_run(self, locs: list[tuple[int, Loc]], next_seq: int) -> MessageRun:
-        """The run of these present entries ((seq, loc) in order), verified;
-        a damaged record after the first ends it (see `StreamStore.read_run`)."""
+    def _read_run(
+        self, slices: list[tuple[Page, list[Any], Sequence[int]]], next_seq: int
+    ) -> MessageRun:
+        """The run of these present entries (per page: its columns and the
+        positions taken), verified; a damaged record after the first ends it
+        (see `StreamStore.read_run`). This default `_get`s each."""
         msgs: list[StoredMessage] = []
         sizes = array("I")
-        for seq, loc in locs:
-            try:
-                msgs.append(self._get(seq, loc))
-            except StoreError:
-                if not msgs:
-                    raise
-                return ListRun(msgs, sizes, seq)
-            sizes.append(self._index.cols(loc[0])[SIZES][loc[1]])
+        index = self._index
+        for page, cols, positions in slices:
+            for i in positions:
+                seq = index.seq_at(page, i)
+                try:
+                    msgs.append(self._get(seq, (page, i)))
+                except StoreError:
+                    if not msgs:
+                        raise
+                    return ListRun(msgs, sizes, seq)
+                sizes.append(cols[SIZES][i])
         return ListRun(msgs, sizes, next_seq)
 
     @abstractmethod
@@ -248,10 +255,9 @@ class IndexedStore(StreamStore):
             # every subject and the entry at the start is present (an in-order
             # consumer): no subject resolution, no scan
             seq = start_seq if start_seq > index.first_seq else index.first_seq
-            if seq <= index.last_seq:
-                loc = index.locate(seq)
-                if loc is not None and not loc[0].is_dead(loc[1]):
-                    return self._get(seq, loc)
+            loc = index.present_loc(seq)
+            if loc is not None:
+                return self._get(seq, loc)
         seq = index.next_seq(start_seq, index.resolve(filters))
         return self._load(seq)
 
@@ -275,12 +281,13 @@ class IndexedStore(StreamStore):
         """Read in runs of `ITER_BATCH`; a message removed while the caller
         holds the iterator is not yielded (as with a read per message)."""
         self._check_open()
+        index = self._index
         seq = start_seq
-        present = self._index.present
         while seq <= end_seq:
             run = self.read_run(seq, ITER_BATCH, end_seq=end_seq, filters=filters)
+            mark = index.removals
             for msg in run:
-                if present(msg.seq):
+                if index.removals == mark or index.present(msg.seq):
                     yield msg
             if not len(run) or self._closed:
                 return
@@ -297,27 +304,13 @@ class IndexedStore(StreamStore):
     ) -> MessageRun:
         self._check_open()
         index = self._index
-        locs: list[tuple[int, Loc]] = []
-        total = 0
-        next_seq = max(start_seq, min(end_seq, index.last_seq) + 1)
-        if max_msgs > 0:
-            for page, cols, i in index.walk(start_seq, end_seq, index.resolve(filters)):
-                seq = index.seq_at(page, i)
-                if max_bytes:
-                    size = cols[SIZES][i]
-                    if total + size > max_bytes:
-                        run = self._read_run(locs, seq) if locs else ListRun([], array("I"), seq)
-                        if run.next_seq == seq:
-                            run.blocked_size = size
-                        return run
-                    total += size
-                locs.append((seq, (page, i)))
-                if len(locs) >= max_msgs:
-                    next_seq = seq + 1
-                    break
-        if not locs:
-            return ListRun([], array("I"), next_seq)
-        return self._read_run(locs, next_seq)
+        slices, next_seq, blocked = index.run_slices(
+            start_seq, end_seq, index.resolve(filters), max_msgs, max_bytes
+        )
+        run = self._read_run(slices, next_seq) if slices else ListRun([], array("I"), next_seq)
+        if blocked and run.next_seq == next_seq:
+            run.blocked_size = blocked
+        return run
 
     def seq_for_time(self, timestamp_ns: int) -> int:
         self._check_open()

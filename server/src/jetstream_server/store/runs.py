@@ -110,10 +110,11 @@ class ListRun(MessageRun):
 class BufferRun(MessageRun):
     """A run whose messages are slices of a few buffers read from disk.
 
-    Per message: its buffer (`buf_of`), where its header block and data start
-    in it and how long they are (`hdr_len` 0: no headers)."""
+    Per message: its buffer (`buf_of`), where its header block starts in it
+    (`hdr_at`; the data follows it) and the lengths of both (`hdr_len` 0: no
+    headers)."""
 
-    __slots__ = ("ts", "subjects", "bufs", "buf_of", "hdr_at", "hdr_len", "data_at", "data_len")
+    __slots__ = ("ts", "subjects", "bufs", "buf_of", "hdr_at", "hdr_len", "data_len")
 
     def __init__(self, next_seq: int = 0) -> None:
         super().__init__(array("q"), array("I"), next_seq)
@@ -123,29 +124,41 @@ class BufferRun(MessageRun):
         self.buf_of = array("I")
         self.hdr_at = array("I")
         self.hdr_len = array("I")
-        self.data_at = array("I")
         self.data_len = array("I")
 
-    def add(
-        self, seq: int, ts: int, subject: str, size: int, hdr_at: int, hdr_len: int,
-        data_at: int, data_len: int,
-    ) -> None:
-        """One more message, in the last buffer added."""
-        self.seqs.append(seq)
-        self.ts.append(ts)
-        self.subjects.append(subject)
-        self.sizes.append(size)
-        self.buf_of.append(len(self.bufs) - 1)
-        self.hdr_at.append(hdr_at)
-        self.hdr_len.append(hdr_len)
-        self.data_at.append(data_at)
-        self.data_len.append(data_len)
+    @classmethod
+    def build(
+        cls,
+        next_seq: int,
+        bufs: list[bytes],
+        seqs: list[int],
+        ts: list[int],
+        subjects: list[str],
+        sizes: list[int],
+        buf_of: list[int],
+        hdr_at: list[int],
+        hdr_len: list[int],
+        data_len: list[int],
+    ) -> BufferRun:
+        """A run from per-message lists (the data of message i starts right
+        after its header block)."""
+        run = cls(next_seq)
+        run.bufs = bufs
+        run.seqs = array("q", seqs)
+        run.ts = array("q", ts)
+        run.subjects = subjects
+        run.sizes = array("I", sizes)
+        run.buf_of = array("I", buf_of)
+        run.hdr_at = array("I", hdr_at)
+        run.hdr_len = array("I", hdr_len)
+        run.data_len = array("I", data_len)
+        return run
 
     def message(self, i: int) -> StoredMessage:
         buf = self.bufs[self.buf_of[i]]
         hlen = self.hdr_len[i]
         at = self.hdr_at[i]
-        data_at = self.data_at[i]
+        data_at = at + hlen
         return StoredMessage(
             self.subjects[i],
             self.seqs[i],
@@ -160,7 +173,7 @@ class BufferRun(MessageRun):
         view = memoryview(self.bufs[self.buf_of[i]])
         hlen = self.hdr_len[i]
         at = self.hdr_at[i]
-        data_at = self.data_at[i]
+        data_at = at + hlen
         return (
             self.subjects[i],
             self.seqs[i],
@@ -173,7 +186,7 @@ class BufferRun(MessageRun):
         out = BufferRun(self._sliced_next(hi))
         out.blocked_size = self.blocked_size
         out.bufs = self.bufs
-        for name in ("seqs", "sizes", "ts", "buf_of", "hdr_at", "hdr_len", "data_at", "data_len"):
+        for name in ("seqs", "sizes", "ts", "buf_of", "hdr_at", "hdr_len", "data_len"):
             setattr(out, name, getattr(self, name)[lo:hi])
         out.subjects = self.subjects[lo:hi]
         return out
