@@ -117,16 +117,11 @@ class MessageIndex:
         self.bytes = 0
         self.removals = 0  # grows with every removal (readers holding entries check it)
         self._first_ts: tuple[int, int] = (0, 0)  # (seq, ts) of the last first_ts look-up
-        self.subj = SubjectTable()
-
-    # -- subjects (the table's, re-exported for the stores) ---------------------
-    @property
-    def sid_of(self) -> dict[str, int]:
-        return self.subj.sid_of
-
-    @property
-    def names(self) -> list[str]:
-        return self.subj.names
+        self.subj = subj = SubjectTable()
+        # the table's containers, for the stores (never replaced, see SubjectTable)
+        self.sid_of = subj.sid_of
+        self.names = subj.names
+        self._s_msgs, self._s_first, self._s_last = subj.s_msgs, subj.s_first, subj.s_last
 
     def intern(self, subject: str) -> int:
         """The subject's id, creating it (with no messages yet) if needed."""
@@ -258,15 +253,30 @@ class MessageIndex:
     def _new_page(self, seq: int) -> Page:
         pages = self.pages
         if pages:
-            self._track(pages[-1])  # no longer the last: it may be paged out now
+            last = pages[-1]
+            last.dirty = True  # appended to since it was loaded or made
+            if last.subjects is None and last.cols is not None:
+                self._count_subjects(last)
+            self._track(last)  # no longer the last: it may be paged out now
         page = Page(self._new_cols())
+        page.subjects = None
         page.first = seq
         pages.append(page)
         self.firsts.append(seq)
         self._seal = False
         return page
 
+    def _count_subjects(self, page: Page) -> None:
+        """The page's present count per subject, if it has few subjects."""
+        sids = page.cols[SIDS] if page.cols is not None else self.cols(page)[SIDS]
+        if page.dead is not None:
+            sids = array("I", compress(sids, page.live_mask(0, page.n)))
+        counts = Counter(sids)
+        page.subjects = dict(counts) if len(counts) <= SUBJECTS_CAP else None
+
     def _tail_for(self, seq: int) -> Page:
+        """The page the entry `seq` goes to: the last one, loaded and counting
+        no subjects while it is the last, or a new one."""
         pages = self.pages
         if not pages or self._seal or pages[-1].n >= PAGE_ENTRIES:
             return self._new_page(seq)
@@ -274,7 +284,8 @@ class MessageIndex:
         if page.cols is None:  # a last page loaded from a snapshot
             self._untrack(page)
             self._load(page)
-            self._untrack(page)
+        self._untrack(page)  # the last page is never paged out
+        page.subjects = None
         return page
 
     def _drop_pages(self, lo: int, hi: int) -> None:
@@ -392,45 +403,51 @@ class MessageIndex:
     ) -> int:
         """Add a present message at `seq` (default `last_seq + 1`); return its
         sequence. `sid` is the subject's id when the caller interned it
-        already; `extra` the backend columns' values."""
+        already; `extra` the backend columns' values. (Once per publish: kept
+        lean; the last page's `dirty` is set when it stops being the last.)"""
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
             raise StoreError(f"sequence {seq} is not above last sequence {self.last_seq}")
-        subj = self.subj
         if sid is None:
-            sid = subj.intern(subject)
-        page = self._tail_for(seq)
+            sid = self.subj.intern(subject)
+        pages = self.pages
+        page = pages[-1] if pages else None
+        if (
+            page is None
+            or self._seal
+            or page.n >= PAGE_ENTRIES
+            or page.cols is None
+            or page.subjects is not None
+        ):
+            page = self._tail_for(seq)
         cols = page.cols
         assert cols is not None
-        if page.n == 0:
+        if not page.n:
             page.first_ts = timestamp_ns
-        cols[SEQS].append(seq)
-        cols[TS].append(timestamp_ns)
-        cols[SIDS].append(sid)
-        cols[SIZES].append(size)
-        for k, value in enumerate(extra, EXTRA):
-            cols[k].append(value)
+        cols[0].append(seq)
+        cols[1].append(timestamp_ns)
+        cols[2].append(sid)
+        cols[3].append(size)
+        if extra:
+            cols[4].append(extra[0])
+            if len(extra) > 1:
+                for k, value in enumerate(extra[1:], EXTRA + 1):
+                    cols[k].append(value)
         page.n += 1
         if page.dead is not None:
             page.fit_dead()
         page.last = seq
         page.live += 1
         page.bytes += size
-        page.dirty = True
-        counts = page.subjects
-        if counts is not None:
-            if sid in counts:
-                counts[sid] += 1
-            elif len(counts) < SUBJECTS_CAP:
-                counts[sid] = 1
-            else:
-                page.subjects = None
-        if subj.s_msgs[sid] == 0:
-            subj.s_first[sid] = seq
-        subj.s_msgs[sid] += 1
-        subj.s_last[sid] = seq
-        if self.msgs == 0:
+        # the last page's `subjects` stays None (unknown) until it is the last no
+        # more (`_new_page` counts them): no dict update per publish
+        s_msgs = self._s_msgs
+        if not s_msgs[sid]:
+            self._s_first[sid] = seq
+        s_msgs[sid] += 1
+        self._s_last[sid] = seq
+        if not self.msgs:
             self.first_seq = seq
         self.msgs += 1
         self.bytes += size
@@ -472,10 +489,6 @@ class MessageIndex:
             page.live += take
             page.bytes += sum(part_sizes)
             page.dirty = True
-            if page.subjects is not None:
-                merged = Counter(page.subjects)
-                merged.update(part)
-                page.subjects = dict(merged) if len(merged) <= SUBJECTS_CAP else None
             done = end
         subj = self.subj
         counts = Counter(sids)
@@ -570,7 +583,7 @@ class MessageIndex:
             self._drop_pages(0, len(self.pages))
             self.first_seq = seq
             self.known_from = max(self.known_from, seq)
-            self.subj = SubjectTable()
+            self.subj.clear()
             return removed
         if seq <= self.first_seq:
             return 0

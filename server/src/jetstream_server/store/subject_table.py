@@ -33,6 +33,7 @@ class SubjectTable:
     """Subject ids, names and per-subject counts/bounds of one stream."""
 
     def __init__(self) -> None:
+        # the containers are never replaced (the index keeps references to them)
         self.sid_of: dict[str, int] = {}
         self.names: list[str] = []
         self.s_msgs = array("q")
@@ -42,6 +43,17 @@ class SubjectTable:
         # wildcard filter tuple -> live subject ids matching it, kept up to date
         self._fcache: dict[tuple[str, ...], set[int]] = {}
         self._trie: SubjectTrie | None = None  # built by the first wildcard look-up
+
+    def clear(self) -> None:
+        """No subject at all (in place)."""
+        self.sid_of.clear()
+        del self.names[:]
+        del self.s_msgs[:]
+        del self.s_first[:]
+        del self.s_last[:]
+        del self.free[:]
+        self._fcache.clear()
+        self._trie = None
 
     def __len__(self) -> int:
         return len(self.sid_of)
@@ -131,8 +143,10 @@ class SubjectTable:
     def restore(self, names: list[str], arrays: dict[str, array]) -> None:
         if not all(len(arrays[k]) == len(names) for k in ("s_msgs", "s_first", "s_last")):
             raise ValueError("snapshot subject arrays disagree with the subject names")
-        self.__init__()  # type: ignore[misc]
-        self.names = list(names)
-        self.s_msgs, self.s_first, self.s_last = arrays["s_msgs"], arrays["s_first"], arrays["s_last"]
-        self.sid_of = {name: sid for sid, name in enumerate(self.names) if name}
-        self.free = [sid for sid, name in enumerate(self.names) if not name]
+        self.clear()
+        self.names.extend(names)
+        self.s_msgs.extend(arrays["s_msgs"])
+        self.s_first.extend(arrays["s_first"])
+        self.s_last.extend(arrays["s_last"])
+        self.sid_of.update((name, sid) for sid, name in enumerate(self.names) if name)
+        self.free.extend(sid for sid, name in enumerate(self.names) if not name)
