@@ -1004,7 +1004,8 @@ class FileStore(IndexedStore):
         self._last_chunk = None
         self._index.close()
         if self._swap is not None:
-            self._swap.close()
+            # left on disk: a crash leaves it too; the next open removes it
+            self._swap.close(unlink=False)
             self._swap = None
 
     def close(self) -> None:
@@ -1017,6 +1018,7 @@ class FileStore(IndexedStore):
         finally:
             self._closed = True
             self._release_fds()
+            (self._dir / SWAP_FILE).unlink(missing_ok=True)
 
     def destroy(self) -> None:
         self.compactor.settle()
