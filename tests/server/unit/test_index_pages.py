@@ -22,7 +22,12 @@ from jetstream_server.store import index as index_module
 from jetstream_server.store import pages as pages_module
 from jetstream_server.store.file import SNAPSHOT_FILE, SWAP_FILE, FileStore
 from jetstream_server.store.memory import MemoryStore
-from jetstream_server.store.pages import MIN_PAGES_PER_INDEX, index_budget, set_index_budget
+from jetstream_server.store.pages import (
+    MIN_PAGES_PER_INDEX,
+    index_budget,
+    parse_budget,
+    set_index_budget,
+)
 
 T0 = 1_700_000_000_000_000_000
 ROW = 28  # bytes of one file-store entry's columns
@@ -164,6 +169,10 @@ def test_index_memory_after_a_restart_is_per_page_not_per_message(tmp_path: Path
 
 
 def test_the_budget_knob() -> None:
+    assert parse_budget("64MB") == parse_budget("64 MiB") == parse_budget("64m") == 64 << 20
+    assert parse_budget("1g") == 1 << 30 and parse_budget("4096") == 4096
+    with pytest.raises(ValueError, match="not a size"):
+        parse_budget("lots")
     saved = index_budget()
     try:
         set_index_budget(1 << 20)

@@ -18,8 +18,10 @@ columns' raw bytes) is kept in a `PageSwap`, a scratch file private to the
 open store (the loaded snapshot, renamed, is its first content), and read back
 on demand. The last page of an index (the one appended to) is never dropped.
 How many columns stay loaded is bounded by `PageBudget`, one knob for the
-process (`set_index_budget`, default `DEFAULT_INDEX_BUDGET`), shared evenly
-by the open indexes that page (file stores; a memory store never pages).
+process (`set_index_budget`, or the environment variable
+`JETSTREAM_INDEX_BUDGET` read at start, e.g. "64MB"; default
+`DEFAULT_INDEX_BUDGET`), shared evenly by the open indexes that page (file
+stores; a memory store never pages).
 
 Invariants: `live == n - popcount(dead)`; `bytes` and `subjects` count exactly
 the present entries (`subjects` is None for the last page, which is appended
@@ -31,11 +33,15 @@ checksum of their own (a page fault stays cheap).
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import threading
 from array import array
 from pathlib import Path
 from typing import Any, Final
+
+log = logging.getLogger(__name__)
 
 PAGE_ENTRIES: Final = 4096
 SUBJECTS_CAP: Final = 32
@@ -261,7 +267,32 @@ class PageBudget:
         return self._total // max(1, self._members)
 
 
-SHARED_BUDGET: Final = PageBudget()
+BUDGET_ENV: Final = "JETSTREAM_INDEX_BUDGET"
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_budget(text: str) -> int:
+    """Bytes from "67108864", "64MB", "64M", "1g" (binary units); ValueError
+    naming the problem otherwise."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size (bytes, or a number with K, M, G or T)")
+    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def _budget_from_env() -> int:
+    text = os.environ.get(BUDGET_ENV)
+    if not text:
+        return DEFAULT_INDEX_BUDGET
+    try:
+        return parse_budget(text)
+    except ValueError as err:
+        log.warning("%s: %s; using %d bytes", BUDGET_ENV, err, DEFAULT_INDEX_BUDGET)
+        return DEFAULT_INDEX_BUDGET
+
+
+SHARED_BUDGET: Final = PageBudget(_budget_from_env())
 
 
 def set_index_budget(total_bytes: int) -> None:
