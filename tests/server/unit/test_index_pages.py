@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 import tracemalloc
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -76,7 +76,7 @@ def workload(stores: list[StreamStore], n: int, seed: int) -> None:
             if roll < 0.15:
                 store.remove(victim)
             elif roll < 0.16:
-                store.purge(subject="k.%d" % (i % 12), keep=3)
+                store.purge(subject=f"k.{i % 12}", keep=3)
             elif roll < 0.165:
                 store.compact(last // 3)
 
