@@ -107,6 +107,7 @@ class MessageIndex:
         # the page of the last look-up and the most recently used loaded page:
         # reads in order stay in one page for thousands of look-ups
         self._hot: Page | None = None
+        self._hot_k = 0  # the number of `_hot` in `pages`
         self.mru: Page | None = None
         self._seal = False
         self.known_from = 1
@@ -121,6 +122,7 @@ class MessageIndex:
         # the table's containers, for the stores (never replaced, see SubjectTable)
         self.sid_of = subj.sid_of
         self.names = subj.names
+        self.resolve = subj.resolve  # once per filtered read: no extra frame
         self._s_msgs, self._s_first, self._s_last = subj.s_msgs, subj.s_first, subj.s_last
 
     def intern(self, subject: str) -> int:
@@ -132,9 +134,6 @@ class MessageIndex:
         subj = self.subj
         if subj.s_msgs[sid] == 0 and subj.names[sid]:
             subj.release(sid)
-
-    def resolve(self, filters: Sequence[str] | str | None) -> Collection[int] | None:
-        return self.subj.resolve(filters)
 
     def subject_info(self, subject: str) -> SubjectInfo | None:
         return self.subj.info(subject)
@@ -298,10 +297,16 @@ class MessageIndex:
     # -- positions -----------------------------------------------------------------
     def _page_no(self, seq: int) -> int:
         """Index of the last page whose first sequence is <= seq (-1 if none)."""
+        hot = self._hot
+        if hot is not None and hot.first <= seq <= hot.last:
+            return self._hot_k
         firsts = self.firsts
         if firsts and seq >= firsts[-1]:
             return len(firsts) - 1
-        return bisect.bisect_right(firsts, seq) - 1
+        k = bisect.bisect_right(firsts, seq) - 1
+        if k >= 0:
+            self._hot, self._hot_k = self.pages[k], k
+        return k
 
     def _pos(self, page: Page, seq: int) -> int:
         """Position in `page` of the first entry with sequence >= seq."""
@@ -309,7 +314,7 @@ class MessageIndex:
             return 0
         if seq > page.last:
             return page.n
-        if page.dense:
+        if page.last - page.first == page.n - 1:
             return seq - page.first
         return bisect.bisect_left(self.cols(page)[SEQS], seq)
 
@@ -325,7 +330,9 @@ class MessageIndex:
         return k, self._pos(page, seq)
 
     def seq_at(self, page: Page, i: int) -> int:
-        return page.first + i if page.dense else int(self.cols(page)[SEQS][i])
+        if page.last - page.first == page.n - 1:
+            return page.first + i
+        return int(self.cols(page)[SEQS][i])
 
     def locate(self, seq: int) -> Loc | None:
         """The entry for `seq` (present or removed), or None."""
@@ -337,8 +344,8 @@ class MessageIndex:
             page = self.pages[k]
             if seq > page.last:
                 return None
-            self._hot = page
-        if page.dense:
+            self._hot, self._hot_k = page, k
+        if page.last - page.first == page.n - 1:
             return page, seq - page.first
         seqs = self.cols(page)[SEQS]
         i = bisect.bisect_left(seqs, seq)
@@ -726,7 +733,7 @@ class MessageIndex:
             return page.n
         if hi_seq < page.first:
             return 0
-        if page.dense:
+        if page.last - page.first == page.n - 1:
             return hi_seq - page.first + 1
         return bisect.bisect_right(self.cols(page)[SEQS], hi_seq)
 
