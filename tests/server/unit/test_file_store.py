@@ -470,8 +470,8 @@ def big_store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_index_memory_per_message_is_bounded(big_store_dir: Path) -> None:
-    # open once untraced (scan) and close, so the traced open loads the snapshot:
-    # the same arrays as a scan builds, without tracemalloc slowing a scan 30x
+    # open once untraced (scan) and close, so the traced open loads the snapshot
+    # (without tracemalloc slowing a scan 30x)
     FileStore(big_store_dir).close()
     tracemalloc.start()
     try:
@@ -481,8 +481,10 @@ def test_index_memory_per_message_is_bounded(big_store_dir: Path) -> None:
     finally:
         tracemalloc.stop()
     assert store.state().msgs == N_SCALE and store.recovery.used_snapshot
+    # page summaries and the subject table only (the per-message columns stay
+    # in the snapshot, now the page swap); the old index held ~28 B a message
     per_msg = used / N_SCALE
-    assert per_msg < 40, f"{per_msg:.1f} bytes of index per message"
+    assert per_msg < 2, f"{per_msg:.2f} bytes of index per message after a restart"
     store.close()
 
 

@@ -8,8 +8,7 @@ operations and compares every query.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,36 +17,10 @@ from hypothesis import strategies as st
 from jetstream_server.store import StoreError, StreamStore, SubjectInfo
 from jetstream_server.store import index as index_module
 from jetstream_server.store import pages as pages_module
-from jetstream_server.store.factory import open_store
 from jetstream_server.store.file import FileStore
 from jetstream_server.store.filters import filter_selects
 
-BACKENDS = ["memory", "file"]
 T0 = 1_700_000_000_000_000_000
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_store(backend: str, tmp_path: Path) -> Iterator[Callable[..., StreamStore]]:
-    opened: list[StreamStore] = []
-    counter = iter(range(1_000_000))
-
-    def make(**kwargs: object) -> StreamStore:
-        directory = str(tmp_path / f"s{next(counter)}") if backend == "file" else None
-        store = open_store(backend, directory, sync_always=False, **kwargs)  # type: ignore[arg-type]
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        try:
-            store.destroy()
-        except StoreError:
-            pass
 
 
 @pytest.fixture

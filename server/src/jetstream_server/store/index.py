@@ -814,12 +814,13 @@ class MessageIndex:
             k -= 1
         return 0
 
-    def walk(
+    def _candidates(
         self, start_seq: int, end_seq: int, sids: Collection[int] | None
-    ) -> Iterator[tuple[Page, list[Any], int]]:
-        """(page, its columns, position) of each present entry with
-        start_seq <= seq <= end_seq and a subject in `sids` (None: any), in order.
-        Pages whose summary rules them out are not loaded."""
+    ) -> Iterator[tuple[Page, list[Any], int, int, Collection[int] | None]]:
+        """(page, its columns, first position, end position, wanted subject ids
+        or None) of each page that may hold present entries with
+        start_seq <= seq <= end_seq and a subject in `sids` (None: any), in
+        order. Pages whose summary rules them out are not loaded."""
         start_seq = max(start_seq, self.first_seq)
         end_seq = min(end_seq, self.last_seq)
         if start_seq > end_seq:
@@ -836,19 +837,27 @@ class MessageIndex:
                 or page.subjects is None
                 or any(sid in wanted for sid in page.subjects)
             ):
-                cols = self.cols(page)
-                end = self._end(page, end_seq)
-                if wanted is None:
-                    j = page.next_live(i)
-                    while j < end:
-                        yield page, cols, j
-                        j = page.next_live(j + 1)
-                else:
-                    sids_col = cols[SIDS]
-                    for j in range(i, end):
-                        if sids_col[j] in wanted and not page.is_dead(j):
-                            yield page, cols, j
+                yield page, self.cols(page), i, self._end(page, end_seq), wanted
             k, i = k + 1, 0
+
+    @staticmethod
+    def _taken(page: Page, cols: list[Any], i: int, end: int, wanted: Collection[int] | None) -> Sequence[int]:
+        """Positions in [i, end) of `page` holding present entries with a subject in `wanted`."""
+        if wanted is None:
+            if page.dead is None:
+                return range(i, end)
+            return list(compress(range(i, end), page.live_mask(i, end)))
+        sids = cols[SIDS]
+        return [j for j in range(i, end) if sids[j] in wanted and not page.is_dead(j)]
+
+    def walk(
+        self, start_seq: int, end_seq: int, sids: Collection[int] | None
+    ) -> Iterator[tuple[Page, list[Any], int]]:
+        """(page, its columns, position) of each present entry with
+        start_seq <= seq <= end_seq and a subject in `sids` (None: any), in order."""
+        for page, cols, i, end, wanted in self._candidates(start_seq, end_seq, sids):
+            for j in self._taken(page, cols, i, end, wanted):
+                yield page, cols, j
 
     def run_slices(
         self,
@@ -861,56 +870,29 @@ class MessageIndex:
         """The entries of a run (`StreamStore.read_run`): per page, its columns
         and the positions taken, then the run's `next_seq` and `blocked_size`."""
         out: list[tuple[Page, list[Any], Sequence[int]]] = []
-        next_seq = max(start_seq, min(end_seq, self.last_seq) + 1)
         if max_msgs <= 0:
             return out, start_seq, 0
-        start_seq = max(start_seq, self.first_seq)
-        end_seq = min(end_seq, self.last_seq)
-        if start_seq > end_seq:
-            return out, next_seq, 0
-        wanted = None if sids is None else (sids if isinstance(sids, (set, frozenset)) else set(sids))
         left = max_msgs
         total = 0
-        k, i = self._lower(start_seq)
-        pages = self.pages
-        while k < len(pages):
-            page = pages[k]
-            if page.first > end_seq:
-                break
-            if page.live and (
-                wanted is None
-                or page.subjects is None
-                or any(sid in wanted for sid in page.subjects)
-            ):
-                cols = self.cols(page)
-                end = self._end(page, end_seq)
-                taken: Sequence[int]
-                if wanted is None and page.dead is None:
-                    taken = range(i, min(end, i + left))
-                elif wanted is None:
-                    taken = list(compress(range(i, end), page.live_mask(i, end)))[:left]
-                else:
-                    sids_col = cols[SIDS]
-                    taken = [
-                        j for j in range(i, end)
-                        if sids_col[j] in wanted and not page.is_dead(j)
-                    ][:left]
-                if max_bytes and taken:
-                    sizes = cols[SIZES]
-                    for n, j in enumerate(taken):
-                        size = sizes[j]
-                        if total + size > max_bytes:
-                            if n:
-                                out.append((page, cols, taken[:n]))
-                            return out, self.seq_at(page, j), size
-                        total += size
-                if taken:
-                    out.append((page, cols, taken))
-                    left -= len(taken)
-                    if not left:
-                        return out, self.seq_at(page, taken[-1]) + 1, 0
-            k, i = k + 1, 0
-        return out, next_seq, 0
+        for page, cols, i, end, wanted in self._candidates(start_seq, end_seq, sids):
+            if wanted is None and page.dead is None:
+                end = min(end, i + left)  # no more than needed
+            taken = self._taken(page, cols, i, end, wanted)[:left]
+            if max_bytes and taken:
+                sizes = cols[SIZES]
+                for n, j in enumerate(taken):
+                    size = sizes[j]
+                    if total + size > max_bytes:
+                        if n:
+                            out.append((page, cols, taken[:n]))
+                        return out, self.seq_at(page, j), size
+                    total += size
+            if taken:
+                out.append((page, cols, taken))
+                left -= len(taken)
+                if not left:
+                    return out, self.seq_at(page, taken[-1]) + 1, 0
+        return out, max(start_seq, min(end_seq, self.last_seq) + 1), 0
 
     def next_seq(self, start_seq: int, sids: Collection[int] | None) -> int:
         """First present sequence >= start_seq with a subject in `sids` (None = any), or 0."""
