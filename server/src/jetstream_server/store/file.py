@@ -430,7 +430,7 @@ class FileStore(IndexedStore):
 
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
-    ) -> tuple[int]:
+    ) -> int:
         rec = codec.encode_record(
             codec.KIND_MSG, seq, timestamp_ns, subject.encode(), headers or b"", data
         )
@@ -442,7 +442,7 @@ class FileStore(IndexedStore):
             now = clock.now_ns() if clock is not None else time.monotonic_ns()
             if now - self._last_sync_ns >= self._sync_interval_ns:
                 self.sync()
-        return (offset,)
+        return offset
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index

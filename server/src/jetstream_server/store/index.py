@@ -78,7 +78,7 @@ class MessageIndex:
 
     def __init__(
         self,
-        extra: Sequence[str | None] = (),
+        extra: Sequence[str | None] = (),  # at most one
         swap: PageSwap | None = None,
         budget: PageBudget | None = None,
         *,
@@ -90,6 +90,8 @@ class MessageIndex:
         entries may be forgotten (False for the file store: their records
         stay on disk until a block rewrite, `rebuild_range`)."""
         self._drop_removed = drop_removed
+        if len(extra) > 1:
+            raise ValueError("an index has at most one backend column")
         self._extra = tuple(extra)
         self._typecodes = BASE_TYPECODES + tuple(c or "" for c in self._extra)
         self._row_bytes = sum(array(c).itemsize for c in BASE_TYPECODES) + sum(
@@ -110,6 +112,9 @@ class MessageIndex:
         self._hot_k = 0  # the number of `_hot` in `pages`
         self.mru: Page | None = None
         self._seal = False
+        # the page `append` may go on filling without a look (loaded, last, not
+        # sealed); None sends it the slow way (`_tail_for`)
+        self._tail: Page | None = None
         self.known_from = 1
         self.first_seq = 1
         self.last_seq = 0
@@ -248,6 +253,7 @@ class MessageIndex:
         """The next entry starts a new page (the file store seals at each
         block, so that a block's entries are whole pages)."""
         self._seal = True
+        self._tail = None
 
     def _new_page(self, seq: int) -> Page:
         pages = self.pages
@@ -263,6 +269,7 @@ class MessageIndex:
         pages.append(page)
         self.firsts.append(seq)
         self._seal = False
+        self._tail = page
         return page
 
     def _count_subjects(self, page: Page) -> None:
@@ -285,10 +292,11 @@ class MessageIndex:
             self._load(page)
         self._untrack(page)  # the last page is never paged out
         page.subjects = None
+        self._tail = page
         return page
 
     def _drop_pages(self, lo: int, hi: int) -> None:
-        self._hot = self.mru = None
+        self._hot = self.mru = self._tail = None
         for page in self.pages[lo:hi]:
             self._untrack(page)
         del self.pages[lo:hi]
@@ -406,27 +414,20 @@ class MessageIndex:
         size: int,
         seq: int | None = None,
         sid: int | None = None,
-        extra: Sequence[Any] = (),
+        value: Any = None,
     ) -> int:
         """Add a present message at `seq` (default `last_seq + 1`); return its
         sequence. `sid` is the subject's id when the caller interned it
-        already; `extra` the backend columns' values. (Once per publish: kept
-        lean; the last page's `dirty` is set when it stops being the last.)"""
+        already; `value` the backend column's. (Once per publish: kept lean;
+        the last page's `dirty` is set when it stops being the last.)"""
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
             raise StoreError(f"sequence {seq} is not above last sequence {self.last_seq}")
         if sid is None:
             sid = self.subj.intern(subject)
-        pages = self.pages
-        page = pages[-1] if pages else None
-        if (
-            page is None
-            or self._seal
-            or page.n >= PAGE_ENTRIES
-            or page.cols is None
-            or page.subjects is not None
-        ):
+        page = self._tail
+        if page is None or page.n >= PAGE_ENTRIES:
             page = self._tail_for(seq)
         cols = page.cols
         assert cols is not None
@@ -436,11 +437,8 @@ class MessageIndex:
         cols[1].append(timestamp_ns)
         cols[2].append(sid)
         cols[3].append(size)
-        if extra:
-            cols[4].append(extra[0])
-            if len(extra) > 1:
-                for k, value in enumerate(extra[1:], EXTRA + 1):
-                    cols[k].append(value)
+        if self._extra:
+            cols[4].append(value)
         page.n += 1
         if page.dead is not None:
             page.fit_dead()
@@ -656,7 +654,7 @@ class MessageIndex:
         cols = self.cols(page)
         if all(keep):
             return
-        self._hot = self.mru = None
+        self._hot = self.mru = self._tail = None
         new = [
             array(c.typecode, compress(c, keep)) if isinstance(c, array) else list(compress(c, keep))
             for c in cols
@@ -1160,6 +1158,7 @@ class MessageIndex:
             prev = page.last
         self.pages = pages
         self.firsts = [page.first for page in pages]
+        self._hot = self.mru = self._tail = None
         if sum(p.live for p in pages) != self.msgs or sum(p.bytes for p in pages) != self.bytes:
             raise ValueError("snapshot pages disagree with the message count")
         if sum(self.subj.s_msgs) != self.msgs:

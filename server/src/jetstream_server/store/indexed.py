@@ -5,7 +5,7 @@ written once and are identical by construction. A backend supplies payload
 storage only, through these hooks:
 
 - `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
-  return the values of its index columns for the entry (called before the
+  return the value of its index column for the entry (called before the
   index append, so a failed write leaves the index untouched);
 - `_get(seq, loc)`: the `StoredMessage` for a present sequence whose index
   entry is `loc` (page, position);
@@ -65,7 +65,7 @@ class IndexedStore(StreamStore):
     @abstractmethod
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
-    ) -> tuple[Any, ...]: ...
+    ) -> Any: ...
 
     @abstractmethod
     def _get(self, seq: int, loc: Loc) -> StoredMessage: ...
@@ -136,11 +136,11 @@ class IndexedStore(StreamStore):
         if sid is None:
             sid = index.intern(subject)  # may refuse (too many subjects) before anything is written
         try:
-            extra = self._put(seq, subject, headers, data, timestamp_ns)
+            value = self._put(seq, subject, headers, data, timestamp_ns)
         except BaseException:
             index.release_if_unused(sid)
             raise
-        index.append(subject, timestamp_ns, size, sid=sid, extra=extra)
+        index.append(subject, timestamp_ns, size, sid=sid, value=value)
         return seq
 
     def skip_to(self, seq: int) -> None:

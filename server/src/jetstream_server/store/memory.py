@@ -10,8 +10,6 @@ survives a restart; `sync()` has nothing to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
 from jetstream_server.store.base import StoredMessage, StoreError
 from jetstream_server.store.index import EXTRA, Loc, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
@@ -25,11 +23,9 @@ class MemoryStore(IndexedStore):
 
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
-    ) -> tuple[Any, ...]:
-        return (
-            StoredMessage(
-                subject, seq, timestamp_ns, bytes(headers) if headers else None, bytes(data)
-            ),
+    ) -> StoredMessage:
+        return StoredMessage(
+            subject, seq, timestamp_ns, bytes(headers) if headers else None, bytes(data)
         )
 
     def _get(self, seq: int, loc: Loc) -> StoredMessage:
