@@ -10,6 +10,7 @@ survives a restart; `sync()` has nothing to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from jetstream_server.store.base import StoredMessage, StoreError
 from jetstream_server.store.index import EXTRA, Loc, MessageIndex
 from jetstream_server.store.indexed import IndexedStore

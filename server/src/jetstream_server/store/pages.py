@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 PAGE_ENTRIES: Final = 4096
 SUBJECTS_CAP: Final = 32
-DEFAULT_INDEX_BUDGET: Final = 64 * 1024 * 1024
+DEFAULT_INDEX_BUDGET: Final = 32 * 1024 * 1024
 MIN_PAGES_PER_INDEX: Final = 4
 # the columns every index has: seqs, ts, sids, sizes
 BASE_TYPECODES: Final = ("q", "q", "I", "I")
