@@ -233,3 +233,31 @@ def test_record_cut_short_ends_the_run(tmp_path: Path) -> None:
         store.read_run(10, 5)
     store._closed = True
     store._release_fds()
+
+
+def test_read_seqs_reads_the_present_ones_in_order(
+    make_store: Callable[..., StreamStore], small_pages: None
+) -> None:
+    store = make_store(block_size=4096)
+    fill(store, 200)
+    store.remove(50)
+    asked = [150, 3, 50, 77, 3, 199, 500, 120]
+    run = store.read_seqs(asked)
+    expected = [store.load(s) for s in sorted(set(asked)) if store.load(s) is not None]
+    assert list(run) == expected and [m.seq for m in run] == [3, 77, 120, 150, 199]
+    assert run.next_seq == 501
+    ref = StreamStore.read_seqs(store, asked)
+    assert list(ref) == list(run) and list(ref.sizes) == list(run.sizes)
+    assert len(store.read_seqs([])) == 0 and len(store.read_seqs([50, 9999])) == 0
+
+
+def test_read_seqs_stops_before_a_damaged_record(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    for i in range(20):
+        store.store("s", None, b"payload-%04d-" % i + b"x" * 40, T0 + i)
+    _corrupt(store, 8)
+    run = store.read_seqs([2, 5, 8, 12])
+    assert [m.seq for m in run] == [2, 5] and run.next_seq == 8
+    with pytest.raises(StoreError, match="sequence 8"):
+        store.read_seqs([8, 12])
+    store.close()

@@ -312,6 +312,26 @@ class IndexedStore(StreamStore):
             run.blocked_size = blocked
         return run
 
+    def read_seqs(self, seqs: Sequence[int]) -> MessageRun:
+        self._check_open()
+        index = self._index
+        wanted = sorted(set(seqs))
+        slices: list[tuple[Page, list[Any], Sequence[int]]] = []
+        positions: list[int] = []
+        for seq in wanted:
+            loc = index.present_loc(seq)
+            if loc is None:
+                continue
+            page, i = loc
+            if not slices or slices[-1][0] is not page:
+                positions = []
+                slices.append((page, index.cols(page), positions))
+            positions.append(i)
+        next_seq = wanted[-1] + 1 if wanted else 0
+        if not slices:
+            return ListRun([], array("I"), next_seq)
+        return self._read_run(slices, next_seq)
+
     def seq_for_time(self, timestamp_ns: int) -> int:
         self._check_open()
         return self._index.seq_for_time(timestamp_ns)
