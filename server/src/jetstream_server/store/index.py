@@ -736,27 +736,41 @@ class MessageIndex:
         return bisect.bisect_right(self.cols(page)[SEQS], hi_seq)
 
     def _find(self, sid: int, lo_seq: int, hi_seq: int) -> int:
-        """Lowest present sequence in [lo_seq, hi_seq] with subject id `sid`, or 0."""
-        lo_seq = max(lo_seq, self.first_seq)
+        """Lowest present sequence in [lo_seq, hi_seq] with subject id `sid`, or 0.
+        (A filtered read's step: the page's own checks are inlined.)"""
+        if lo_seq < self.first_seq:
+            lo_seq = self.first_seq
         if lo_seq > hi_seq:
             return 0
         k, i = self._lower(lo_seq)
         pages = self.pages
-        while k < len(pages):
+        count = len(pages)
+        while k < count:
             page = pages[k]
-            if page.first > hi_seq:
+            first = page.first
+            if first > hi_seq:
                 return 0
-            if page.live and (page.subjects is None or sid in page.subjects):
-                cols = self.cols(page)
-                sids = cols[SIDS]
-                end = self._end(page, hi_seq)
+            counts = page.subjects
+            if page.live and (counts is None or sid in counts):
+                cols = page.cols
+                if cols is None or page is not self.mru:
+                    cols = self.cols(page)
+                last, n = page.last, page.n
+                dense = last - first == n - 1
+                if hi_seq >= last:
+                    end = n
+                elif dense:
+                    end = hi_seq - first + 1
+                else:
+                    end = bisect.bisect_right(cols[SEQS], hi_seq)
+                sids, dead = cols[SIDS], page.dead
                 while i < end:
                     try:
                         i = sids.index(sid, i, end)
                     except ValueError:
                         break
-                    if not page.is_dead(i):
-                        return self.seq_at(page, i)
+                    if dead is None or not (dead[i >> 3] >> (i & 7)) & 1:
+                        return first + i if dense else int(cols[SEQS][i])
                     i += 1
             k, i = k + 1, 0
         return 0
