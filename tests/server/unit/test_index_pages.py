@@ -158,3 +158,18 @@ def test_the_budget_knob() -> None:
             set_index_budget(-1)
     finally:
         set_index_budget(saved)
+
+
+def test_subject_counts_come_from_the_subject_table(tiny_pages: None, tmp_path: Path) -> None:
+    """main's `subject_counts`/`count_subjects` (stream info's `subjects`) answer
+    from the always-loaded subject table, on both backends alike."""
+    store = FileStore(tmp_path)
+    mem = MemoryStore()
+    workload([store, mem], 600, seed=3)
+    store._index.page_out_all()
+    for f in (None, "k.*", "k.1", "z", "none"):
+        expected = {name: info.msgs for name, info in mem.subjects(f).items()}
+        assert store.subject_counts(f) == mem.subject_counts(f) == expected
+        assert store.count_subjects(f) == mem.count_subjects(f) == len(expected)
+    assert all(p.cols is None for p in store._index.pages[:-1])
+    store.close()

@@ -146,6 +146,12 @@ class MessageIndex:
     def subjects(self, subject_filter: str | None) -> dict[str, SubjectInfo]:
         return self.subj.infos(subject_filter)
 
+    def subject_counts(self, subject_filter: str | None) -> dict[str, int]:
+        return self.subj.counts(subject_filter)
+
+    def count_subjects(self, subject_filter: str | None) -> int:
+        return self.subj.count(subject_filter)
+
     def total_msgs(self, sids: Iterable[int]) -> int:
         s_msgs = self.subj.s_msgs
         return sum(s_msgs[sid] for sid in sids)

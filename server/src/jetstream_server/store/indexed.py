@@ -345,6 +345,14 @@ class IndexedStore(StreamStore):
         self._check_open()
         return self._index.subjects(subject_filter)
 
+    def subject_counts(self, subject_filter: str | None = None) -> dict[str, int]:
+        self._check_open()
+        return self._index.subject_counts(subject_filter)
+
+    def count_subjects(self, subject_filter: str | None = None) -> int:
+        self._check_open()
+        return self._index.count_subjects(subject_filter)
+
     def num_pending(self, start_seq: int, filters: Sequence[str] | None = None) -> int:
         self._check_open()
         index = self._index

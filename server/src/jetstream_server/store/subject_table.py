@@ -137,6 +137,16 @@ class SubjectTable:
         }
         return dict(sorted(out.items(), key=lambda kv: kv[1].first_seq))
 
+    def counts(self, subject_filter: str | None) -> dict[str, int]:
+        """Messages per matching subject, unordered: no per-subject object, no sort."""
+        sids = self.resolve(subject_filter)
+        names, msgs = self.names, self.s_msgs
+        return {names[sid]: msgs[sid] for sid in (self.sid_of.values() if sids is None else sids)}
+
+    def count(self, subject_filter: str | None) -> int:
+        sids = self.resolve(subject_filter)
+        return len(self.sid_of) if sids is None else len(sids)
+
     def export(self) -> tuple[list[str], dict[str, array]]:
         return self.names, {"s_msgs": self.s_msgs, "s_first": self.s_first, "s_last": self.s_last}
 
