@@ -8,8 +8,7 @@ operations and compares every query.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,36 +16,11 @@ from hypothesis import strategies as st
 
 from jetstream_server.store import StoreError, StreamStore, SubjectInfo
 from jetstream_server.store import index as index_module
-from jetstream_server.store.factory import open_store
+from jetstream_server.store import pages as pages_module
 from jetstream_server.store.file import FileStore
 from jetstream_server.store.filters import filter_selects
 
-BACKENDS = ["memory", "file"]
 T0 = 1_700_000_000_000_000_000
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def make_store(backend: str, tmp_path: Path) -> Iterator[Callable[..., StreamStore]]:
-    opened: list[StreamStore] = []
-    counter = iter(range(1_000_000))
-
-    def make(**kwargs: object) -> StreamStore:
-        directory = str(tmp_path / f"s{next(counter)}") if backend == "file" else None
-        store = open_store(backend, directory, sync_always=False, **kwargs)  # type: ignore[arg-type]
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        try:
-            store.destroy()
-        except StoreError:
-            pass
 
 
 @pytest.fixture
@@ -56,8 +30,12 @@ def store(make_store: Callable[..., StreamStore]) -> StreamStore:
 
 @pytest.fixture
 def eager_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Drop removed index entries after a handful, so small tests exercise it."""
-    monkeypatch.setattr(index_module, "_COMPACT_MIN", 3)
+    """Index pages of a few entries, paged out as soon as more than a few are
+    loaded, and removed entries dropped after a handful: small tests exercise
+    the page walks, the page swap and page rebuilds."""
+    monkeypatch.setattr(index_module, "COMPACT_MIN", 3)
+    monkeypatch.setattr(index_module, "PAGE_ENTRIES", 8)
+    monkeypatch.setattr(pages_module.SHARED_BUDGET, "_total", 0)
 
 
 def nats_size(store: StreamStore, subject: str, hdr: bytes | None, data: bytes) -> int:
@@ -683,7 +661,7 @@ def test_index_follows_messages_not_the_sequence_span(
         store.purge("kv.hot", keep=1)
     st_ = store.state()
     assert (st_.msgs, st_.first_seq, st_.last_seq, st_.num_deleted) == (2, 1, 20_001, 19_999)
-    entries = len(store._index.seqs)  # type: ignore[attr-defined]
+    entries = store._index.entries  # type: ignore[attr-defined]
     assert entries < 6000, entries
     assert store.deleted()[:3] == [2, 3, 4] and len(store.deleted()) == 19_999
     assert store.num_pending(2) == 1 and store.num_pending(1) == 2

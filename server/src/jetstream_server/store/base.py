@@ -27,7 +27,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from jetstream_server.store.runs import MessageRun
 
 # nats-server's per-message overheads (memstore.go memStoreMsgSizeRaw,
 # filestore.go fileStoreMsgSizeRaw): a message without headers, one with
@@ -210,6 +213,72 @@ class StreamStore(ABC):
                 return
             yield msg
             seq = msg.seq + 1
+
+    def read_run(
+        self,
+        start_seq: int,
+        max_msgs: int,
+        *,
+        max_bytes: int = 0,
+        end_seq: int = MAX_SEQ,
+        filters: Sequence[str] | None = None,
+    ) -> MessageRun:
+        """Up to `max_msgs` present messages with `start_seq <= seq <= end_seq`
+        matching `filters`, in order, read and verified in one pass (see
+        `runs.MessageRun`: `next_seq` says where to go on). `max_bytes` (0: no
+        limit) caps the sum of their stored sizes (`msg_size`): the message that
+        would pass it is left out and its size is the run's `blocked_size`.
+
+        A damaged record raises `StoreError` when it is the first message of the
+        run (as `load` would) and ends the run before it otherwise, so the next
+        read raises. This default reads message by message; backends override it."""
+        from array import array
+
+        from jetstream_server.store.runs import ListRun
+
+        msgs: list[StoredMessage] = []
+        sizes = array("I")
+        total = 0
+        seq = start_seq
+        while len(msgs) < max_msgs:
+            msg = self.load_next(seq, filters)
+            if msg is None or msg.seq > end_seq:
+                seq = max(seq, min(end_seq, self.state().last_seq) + 1)
+                break
+            size = self.msg_size(msg.subject, msg.headers, msg.data)
+            if max_bytes and total + size > max_bytes:
+                return ListRun(msgs, sizes, msg.seq, size)
+            msgs.append(msg)
+            sizes.append(size)
+            total += size
+            seq = msg.seq + 1
+        return ListRun(msgs, sizes, seq)
+
+    def read_seqs(self, seqs: Sequence[int]) -> MessageRun:
+        """The present messages among `seqs`, in ascending order (absent ones
+        left out), read and verified in one pass: a batched direct get's
+        `multi_last`. `next_seq` is the highest sequence asked + 1. A damaged
+        record raises `StoreError` when it is the first message found and ends
+        the run before it otherwise (`next_seq` is then its sequence). This
+        default loads one by one; backends override it."""
+        from array import array
+
+        from jetstream_server.store.runs import ListRun
+
+        msgs: list[StoredMessage] = []
+        sizes = array("I")
+        wanted = sorted(set(seqs))
+        for seq in wanted:
+            try:
+                msg = self.load(seq)
+            except StoreError:
+                if not msgs:
+                    raise
+                return ListRun(msgs, sizes, seq)
+            if msg is not None:
+                msgs.append(msg)
+                sizes.append(self.msg_size(msg.subject, msg.headers, msg.data))
+        return ListRun(msgs, sizes, wanted[-1] + 1 if wanted else 0)
 
     @abstractmethod
     def seq_for_time(self, timestamp_ns: int) -> int:

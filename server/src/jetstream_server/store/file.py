@@ -5,6 +5,9 @@ Directory layout (the store owns everything in it):
     LOCK                 flock'ed while open: one store per directory
     msgs/<n:010d>.blk    block files, record format in `codec`
     index.snap           index snapshot, present only after a clean close
+    index.swap           while open: the index's page swap (the loaded
+                         snapshot, renamed, and pages written since); removed
+                         on close and, left by a crash, on open
 
 Writes: every `store()` encodes one record and hands it to the OS with one
 `os.write` on an O_APPEND descriptor before returning, so a killed process
@@ -31,7 +34,8 @@ earlier blocks, and FLOOR records: disk use stays proportional to live data
 even when old messages pin `first_seq` (KV buckets). A tombstone is obsolete
 once the block that held its message was rewritten after it (every tombstone
 carries an operation stamp, every block header the stamp of its last write)
-or retired (the index marks such sequences `NO_RECORD`).
+or retired (the index drops the removed entries of such a block: an entry
+exists exactly while its record may be on disk).
 
 Compaction (rewrite or retire) is `compactor.BlockCompactor`'s, which asks the
 store through a narrow `CompactionHost` seam. It does its block I/O through
@@ -47,14 +51,19 @@ for a write in flight and swaps it in. A kill at any step leaves the old
 block or the new one, each consistent with the tombstones (a `.tmp` is
 removed on open).
 
-Reads: the `MessageIndex` (in memory, ~30 bytes per message: sequence,
-timestamp, subject id, size, block offset) answers every query; payloads are
-read on demand through a process-wide bounded LRU of 64 KiB block chunks
-(`cache`). Not thread-safe: one owner (the server's loop thread) per store.
+Reads: the `MessageIndex` answers every query. Its page summaries and the
+per-subject table are always in memory; a page's columns (sequence,
+timestamp, subject id, size, block offset: 28 bytes a message) are loaded on
+demand and paged out to `index.swap` under the process's index budget
+(`pages`). Each block starts a new page. Payloads are read on demand
+through a process-wide bounded LRU of 64 KiB block chunks (`cache`), a run
+of them (`read_run`) with one `pread` per stretch of a block. Not
+thread-safe: one owner (the server's loop thread) per store.
 
 Recovery: a valid snapshot whose block list (names, sizes, mtimes) matches the
 directory is loaded without reading the blocks, after verifying the last
-record of the last block. Otherwise every block is scanned record by record
+record of the last block: its checksum is checked, then only the summaries
+are read and the file becomes the page swap. Otherwise every block is scanned record by record
 (`recovery`): a damaged record is skipped and every later record whose
 checksum holds is kept, a torn tail is truncated, a block with a bad header is
 dropped, each with a WARNING and the details (lost sequences included) in
@@ -78,7 +87,9 @@ import functools
 import logging
 import os
 import shutil
+import struct
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -86,15 +97,23 @@ from typing import Any
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.store import codec
-from jetstream_server.store.base import FILE_OVERHEAD, RecoveryReport, StoredMessage, StoreError
+from jetstream_server.store.base import (
+    FILE_OVERHEAD,
+    MAX_SEQ,
+    RecoveryReport,
+    StoredMessage,
+    StoreError,
+)
 from jetstream_server.store.blocks import Block, block_files, block_path
 from jetstream_server.store.cache import CHUNK_SIZE, SHARED
 from jetstream_server.store.compaction import Offload, run_inline, unlink_blocks
 from jetstream_server.store.compactor import BlockCompactor
 from jetstream_server.store.durable_io import fsync_dir
-from jetstream_server.store.index import DELETED, MessageIndex
+from jetstream_server.store.index import EXTRA, SEQS, SIDS, SIZES, Loc, MessageIndex
 from jetstream_server.store.indexed import IndexedStore
+from jetstream_server.store.pages import Page, PageSwap
 from jetstream_server.store.recovery import scan_blocks
+from jetstream_server.store.runs import BufferRun, MessageRun
 from jetstream_server.store.snapshot import SnapshotError, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -104,12 +123,15 @@ MIN_BLOCK_SIZE = 4096
 MAX_BLOCK_SIZE = 1 << 31
 MSGS_DIR = "msgs"
 SNAPSHOT_FILE = "index.snap"
+SWAP_FILE = "index.swap"
 LOCK_FILE = "LOCK"
-SNAPSHOT_VERSION = 2  # 2: sizes are nats-server's fileStoreMsgSize
+SNAPSHOT_VERSION = 3  # 3: paged index, page images stay in the file
 MAX_READ_FDS = 64
 MAX_UNSYNCED_BLOCKS = 8
-NO_RECORD = 0xFFFFFFFF  # offset of a sequence whose record is known to be gone from disk
+RUN_SPAN = 1 << 20  # most bytes one read of a run covers
+RUN_GAP = 16 * 1024  # records further apart than this are read separately
 _HEAD = codec.RECORD_HEAD_SIZE
+_CRC = struct.Struct("<I")
 
 
 class FileStore(IndexedStore):
@@ -131,16 +153,19 @@ class FileStore(IndexedStore):
             raise ValueError(f"block_size must be in [{MIN_BLOCK_SIZE}, {MAX_BLOCK_SIZE}]")
         if sync_interval_s <= 0:
             raise ValueError("sync_interval_s must be positive")
-        self._offsets = array("I")
-        super().__init__(MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD)))
         self._dir = Path(directory)
         self._msgs_dir = self._dir / MSGS_DIR
+        self._swap: PageSwap | None = None
+        super().__init__(MessageIndex(extra=("I",), drop_removed=False))
         self._block_size = block_size
         self._sync_always = sync_always
         self._sync_interval_ns = int(sync_interval_s * 1e9)
         self._clock = clock
         self._blocks: list[Block] = []
         self._firsts: list[int] = []
+        # (block, first_seq, next block's first_seq) of the last look-up of a
+        # block before the current one; cleared whenever blocks go
+        self._hot_block: tuple[Block, int, int] | None = None
         self._wfd = -1
         self._tail: tuple[int, int] | None = None  # (offset, rec_len) of the last record
         self._stamp = 1  # operation stamp: the next tombstone or block (re)write gets it
@@ -188,21 +213,30 @@ class FileStore(IndexedStore):
     def _open(self) -> None:
         for leftover in self._msgs_dir.glob("*.tmp"):
             leftover.unlink()  # an interrupted block rewrite; the original is intact
+        swap_path = self._dir / SWAP_FILE
+        swap_path.unlink(missing_ok=True)  # a crashed run's scratch: means nothing now
         files = block_files(self._msgs_dir)
         snap = self._dir / SNAPSHOT_FILE
         used = False
         if snap.exists():
             try:
                 used = self._load_snapshot(snap, files)
-            except (SnapshotError, ValueError, KeyError, TypeError, OSError) as err:
+            except (SnapshotError, ValueError, KeyError, TypeError, IndexError, OSError) as err:
                 log.warning(
                     "store %s: ignoring index snapshot (%s); scanning blocks", self._dir, err
                 )
                 self._recovery.notes.append(f"snapshot ignored: {err}")
-                self._reset_index()
-            snap.unlink()
+            if used:
+                # the snapshot's page images are the swap's first content; under
+                # its new name it can never be taken for a snapshot again
+                os.replace(snap, swap_path)
+                self._swap = PageSwap(swap_path, adopt=True)
+                self._adopt_swap()
+            else:
+                snap.unlink()
             self._dir_dirty = True
         if not used:
+            self._reset_index()
             self._scan(files)
         if not self._blocks:
             self._create_block(1, self._index.last_seq + 1)
@@ -211,13 +245,19 @@ class FileStore(IndexedStore):
             self._wfd = os.open(last.path, os.O_WRONLY | os.O_APPEND)
         self._recovery.recovered_msgs = self._index.msgs
         self._drop_dead_blocks()
-        for blk in self._blocks:
-            self._recount_live(blk)
+        if not used:
+            for blk in self._blocks:
+                self._recount_live(blk)
 
     def _reset_index(self) -> None:
-        del self._offsets[:]
-        self._index = MessageIndex(columns=[self._offsets], gone=(0, NO_RECORD))
+        """An empty index with a new, empty page swap."""
+        self._index.close()
+        if self._swap is not None:
+            self._swap.close()
+        self._swap = PageSwap(self._dir / SWAP_FILE)
+        self._index = MessageIndex(extra=("I",), swap=self._swap, drop_removed=False)
         self._blocks.clear()
+        self._hot_block = None
         self._firsts.clear()
         self._tail = None
 
@@ -228,26 +268,45 @@ class FileStore(IndexedStore):
         described = meta["blocks"]
         if [b[0] for b in described] != [number for number, _ in files]:
             raise SnapshotError("block files differ from the snapshot")
-        for (number, size, mtime_ns, _first, _stamp), (_n, path) in zip(
+        for (number, size, mtime_ns, _first, _stamp, _live), (_n, path) in zip(
             described, files, strict=True
         ):
             st = path.stat()
             if st.st_size != size or st.st_mtime_ns != mtime_ns:
                 raise SnapshotError(f"block {number} changed since the snapshot")
-        offsets = arrays.pop("offsets")
-        self._index.restore(meta["index"], arrays)
-        if len(offsets) != len(self._index.sids):
-            raise SnapshotError("snapshot offsets disagree with the index")
-        self._offsets.extend(offsets)
-        for number, size, _mtime, first, stamp in described:
-            path = block_path(self._msgs_dir, number)
-            self._add_block(Block(number, path, first, stamp, size))
+        dead = arrays.pop("dead")
+        pages: list[Page] = []
+        for summary, image in zip(meta["pages"], meta["images"], strict=True):
+            first, last, n, live, nbytes, first_ts, subjects, dead_at, dead_len = summary
+            page = Page(None)
+            page.first, page.last, page.n, page.live = first, last, n, live
+            page.bytes, page.first_ts = nbytes, first_ts
+            page.subjects = None if subjects is None else {int(k): int(v) for k, v in subjects}
+            if dead_at >= 0:
+                page.dead = bytearray(dead[dead_at : dead_at + dead_len])
+                if len(page.dead) != dead_len or dead_len < (n + 7) >> 3:
+                    raise SnapshotError("snapshot removal bitmaps are cut short")
+            page.image = (int(image[0]), int(image[1]), int(image[2]))
+            page.dirty = False
+            pages.append(page)
+        index = MessageIndex(extra=("I",), drop_removed=False)
+        index.restore(meta["index"], arrays, pages)
+        for number, _size, _mtime, first, stamp, live in described:
+            blk = Block(number, block_path(self._msgs_dir, number), first, stamp, _size)
+            blk.live_bytes = live
+            self._add_block(blk)
         self._stamp = int(meta["stamp"])
         tail = meta.get("tail")
         self._tail = (int(tail[0]), int(tail[1])) if tail else None
         self._verify_tail()
+        self._index = index
         self._recovery.used_snapshot = True
         return True
+
+    def _adopt_swap(self) -> None:
+        """The loaded snapshot's index pages out to (and reads from) the swap."""
+        assert self._swap is not None
+        self._index.attach_swap(self._swap)
 
     def _verify_tail(self) -> None:
         """The last record of the last block must be intact (snapshot path)."""
@@ -270,7 +329,7 @@ class FileStore(IndexedStore):
             raise SnapshotError(f"last record is damaged: {scan}")
 
     def _scan(self, files: list[tuple[int, Path]]) -> None:
-        result = scan_blocks(str(self._dir), files, self._index, self._offsets, self._recovery)
+        result = scan_blocks(str(self._dir), files, self._index, self._recovery)
         for blk in result.blocks:
             self._add_block(blk)
         self._tail = result.tail
@@ -301,6 +360,7 @@ class FileStore(IndexedStore):
         self._wfd = fd
         blk = Block(number, path, first_seq, stamp, codec.BLOCK_HEADER_SIZE)
         self._add_block(blk)
+        self._index.seal()  # a block's entries are whole pages
         self._tail = None
         self._dir_dirty = True
         self._unsynced = True
@@ -370,23 +430,22 @@ class FileStore(IndexedStore):
 
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
-    ) -> None:
+    ) -> int:
         rec = codec.encode_record(
             codec.KIND_MSG, seq, timestamp_ns, subject.encode(), headers or b"", data
         )
         blk, offset = self._append(rec, len(rec))
         blk.live_bytes += len(rec) - (codec.RECLEN_HDR if headers else codec.RECLEN_PLAIN)
-        self._offsets.append(offset)
         if not self._sync_always:
             # maybe_sync() inlined (once per message); the write above left us unsynced
             clock = self._clock
             now = clock.now_ns() if clock is not None else time.monotonic_ns()
             if now - self._last_sync_ns >= self._sync_interval_ns:
                 self.sync()
+        return offset
 
     def _drop(self, seqs: Sequence[int], erase: bool) -> None:
         index = self._index
-        sizes, pos_of = index.sizes, index.pos_of
         stamp = self.next_stamp()
         if len(seqs) == 1:
             recs = codec.encode_delete(seqs[0], stamp)
@@ -395,7 +454,7 @@ class FileStore(IndexedStore):
         self._append(recs, codec.RECORD_FIXED)  # first: a failure changes nothing
         for seq in seqs:
             blk = self._block_for(seq)
-            blk.live_bytes -= sizes[pos_of(seq)]
+            blk.live_bytes -= index.size_of(seq)
             self.compactor.touch(blk)
         if erase:
             for seq in seqs:
@@ -407,12 +466,11 @@ class FileStore(IndexedStore):
 
     def _erase(self, seq: int) -> None:
         index = self._index
-        pos = index.pos_of(seq)
         blk = self._block_for(seq)
-        subject = index.names[index.sids[pos]].encode()
+        subject = index.subject_at(seq).encode()
         if self.compactor.defer_erase(blk, seq, subject):
             return  # done on whichever file holds the record once the compaction ends
-        self._erase_at(blk, self._offsets[pos], seq, subject)
+        self._erase_at(blk, index.extra_of(seq), seq, subject)
 
     def _erase_at(self, blk: Block, offset: int, seq: int, subject: bytes) -> None:
         head = self._read(blk, offset, _HEAD)
@@ -452,17 +510,14 @@ class FileStore(IndexedStore):
         self._append(rec, len(rec))
 
     def _discount_below(self, seq: int) -> None:
-        """Take the messages below `seq` off their blocks' live bytes (O(removed))."""
+        """Take the messages below `seq` off their blocks' live bytes (whole
+        pages from their summaries)."""
         index = self._index
-        sizes, lower = index.sizes, index.lower
         i = bisect.bisect_right(self._firsts, index.first_seq) - 1
         while i < len(self._blocks) and self._firsts[i] < seq:
             blk = self._blocks[i]
-            lo = lower(max(blk.first_seq, index.first_seq))
             nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
-            hi = lower(min(nxt, seq))
-            if hi > lo:
-                blk.live_bytes -= sum(sizes[lo:hi])
+            blk.live_bytes -= index.live_bytes(max(blk.first_seq, index.first_seq), min(nxt, seq))
             i += 1
 
     def _removed(self) -> None:
@@ -486,27 +541,11 @@ class FileStore(IndexedStore):
         if seq < self._firsts[0] or seq >= blk.first_seq:
             return False
         index = self._index
-        if seq >= index.known_from:
-            # the index has an entry for every sequence whose record may be on disk
-            pos = index.pos_of(seq)
-            if pos < 0 or self._offsets[pos] == NO_RECORD:
-                return False  # never stored, or its block was rewritten or retired since
+        if seq >= index.known_from and not index.has_entry(seq):
+            # the index has an entry for every sequence whose record may be on
+            # disk: never stored, or its block was rewritten or retired since
+            return False
         return stamp >= self._block_for(seq).stamp
-
-    def _forget_records(self, blk: Block, keep: set[int] | None = None) -> None:
-        """Every deleted sequence in `blk`'s range (but those in `keep`) has no
-        record on disk any more."""
-        lo, hi = self._block_range(blk)
-        sids, offsets, seqs = self._index.sids, self._offsets, self._index.seqs
-        pos = lo
-        while True:
-            try:
-                pos = sids.index(DELETED, pos, hi)
-            except ValueError:
-                return
-            if not keep or seqs[pos] not in keep:
-                offsets[pos] = NO_RECORD
-            pos += 1
 
     # -- what the compactor asks (see `compactor.CompactionHost`) -----------------
     @property
@@ -551,12 +590,13 @@ class FileStore(IndexedStore):
         self._dir_dirty = True
 
     def swap_retired(self, blk: Block) -> None:
-        self._forget_records(blk)
+        lo, hi = self._block_range(blk)
+        self._index.rebuild_range(lo, hi, {})  # its removed records are gone from disk
         i = self._blocks.index(blk)
         del self._blocks[i]
+        self._hot_block = None
         del self._firsts[i]
         self._close_block(blk)
-        self._index.maybe_compact()
 
     def swap_rewritten(
         self,
@@ -568,39 +608,30 @@ class FileStore(IndexedStore):
     ) -> None:
         self._close_block(blk)  # its reader still saw the replaced file
         blk.stamp = stamp
-        offsets, pos_of = self._offsets, self._index.pos_of
-        moved: set[int] = set()
-        for seq, offset in moves:
-            pos = pos_of(seq)
-            if pos >= 0:
-                # also for messages deleted meanwhile: their records are in the new file
-                offsets[pos] = offset
-                moved.add(seq)
-        self._forget_records(blk, keep=moved)
+        lo, hi = self._block_range(blk)
+        # new offsets also for messages deleted meanwhile: their records are in
+        # the new file; the other removed entries' records are gone
+        self._index.rebuild_range(lo, hi, dict(moves))
         blk.size = size
         self.redo_erases(blk, erased)
-        self._index.maybe_compact()
 
     def redo_erases(self, blk: Block, erased: Sequence[tuple[int, bytes]]) -> None:
         for seq, subject in erased:
-            pos = self._index.pos_of(seq)
-            if pos >= 0 and self._offsets[pos] != NO_RECORD:
+            if self._index.has_entry(seq):
                 try:
-                    self._erase_at(blk, self._offsets[pos], seq, subject)
+                    self._erase_at(blk, self._index.extra_of(seq), seq, subject)
                 except OSError:  # the tombstone is written: the message is gone either way
                     log.exception("store %s: could not overwrite message %d", self._dir, seq)
 
     def _block_range(self, blk: Block) -> tuple[int, int]:
-        """Positions in the index of the sequences this block may hold."""
-        index = self._index
+        """The sequences this block may hold: [lo, hi)."""
         i = self._blocks.index(blk)
-        nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else index.last_seq + 1
-        lo, hi = index.lower(blk.first_seq), index.lower(nxt)
-        return lo, max(lo, hi)
+        nxt = self._firsts[i + 1] if i + 1 < len(self._blocks) else MAX_SEQ
+        return blk.first_seq, nxt
 
     def _recount_live(self, blk: Block) -> None:
         lo, hi = self._block_range(blk)
-        blk.live_bytes = sum(self._index.sizes[lo:hi]) if hi > lo else 0
+        blk.live_bytes = self._index.live_bytes(lo, hi)
 
     def _close_block(self, blk: Block) -> None:
         if blk.rfd >= 0:
@@ -619,6 +650,7 @@ class FileStore(IndexedStore):
             if self.compactor.compacting(self._blocks[0]):
                 break
             blk = self._blocks.pop(0)
+            self._hot_block = None
             self._firsts.pop(0)
             self._close_block(blk)
             paths.append(blk.path)
@@ -637,7 +669,14 @@ class FileStore(IndexedStore):
 
     # -- reading -------------------------------------------------------------
     def _block_for(self, seq: int) -> Block:
-        return self._blocks[bisect.bisect_right(self._firsts, seq) - 1]
+        hot = self._hot_block
+        if hot is not None and hot[1] <= seq < hot[2]:
+            return hot[0]
+        i = bisect.bisect_right(self._firsts, seq) - 1
+        blk = self._blocks[i]
+        if i + 1 < len(self._blocks):
+            self._hot_block = (blk, blk.first_seq, self._firsts[i + 1])
+        return blk
 
     def _read(self, blk: Block, offset: int, length: int) -> bytes:
         buf, rel = self._read_in(blk, offset, length)
@@ -680,10 +719,14 @@ class FileStore(IndexedStore):
         blk.rfd = os.open(blk.path, os.O_RDONLY)
         self._open_fds += 1
 
-    def _get(self, seq: int, pos: int) -> StoredMessage:
+    def _get(self, seq: int, loc: Loc) -> StoredMessage:
         index = self._index
-        offset = self._offsets[pos]
-        size = index.sizes[pos]
+        page, i = loc
+        cols = page.cols
+        if cols is None or page is not index.mru:
+            cols = index.cols(page)
+        offset = cols[EXTRA][i]
+        size = cols[SIZES][i]
         # the record is size + 1 bytes (with headers) or size + 5 (without):
         # read the shorter, and the longer only if the buffer did not hold it
         longest = size + codec.RECLEN_PLAIN
@@ -707,7 +750,96 @@ class FileStore(IndexedStore):
         start = rel + _HEAD + slen
         headers = raw[start : start + hlen] if hlen else None
         data = raw[start + hlen : start + hlen + dlen]
-        return StoredMessage(index.names[index.sids[pos]], seq, ts, headers, data)
+        return StoredMessage(index.names[cols[SIDS][i]], seq, ts, headers, data)
+
+    def _read_run(
+        self, slices: list[tuple[Page, list[Any], Sequence[int]]], next_seq: int
+    ) -> MessageRun:
+        """One `pread` per stretch of a block holding the run's records (at most
+        `RUN_SPAN` bytes, records at most `RUN_GAP` apart), every record's
+        checksum checked as it is decoded. A page's entries are in one block."""
+        names = self._index.names
+        unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
+        kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR
+        bufs: list[bytes] = []
+        r_seqs: list[int] = []
+        r_ts: list[int] = []
+        r_subjects: list[str] = []
+        r_sizes: list[int] = []
+        r_buf: list[int] = []
+        r_at: list[int] = []
+        r_hlen: list[int] = []
+        r_dlen: list[int] = []
+        damaged: str | None = None
+        for page, cols, positions in slices:
+            seqs, sids, sizes, offs = cols[SEQS], cols[SIDS], cols[SIZES], cols[EXTRA]
+            blk = self._block_for(page.first)
+            count = len(positions)
+            g = 0
+            while g < count and damaged is None:
+                # one stretch: records close together, at most RUN_SPAN bytes
+                first = positions[g]
+                start = offs[first]
+                stop = start + sizes[first] + plain
+                h = g + 1
+                while h < count:
+                    p = positions[h]
+                    offset = offs[p]
+                    end = offset + sizes[p] + plain
+                    if offset - stop > RUN_GAP or end - start > RUN_SPAN:
+                        break
+                    if end > stop:
+                        stop = end
+                    h += 1
+                if blk.rfd < 0:
+                    self._open_reader(blk)
+                buf = os.pread(blk.rfd, stop - start, start)
+                view = memoryview(buf)
+                have = len(buf)
+                bufs.append(buf)
+                b = len(bufs) - 1
+                for n in range(g, h):
+                    p = positions[n]
+                    rel = offs[p] - start
+                    size = sizes[p]
+                    seq = seqs[p]
+                    if rel + codec.RECORD_FIXED > have:
+                        damaged = f"record for sequence {seq} is cut short"
+                    else:
+                        rec_len, kind, rseq, ts, slen, hlen, dlen = unpack(buf, rel)
+                        stop_at = rel + rec_len - 4
+                        if (
+                            kind != kind_msg
+                            or rseq != seq
+                            or rec_len != size + (hdr if hlen else plain)
+                            or stop_at + 4 > have
+                            or crc32(view[rel:stop_at]) != crc_at(buf, stop_at)[0]
+                        ):
+                            scan = codec.scan_record(buf, rel, have)
+                            why = scan if isinstance(scan, str) else f"found kind {kind} seq {rseq}"
+                            damaged = (
+                                f"record for sequence {seq} in {blk.path.name} at offset "
+                                f"{offs[p]} is damaged: {why}"
+                            )
+                    if damaged is not None:
+                        if not r_seqs:
+                            raise StoreError(damaged)
+                        next_seq = seq  # the next read starts at the damaged record
+                        break
+                    r_seqs.append(seq)
+                    r_ts.append(ts)
+                    r_subjects.append(names[sids[p]])
+                    r_sizes.append(size)
+                    r_buf.append(b)
+                    r_at.append(rel + _HEAD + slen)
+                    r_hlen.append(hlen)
+                    r_dlen.append(dlen)
+                g = h
+            if damaged is not None:
+                break
+        return BufferRun.build(
+            next_seq, bufs, r_seqs, r_ts, r_subjects, r_sizes, r_buf, r_at, r_hlen, r_dlen
+        )
 
     # -- durability and lifecycle -----------------------------------------------
     def _now_ns(self) -> int:
@@ -809,12 +941,27 @@ class FileStore(IndexedStore):
         return self._dir
 
     def _snapshot(self) -> None:
-        meta, arrays = self._index.export()
-        arrays = dict(arrays, offsets=self._offsets)
+        index = self._index
+        meta, arrays = index.export_meta()
+        dead = array("B")
+        pages = []
+        for page in index.pages:
+            dead_at, dead_len = -1, 0
+            if page.dead is not None:
+                dead_at, dead_len = len(dead), len(page.dead)
+                dead.frombytes(page.dead)
+            subjects = None if page.subjects is None else sorted(page.subjects.items())
+            pages.append(
+                [page.first, page.last, page.n, page.live, page.bytes, page.first_ts,
+                 subjects, dead_at, dead_len]
+            )
+        arrays = dict(arrays, dead=dead)
         blocks = []
         for blk in self._blocks:
             st = blk.path.stat()
-            blocks.append([blk.number, st.st_size, st.st_mtime_ns, blk.first_seq, blk.stamp])
+            blocks.append(
+                [blk.number, st.st_size, st.st_mtime_ns, blk.first_seq, blk.stamp, blk.live_bytes]
+            )
         write_snapshot(
             self._dir / SNAPSHOT_FILE,
             {
@@ -823,8 +970,10 @@ class FileStore(IndexedStore):
                 "tail": self._tail,
                 "stamp": self._stamp,
                 "index": meta,
+                "pages": pages,
             },
             arrays,
+            (index.page_image(page) for page in index.pages),
         )
         dfd = os.open(self._dir, os.O_RDONLY)
         try:
@@ -853,6 +1002,11 @@ class FileStore(IndexedStore):
             self._lock_fd = -1
         self._cache.forget(self._token)
         self._last_chunk = None
+        self._index.close()
+        if self._swap is not None:
+            # left on disk: a crash leaves it too; the next open removes it
+            self._swap.close(unlink=False)
+            self._swap = None
 
     def close(self) -> None:
         if self._closed:
@@ -864,6 +1018,7 @@ class FileStore(IndexedStore):
         finally:
             self._closed = True
             self._release_fds()
+            (self._dir / SWAP_FILE).unlink(missing_ok=True)
 
     def destroy(self) -> None:
         self.compactor.settle()

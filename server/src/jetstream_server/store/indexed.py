@@ -5,10 +5,12 @@ written once and are identical by construction. A backend supplies payload
 storage only, through these hooks:
 
 - `_put(seq, subject, headers, data, timestamp_ns)`: keep the payload and
-  append one entry to each of its index columns (called before the index
-  append, so a failed write leaves the index untouched);
-- `_get(seq, pos)`: the `StoredMessage` for a present sequence at index
-  position `pos`;
+  return the value of its index column for the entry (called before the
+  index append, so a failed write leaves the index untouched);
+- `_get(seq, loc)`: the `StoredMessage` for a present sequence whose index
+  entry is `loc` (page, position);
+- `_read_run(locs, ...)`: the `MessageRun` of present entries found by the
+  index (default: `_get` each);
 - `_drop(seqs, erase)`: the sequences are about to be removed (tombstones,
   erasure); called before the index changes;
 - `_floor(seq)`: remove everything below `seq` (nats-server `Compact`);
@@ -29,7 +31,9 @@ server's event loop thread) calls a store.
 from __future__ import annotations
 
 from abc import abstractmethod
+from array import array
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from jetstream_server.store.base import (
     MAX_SEQ,
@@ -41,9 +45,12 @@ from jetstream_server.store.base import (
     SubjectInfo,
 )
 from jetstream_server.store.filters import matches_all
-from jetstream_server.store.index import DELETED, MessageIndex
+from jetstream_server.store.index import SIZES, Loc, MessageIndex
+from jetstream_server.store.pages import Page
+from jetstream_server.store.runs import ListRun, MessageRun
 
 MAX_MESSAGE_BYTES = 0xFFFFFFFF
+ITER_BATCH = 256  # messages `iter_range` reads per run
 _BYTES = (bytes, bytearray, memoryview)
 
 
@@ -58,15 +65,37 @@ class IndexedStore(StreamStore):
     @abstractmethod
     def _put(
         self, seq: int, subject: str, headers: bytes | None, data: bytes, timestamp_ns: int
-    ) -> None: ...
+    ) -> Any: ...
 
     @abstractmethod
-    def _get(self, seq: int, pos: int) -> StoredMessage: ...
+    def _get(self, seq: int, loc: Loc) -> StoredMessage: ...
 
     def _load(self, seq: int) -> StoredMessage | None:
         if not seq:
             return None
-        return self._get(seq, self._index.pos_of(seq))
+        loc = self._index.locate(seq)
+        return None if loc is None else self._get(seq, loc)
+
+    def _read_run(
+        self, slices: list[tuple[Page, list[Any], Sequence[int]]], next_seq: int
+    ) -> MessageRun:
+        """The run of these present entries (per page: its columns and the
+        positions taken), verified; a damaged record after the first ends it
+        (see `StreamStore.read_run`). This default `_get`s each."""
+        msgs: list[StoredMessage] = []
+        sizes = array("I")
+        index = self._index
+        for page, cols, positions in slices:
+            for i in positions:
+                seq = index.seq_at(page, i)
+                try:
+                    msgs.append(self._get(seq, (page, i)))
+                except StoreError:
+                    if not msgs:
+                        raise
+                    return ListRun(msgs, sizes, seq)
+                sizes.append(cols[SIZES][i])
+        return ListRun(msgs, sizes, next_seq)
 
     @abstractmethod
     def _drop(self, seqs: Sequence[int], erase: bool) -> None: ...
@@ -107,11 +136,11 @@ class IndexedStore(StreamStore):
         if sid is None:
             sid = index.intern(subject)  # may refuse (too many subjects) before anything is written
         try:
-            self._put(seq, subject, headers, data, timestamp_ns)
+            value = self._put(seq, subject, headers, data, timestamp_ns)
         except BaseException:
             index.release_if_unused(sid)
             raise
-        index.append(subject, timestamp_ns, size, sid=sid)
+        index.append(subject, timestamp_ns, size, sid=sid, value=value)
         return seq
 
     def skip_to(self, seq: int) -> None:
@@ -214,8 +243,8 @@ class IndexedStore(StreamStore):
     # -- reading ---------------------------------------------------------------
     def load(self, seq: int) -> StoredMessage | None:
         self._check_open()
-        pos = self._index.present_at(seq)
-        return None if pos < 0 else self._get(seq, pos)
+        loc = self._index.present_loc(seq)
+        return None if loc is None else self._get(seq, loc)
 
     def load_next(
         self, start_seq: int, filters: Sequence[str] | None = None
@@ -226,11 +255,9 @@ class IndexedStore(StreamStore):
             # every subject and the entry at the start is present (an in-order
             # consumer): no subject resolution, no scan
             seq = start_seq if start_seq > index.first_seq else index.first_seq
-            if seq <= index.last_seq:
-                pos = index.lower(seq)
-                sids = index.sids
-                if pos < len(sids) and sids[pos] != DELETED:
-                    return self._get(index.seqs[pos], pos)
+            loc = index.present_loc(seq)
+            if loc is not None:
+                return self._get(seq, loc)
         seq = index.next_seq(start_seq, index.resolve(filters))
         return self._load(seq)
 
@@ -251,16 +278,59 @@ class IndexedStore(StreamStore):
     def iter_range(
         self, start_seq: int, end_seq: int, filters: Sequence[str] | None = None
     ) -> Iterator[StoredMessage]:
+        """Read in runs of `ITER_BATCH`; a message removed while the caller
+        holds the iterator is not yielded (as with a read per message)."""
         self._check_open()
         index = self._index
-        sids = index.resolve(filters)
         seq = start_seq
         while seq <= end_seq:
-            found = index.next_seq(seq, sids)
-            if not found or found > end_seq:
+            run = self.read_run(seq, ITER_BATCH, end_seq=end_seq, filters=filters)
+            mark = index.removals
+            for msg in run:
+                if index.removals == mark or index.present(msg.seq):
+                    yield msg
+            if not len(run) or self._closed:
                 return
-            yield self._get(found, index.pos_of(found))
-            seq = found + 1
+            seq = run.next_seq
+
+    def read_run(
+        self,
+        start_seq: int,
+        max_msgs: int,
+        *,
+        max_bytes: int = 0,
+        end_seq: int = MAX_SEQ,
+        filters: Sequence[str] | None = None,
+    ) -> MessageRun:
+        self._check_open()
+        index = self._index
+        slices, next_seq, blocked = index.run_slices(
+            start_seq, end_seq, index.resolve(filters), max_msgs, max_bytes
+        )
+        run = self._read_run(slices, next_seq) if slices else ListRun([], array("I"), next_seq)
+        if blocked and run.next_seq == next_seq:
+            run.blocked_size = blocked
+        return run
+
+    def read_seqs(self, seqs: Sequence[int]) -> MessageRun:
+        self._check_open()
+        index = self._index
+        wanted = sorted(set(seqs))
+        slices: list[tuple[Page, list[Any], Sequence[int]]] = []
+        positions: list[int] = []
+        for seq in wanted:
+            loc = index.present_loc(seq)
+            if loc is None:
+                continue
+            page, i = loc
+            if not slices or slices[-1][0] is not page:
+                positions = []
+                slices.append((page, index.cols(page), positions))
+            positions.append(i)
+        next_seq = wanted[-1] + 1 if wanted else 0
+        if not slices:
+            return ListRun([], array("I"), next_seq)
+        return self._read_run(slices, next_seq)
 
     def seq_for_time(self, timestamp_ns: int) -> int:
         self._check_open()

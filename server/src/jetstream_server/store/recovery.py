@@ -1,7 +1,8 @@
 """Rebuilding a file store's index by replaying its block files (no snapshot).
 
 `scan_blocks` reads every block in order and replays its records into a
-`MessageIndex` (and the offsets column). It never raises on bad data and
+`MessageIndex` (the record offsets are its extra column; each block starts a
+new page, and pages past the index budget go to its swap as the scan goes). It never raises on bad data and
 keeps every record whose checksum holds:
 - a block with a damaged header is removed (a crash while it was created);
 - a bad record in the middle of a block (checksum mismatch, bad framing, a
@@ -58,7 +59,6 @@ def scan_blocks(
     label: str,
     files: list[tuple[int, Path]],
     index: MessageIndex,
-    offsets: array,
     report: RecoveryReport,
 ) -> ScanResult:
     """Replay `files` (oldest first) into `index`/`offsets`; fix damaged files."""
@@ -84,10 +84,10 @@ def scan_blocks(
             result.changed = True
             continue
         index.advance_last(first_seq - 1)
-        first_offset = len(offsets)
+        index.seal()  # a block's entries are whole pages
         mv = memoryview(raw)
         try:
-            replay = _replay(raw, mv, names, index, offsets, suspects)
+            replay = _replay(raw, mv, names, index, suspects)
             pos, reason, tail, stamp_seen = replay.end, replay.reason, replay.tail, replay.stamp
             for hole in replay.holes:
                 _lost(label, report, path, hole.start, hole.stop - hole.start, hole.records,
@@ -102,7 +102,7 @@ def scan_blocks(
         finally:
             mv.release()
         if replay.holes:
-            pos, tail = _cut_holes(path, raw, pos, replay.holes, offsets, first_offset, tail)
+            pos, tail = _cut_holes(path, raw, pos, replay.holes, index, first_seq, tail)
             result.changed = True
         elif reason:
             os.truncate(path, pos)
@@ -180,13 +180,13 @@ def _cut_holes(
     raw: bytes,
     end: int,
     holes: list[_Hole],
-    offsets: array,
-    first_offset: int,
+    index: MessageIndex,
+    first_seq: int,
     tail: tuple[int, int] | None,
 ) -> tuple[int, tuple[int, int] | None]:
     """Rewrite `path` with only the valid records (up to `end`), atomically, and
-    move this block's offsets (from `first_offset`) to match; returns the new
-    size and tail."""
+    move this block's offsets (its entries from `first_seq` on) to match;
+    returns the new size and tail."""
     parts: list[bytes] = []
     starts: list[int] = []  # hole starts
     shift: list[int] = []  # bytes removed before each hole's end
@@ -198,10 +198,12 @@ def _cut_holes(
         shift.append(removed)
         prev = hole.stop
     parts.append(raw[prev:end])
-    for i in range(first_offset, len(offsets)):
-        k = bisect.bisect_right(starts, offsets[i])
-        if k:
-            offsets[i] -= shift[k - 1]
+
+    def moved(offset: int) -> int:
+        k = bisect.bisect_right(starts, offset)
+        return offset - shift[k - 1] if k else offset
+
+    index.map_extra(first_seq, 0, moved)
     if tail is not None:
         k = bisect.bisect_right(starts, tail[0])
         if k:
@@ -228,7 +230,6 @@ def _replay(
     mv: memoryview,
     names: dict[bytes, str],
     index: MessageIndex,
-    offsets: array,
     suspects: dict[int, int],
 ) -> _Replay:
     """Replay one block's records, skipping damaged ones (`_Replay.holes`);
@@ -250,8 +251,7 @@ def _replay(
 
     def flush() -> None:
         if run_sids:
-            index.extend_run(run_first, run_sids, run_ts, run_sizes)
-            offsets.extend(run_offs)
+            index.extend_run(run_first, run_sids, run_ts, run_sizes, (run_offs,))
             for run in (run_sids, run_ts, run_sizes, run_offs):
                 del run[:]
 
