@@ -143,16 +143,6 @@ class MessageIndex:
     def subject_info(self, subject: str) -> SubjectInfo | None:
         return self.subj.info(subject)
 
-    def subject_counts(self, subject_filter: str | None) -> dict[str, int]:
-        """Messages per matching subject, unordered: no per-subject object, no sort."""
-        sids = self.resolve(subject_filter)
-        names, msgs = self.names, self.s_msgs
-        return {names[sid]: msgs[sid] for sid in (self.sid_of.values() if sids is None else sids)}
-
-    def count_subjects(self, subject_filter: str | None) -> int:
-        sids = self.resolve(subject_filter)
-        return len(self.sid_of) if sids is None else len(sids)
-
     def subjects(self, subject_filter: str | None) -> dict[str, SubjectInfo]:
         return self.subj.infos(subject_filter)
 
