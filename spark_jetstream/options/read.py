@@ -12,7 +12,8 @@ read is the first at or after sequence N"; `endingOffsets=N` (batch) means
 "the last message read is at or before sequence N" (both inclusive).
 `stream` may name several streams (comma-separated): one source, one offset
 per stream. Spark's Kafka names `maxOffsetsPerTrigger` / `minOffsetsPerTrigger`
-mean the same as maxMessagesPerTrigger / minMessagesPerTrigger.
+/ `maxRecordsPerPartition` mean the same as maxMessagesPerTrigger /
+minMessagesPerTrigger / maxMessagesPerPartition.
 
 Timestamps are milliseconds since the epoch or an ISO-8601 time (UTC if no
 zone is given).
@@ -54,8 +55,7 @@ class ReadOptions:
     max_bytes_per_trigger: int | None = None
     min_messages_per_trigger: int | None = None
     max_trigger_delay_s: float = 900.0
-    min_partitions: int | None = None  # None: split by `parallelism` (read/partitions.py)
-    parallelism: int = 1  # Spark's default parallelism, when the source was registered with it
+    min_partitions: int | None = None  # None: split by size (read/partitions.py)
     max_messages_per_partition: int = 500_000
     fail_on_data_loss: bool = True
     include_headers: bool = True
@@ -66,11 +66,14 @@ class ReadOptions:
         return self.streams[0]
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
+    def from_options(
+        cls, options: Mapping[str, Any], *, streaming: bool, spark: tuple[tuple[int, int], str] | None = None
+    ) -> ReadOptions:
+        """`spark`: the running Spark's API level and version; options it cannot honour are refused."""
         for key, instead in REMOVED.items():
             if key.lower() in lower_keys(options):
                 raise OptionError(f"option {key} was removed (it is not Spark's name for this): use {instead}")
-        v = parse_options(options, Scope.STREAM_READ if streaming else Scope.BATCH_READ)
+        v = parse_options(options, Scope.STREAM_READ if streaming else Scope.BATCH_READ, spark=spark)
         given = v.given
         if not v["stream"]:
             raise OptionError("option stream is required (the JetStream stream to read)")
@@ -119,7 +122,7 @@ class ReadOptions:
             min_messages_per_trigger=min_msgs,
             max_trigger_delay_s=delay_s,
             min_partitions=v["minPartitions"],
-            max_messages_per_partition=v["maxMessagesPerPartition"],
+            max_messages_per_partition=_per_partition(v["maxMessagesPerPartition"], v["maxRecordsPerPartition"], given),
             fail_on_data_loss=v["failOnDataLoss"],
             include_headers=v["includeHeaders"],
         )
@@ -131,3 +134,10 @@ def _min_of(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return min(a, b)
+
+
+def _per_partition(messages: int, records: int | None, given: frozenset[str]) -> int:
+    """maxMessagesPerPartition, or Spark's Kafka name for it (the smaller when both are given)."""
+    if records is None:
+        return messages
+    return min(messages, records) if "maxMessagesPerPartition" in given else records

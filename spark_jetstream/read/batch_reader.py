@@ -69,7 +69,6 @@ class JetStreamBatchReader(DataSourceReader):
             max(start, end),
             subjects=opts.subjects,
             min_partitions=opts.min_partitions,
-            parallelism=opts.parallelism,
             max_per_partition=opts.max_messages_per_partition,
             avg_msg_bytes=state.avg_msg_bytes,
             first_index=first_index,

@@ -39,17 +39,24 @@ class Offset:
     checkpoints written before several streams were supported,
     `{"stream": "A", "seq": 12}`, is read as `{"streams": {"A": 12}}`.
 
-    A stream that is not in an offset has no resolved start yet: the batch
-    that ends at the first offset naming it reads nothing of it (see
-    stream_reader.py), so that Spark's offset log records the start.
+    A stream that is not in an offset has no resolved start yet. Where Spark
+    passes the batch's start to `latestOffset` (4.2+), the batch that ends at
+    the first offset naming it reads nothing of it (stream_reader.py), so that
+    Spark's offset log records the start. Before 4.2 that first batch would be
+    the whole `availableNow` run, so the offset records the start itself:
+    `"starts": {"A": 10}` (legacy_stream_reader.py), the sequence the query
+    started after on each stream, kept in every later offset (the JSON of an
+    unchanged position stays the same); a batch whose start offset lacks a
+    stream starts there.
     """
 
     seqs: tuple[tuple[str, int], ...] = ()
     owner: str | None = None
+    starts: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, seqs: Mapping[str, int], owner: str | None = None) -> Offset:
-        return cls(tuple(sorted(seqs.items())), owner)
+    def of(cls, seqs: Mapping[str, int], owner: str | None = None, starts: Mapping[str, int] | None = None) -> Offset:
+        return cls(tuple(sorted(seqs.items())), owner, tuple(sorted((starts or {}).items())))
 
     def as_map(self) -> dict[str, int]:
         return dict(self.seqs)
@@ -57,10 +64,16 @@ class Offset:
     def get(self, stream: str) -> int | None:
         return self.as_map().get(stream)
 
+    def start_of(self, stream: str) -> int | None:
+        """The recorded start of `stream` (offsets of the pre-4.2 path), or None."""
+        return dict(self.starts).get(stream)
+
     def to_dict(self) -> dict[str, Any]:
         value: dict[str, Any] = {"streams": self.as_map()}
         if self.owner:
             value["owner"] = self.owner
+        if self.starts:
+            value["starts"] = dict(self.starts)
         return value
 
     def json(self) -> str:
@@ -77,13 +90,17 @@ class Offset:
                 seqs = {str(k): int(v) for k, v in raw.items()}
                 owner = data.get("owner")
                 owner = None if owner is None else str(owner)
+                raw_starts = data.get("starts") or {}
+                if not isinstance(raw_starts, Mapping):
+                    raise TypeError
+                starts = {str(k): int(v) for k, v in raw_starts.items()}
             else:
-                seqs, owner = {str(data["stream"]): int(data["seq"])}, None
+                seqs, owner, starts = {str(data["stream"]): int(data["seq"])}, None, {}
         except (KeyError, TypeError, ValueError):
             raise OffsetError(
                 f"not a jetstream offset (expected {{'streams': {{S: N, ...}}}}): {data!r}"
             ) from None
-        for stream, seq in seqs.items():
+        for stream, seq in (*seqs.items(), *starts.items()):
             if seq < 0:
                 raise OffsetError(f"offset sequence of stream {stream!r} must be >= 0: {data!r}")
         if expected_streams is not None and seqs and not set(seqs) & set(expected_streams):
@@ -93,7 +110,7 @@ class Offset:
                 f"the checkpoint holds an offset of stream {held} but option stream is {wanted}; "
                 "use a new checkpoint location to read another stream"
             )
-        return cls.of(seqs, owner)
+        return cls.of(seqs, owner, starts)
 
 
 @dataclass(frozen=True, slots=True)

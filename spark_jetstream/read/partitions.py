@@ -4,12 +4,14 @@
 that cover it exactly: at least `min_partitions` (never more than there are
 sequences) and none longer than `max_per_partition` sequences; sizes differ
 by at most one. Without `min_partitions` (the option not given) the range is
-cut into up to `parallelism` partitions (Spark's default parallelism, see
-datasource.py) of at least `AUTO_MIN_MESSAGES` sequences each, so that a
-micro-batch uses the cores it can use and a small one stays one task. The
-count depends only on the range and these numbers, never on timing: a
-replayed micro-batch gets the same partitions (the sink's content ids carry
-the partition). A partition is pure data (picklable, no connection): the
+cut into as many partitions of at least `AUTO_MIN_MESSAGES` sequences as it
+holds, so that a large batch uses the cores there are (Spark runs the tasks in
+waves where there are fewer) and a small one stays one task. The split does
+not depend on the cluster: Spark auto-registers the source in every session
+(pyspark_jetstream) where nothing can hand it the session's parallelism, and
+a registered and an auto-registered source split alike. The count depends
+only on the range and these numbers, never on timing: a replayed micro-batch
+gets the same partitions (the sink's content ids carry the partition). A partition is pure data (picklable, no connection): the
 executor reads exactly its range with its own ephemeral consumer, so a retried
 task reads the same rows. `read_partition` is that executor-side read: one
 lean connection, one bounded ephemeral consumer, Arrow batches out; before it
@@ -68,11 +70,11 @@ class SeqRangePartition(InputPartition):
         return self.end - self.start
 
 
-def partition_count(total: int, *, min_partitions: int | None, max_per_partition: int, parallelism: int = 1) -> int:
+def partition_count(total: int, *, min_partitions: int | None, max_per_partition: int) -> int:
     """How many partitions a range of `total` sequences gets (see the module docstring)."""
-    if (min_partitions is not None and min_partitions < 1) or max_per_partition < 1 or parallelism < 1:
-        raise ValueError("min_partitions, max_per_partition and parallelism must be >= 1")
-    wanted = min_partitions if min_partitions is not None else min(parallelism, total // AUTO_MIN_MESSAGES)
+    if (min_partitions is not None and min_partitions < 1) or max_per_partition < 1:
+        raise ValueError("min_partitions and max_per_partition must be >= 1")
+    wanted = min_partitions if min_partitions is not None else total // AUTO_MIN_MESSAGES
     return max(1, min(total, max(wanted, -(-total // max_per_partition))))
 
 
@@ -82,15 +84,12 @@ def split_range(
     *,
     min_partitions: int | None = 1,
     max_per_partition: int = 500_000,
-    parallelism: int = 1,
 ) -> list[tuple[int, int]]:
     """(start, end] as a list of (lo, hi] ranges; empty when end <= start."""
     total = end - start
     if total <= 0:
         return []
-    count = partition_count(
-        total, min_partitions=min_partitions, max_per_partition=max_per_partition, parallelism=parallelism
-    )
+    count = partition_count(total, min_partitions=min_partitions, max_per_partition=max_per_partition)
     base, extra = divmod(total, count)
     ranges = []
     lo = start
@@ -109,7 +108,6 @@ def plan_partitions(
     subjects: tuple[str, ...] = (),
     min_partitions: int | None = 1,
     max_per_partition: int = 500_000,
-    parallelism: int = 1,
     avg_msg_bytes: int = 256,
     first_index: int = 0,
     fail_on_data_loss: bool = True,
@@ -117,9 +115,7 @@ def plan_partitions(
     return [
         SeqRangePartition(first_index + i, stream, lo, hi, subjects, avg_msg_bytes, fail_on_data_loss)
         for i, (lo, hi) in enumerate(
-            split_range(
-                start, end, min_partitions=min_partitions, max_per_partition=max_per_partition, parallelism=parallelism
-            )
+            split_range(start, end, min_partitions=min_partitions, max_per_partition=max_per_partition)
         )
     ]
 

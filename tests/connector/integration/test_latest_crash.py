@@ -31,7 +31,7 @@ from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
 from spark_jetstream.options import ConnectionOptions
 
-pytestmark = [pytest.mark.spark, pytest.mark.crash]
+pytestmark = [pytest.mark.spark, pytest.mark.crash, pytest.mark.spark_matrix]
 
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "latest_pipeline.py"
 

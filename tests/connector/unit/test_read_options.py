@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert o.subjects == ()
     assert o.starting_offsets == "earliest" and o.ending_offsets == "latest"
     assert o.fail_on_data_loss is True and o.include_headers is True
-    assert o.min_partitions is None and o.parallelism == 1 and o.max_messages_per_partition == 500_000
+    assert o.min_partitions is None and o.max_messages_per_partition == 500_000
     assert o.max_trigger_delay_s == 900.0
     assert pickle.loads(pickle.dumps(o)) == o
 
