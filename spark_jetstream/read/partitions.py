@@ -30,9 +30,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from spark_jetstream.client import LeanConnection, connect
-from spark_jetstream.client.lean_client import FetchSpec, fetch_range
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
+from spark_jetstream.read.fetch import FetchSpec, fetch_range
 from spark_jetstream.read.offsets import (
     DataLossError,
     StreamMissingError,

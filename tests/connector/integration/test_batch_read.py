@@ -16,7 +16,7 @@ from read_helpers import fill, fill_fast, reader, rows
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
-from spark_jetstream.client.lean_client import encode_headers
+from spark_jetstream.client.frames import encode_headers
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import read_schema
 
