@@ -70,6 +70,20 @@ CLIENT_NAME = "spark-jetstream"  # the connection name servers show (connz), to 
 HEALTH_CHECK_S = 2.0  # longest PING/PONG wait before a connection counts as dead
 _RNG = random.Random()  # server order; tests pass their own
 
+def permission_hint(text: str) -> str:
+    """What a permissions violation means for the connector ("" for any other error)."""
+    if "permissions violation" not in text.lower():
+        return ""
+    if "subscription" in text.lower():
+        return " (the user may not subscribe to the connector's reply subjects: see option inboxPrefix)"
+    if ".CONSUMER.CREATE." in text or ".CONSUMER.DELETE." in text:
+        return (
+            " (the user may not create consumers on the stream: a read-only user reads with option "
+            "readMode=direct; see docs/permissions.md)"
+        )
+    return " (the user lacks this right; see docs/permissions.md for what each mode needs)"
+
+
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
     raw: dict[str, Any]
@@ -383,8 +397,10 @@ class LeanConnection:
         self._pos = 0
 
     def server_error(self, payload: bytes) -> ServerError:
-        """The exception for a `-ERR` line (its text is the server's, redacted)."""
-        return ServerError("server error: " + self.redact(payload.decode("utf-8", "replace").strip("' ")))
+        """The exception for a `-ERR` line (its text is the server's, redacted), with what to do
+        about a permission the user lacks."""
+        text = self.redact(payload.decode("utf-8", "replace").strip("' "))
+        return ServerError("server error: " + text + permission_hint(text))
 
     def read_frames(self) -> list[Frame]:
         """Block until at least one frame is available; return all parsed frames.

@@ -59,6 +59,7 @@ class ReadOptions:
     max_messages_per_partition: int = 500_000
     fail_on_data_loss: bool = True
     include_headers: bool = True
+    read_mode: str = "consumer"  # or "direct": no consumer (read/direct_get.py)
 
     @property
     def stream(self) -> str:
@@ -107,6 +108,11 @@ class ReadOptions:
                 raise OptionError("option maxTriggerDelay needs minMessagesPerTrigger")
             delay_s = v["maxTriggerDelay"] / NS_PER_S
 
+        if v["readMode"] == "direct" and streaming and v["durable"] is not None:
+            raise OptionError(
+                "options readMode=direct and durable exclude each other: durable creates and moves a "
+                "consumer, readMode=direct reads without any"
+            )
         return cls(
             connection=ConnectionOptions.from_parsed(v),
             streams=v["stream"],
@@ -125,6 +131,7 @@ class ReadOptions:
             max_messages_per_partition=_per_partition(v["maxMessagesPerPartition"], v["maxRecordsPerPartition"], given),
             fail_on_data_loss=v["failOnDataLoss"],
             include_headers=v["includeHeaders"],
+            read_mode=v["readMode"],
         )
 
 

@@ -338,6 +338,7 @@ DEDUP_CHECK_MODES: Final = ("warn", "fail")
 DEFAULT_INBOX_PREFIX: Final = "_INBOX"
 DEFAULT_DEDUP_WINDOW_CHECK: Final = "10m"
 MSG_ID_MODES: Final = ("auto", "column", "content", "source")
+READ_MODES: Final = ("consumer", "direct")
 # Spark gives a Python streaming source read limits from 4.2 on; before, Trigger.AvailableNow
 # takes one end offset for its whole run, so a per-trigger limit would end the run early.
 READ_LIMITS: Final = (4, 2)
@@ -395,6 +396,13 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("maxRecordsPerPartition", Count(1), None, R,
            "Spark's Kafka name for maxMessagesPerPartition (same meaning; with both, the smaller wins).",
            shown="500000"),
+    Option("readMode", Choice(READ_MODES), "consumer", R,
+           "How ranges are read: `consumer` (a short-lived read consumer per partition: needs the "
+           "right to create and delete consumers on the stream) or `direct` (by sequence, no "
+           "consumer: needs only `$JS.API.STREAM.INFO.<stream>` and `$JS.API.DIRECT.GET.<stream>` "
+           "(batched, a stream with allow_direct on nats-server 2.11+) or else "
+           "`$JS.API.STREAM.MSG.GET.<stream>` (one request per message); excludes durable). See "
+           "docs/permissions.md."),
     Option("failOnDataLoss", Bool(), "true", R,
            "Fail when messages to be read are gone (purged, aged out, stream deleted); false "
            "skips ahead and logs."),

@@ -73,6 +73,7 @@ class JetStreamBatchReader(DataSourceReader):
             avg_msg_bytes=state.avg_msg_bytes,
             first_index=first_index,
             fail_on_data_loss=opts.fail_on_data_loss,
+            direct=opts.read_mode == "direct",
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

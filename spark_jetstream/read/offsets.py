@@ -123,6 +123,7 @@ class StreamState:
     first_seq: int
     last_seq: int
     retention: str = "limits"
+    allow_direct: bool = False
 
     @property
     def avg_msg_bytes(self) -> int:
@@ -139,6 +140,7 @@ class StreamState:
             first_seq=int(state.get("first_seq", 0)),
             last_seq=int(state.get("last_seq", 0)),
             retention=str(config.get("retention", "limits")),
+            allow_direct=bool(config.get("allow_direct", False)),
         )
 
 
@@ -230,10 +232,19 @@ def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, byte
     return frame[4], b"", None
 
 
+def seq_for_time(conn: LeanConnection, options: ReadOptions, state: StreamState, ts_ms: int) -> int:
+    """The first sequence stored at or after `ts_ms` (last_seq + 1: none), the way `readMode` allows."""
+    if options.read_mode == "direct":
+        from spark_jetstream.read.direct_get import seq_at_time
+
+        return seq_at_time(conn, state.stream, ts_ms, state.last_seq, state.allow_direct)
+    return first_seq_at_or_after(conn, state, ts_ms)
+
+
 def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The offset (last processed sequence) a read starts after, from the starting options."""
     if options.starting_timestamp_ms is not None:
-        seq = first_seq_at_or_after(conn, state, options.starting_timestamp_ms)
+        seq = seq_for_time(conn, options, state, options.starting_timestamp_ms)
         if seq > state.last_seq and options.timestamp_strategy == "error":
             raise StartPastEndError(
                 f"no message of stream {state.stream!r} is stored at or after startingTimestamp "
@@ -252,7 +263,7 @@ def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState
 def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The last sequence a batch read covers, from the ending options."""
     if options.ending_timestamp_ms is not None:
-        return first_seq_at_or_after(conn, state, options.ending_timestamp_ms) - 1
+        return seq_for_time(conn, options, state, options.ending_timestamp_ms) - 1
     ending = options.ending_offsets
     if ending == "latest":
         return state.last_seq

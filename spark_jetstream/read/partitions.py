@@ -14,7 +14,8 @@ only on the range and these numbers, never on timing: a replayed micro-batch
 gets the same partitions (the sink's content ids carry the partition). A partition is pure data (picklable, no connection): the
 executor reads exactly its range with its own ephemeral consumer, so a retried
 task reads the same rows. `read_partition` is that executor-side read: one
-lean connection, one bounded ephemeral consumer, Arrow batches out; before it
+lean connection, one bounded ephemeral consumer (or, readMode=direct, no
+consumer: direct_get.py), Arrow batches out; before it
 `check_range` checks again that the range is still in the stream (data lost
 after planning honours failOnDataLoss, as Spark's Kafka source does).
 """
@@ -22,7 +23,7 @@ after planning honours failOnDataLoss, as Spark's Kafka source does).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,12 +31,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from spark_jetstream.client import LeanConnection, connect
+from spark_jetstream.client.msg_runs import Chunk, RawChunk
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
-from spark_jetstream.read.fetch import FetchSpec, fetch_range
+from spark_jetstream.read.direct_get import fetch_range_direct, has_batch_direct_get
+from spark_jetstream.read.fetch import FetchSpec, fetch_range, fetch_range_by_get
 from spark_jetstream.read.offsets import (
     DataLossError,
     StreamMissingError,
+    StreamState,
     data_loss_message,
     stream_state,
 )
@@ -60,6 +64,7 @@ class SeqRangePartition(InputPartition):
     subjects: tuple[str, ...] = ()
     avg_msg_bytes: int = 256
     fail_on_data_loss: bool = True
+    direct: bool = False  # readMode=direct: by sequence, no consumer (direct_get.py)
 
     def __post_init__(self) -> None:
         if self.end < self.start:
@@ -111,16 +116,17 @@ def plan_partitions(
     avg_msg_bytes: int = 256,
     first_index: int = 0,
     fail_on_data_loss: bool = True,
+    direct: bool = False,
 ) -> list[SeqRangePartition]:
     return [
-        SeqRangePartition(first_index + i, stream, lo, hi, subjects, avg_msg_bytes, fail_on_data_loss)
+        SeqRangePartition(first_index + i, stream, lo, hi, subjects, avg_msg_bytes, fail_on_data_loss, direct)
         for i, (lo, hi) in enumerate(
             split_range(start, end, min_partitions=min_partitions, max_per_partition=max_per_partition)
         )
     ]
 
 
-def check_range(conn: LeanConnection, partition: SeqRangePartition) -> int:
+def check_range(conn: LeanConnection, partition: SeqRangePartition) -> tuple[int, StreamState | None]:
     """The executor's data-loss check, just before reading: the start to read after.
 
     Planning happened earlier on the driver; since then messages of the range
@@ -142,16 +148,39 @@ def check_range(conn: LeanConnection, partition: SeqRangePartition) -> int:
         if partition.fail_on_data_loss:
             raise DataLossError(message)
         log.warning("skipping: %s", message)
-        return hi
+        return hi, None
     assert state is not None
     if lo + 1 >= state.first_seq:
-        return lo
+        return lo, state
     lost_hi = min(hi, state.first_seq - 1)
     message = data_loss_message(partition.stream, lo + 1, lost_hi, "purged, expired or removed by retention after planning")
     if partition.fail_on_data_loss:
         raise DataLossError(message)
     log.warning("skipping: %s", message)
-    return lost_hi
+    return lost_hi, state
+
+
+def _fetcher(conn: LeanConnection, partition: SeqRangePartition, state: StreamState | None) -> Callable[
+    [LeanConnection, FetchSpec], Iterator[Chunk | RawChunk]
+]:
+    """How this partition is read: a read consumer, or (readMode=direct) batched direct gets where the
+    stream and the server have them, else one message get per message."""
+    if not partition.direct:
+        return fetch_range
+    version = str(conn.info.raw.get("version", "")) if conn.info is not None else ""
+    if state is not None and state.allow_direct and has_batch_direct_get(version):
+        return fetch_range_direct
+    why = "does not allow direct get" if state is None or not state.allow_direct else f"runs nats-server {version}"
+    if why not in _WARNED:
+        _WARNED.add(why)
+        log.warning(
+            "readMode=direct: stream %s %s (batched direct get needs allow_direct and nats-server "
+            "2.11+): reading with one message get per message, much slower", partition.stream, why,
+        )
+    return fetch_range_by_get
+
+
+_WARNED: set[str] = set()
 
 
 def read_partition(
@@ -163,7 +192,8 @@ def read_partition(
     schema = arrow_schema(include_headers)
     rows = 0
     with connect(connection) as conn:  # the process's pooled connection (client/pool.py)
-        start = check_range(conn, partition)
+        start, state = check_range(conn, partition)
+        fetch = _fetcher(conn, partition, state)
         spec = FetchSpec(
             stream=partition.stream,
             start=start,
@@ -172,7 +202,7 @@ def read_partition(
             with_headers=include_headers,
             avg_msg_bytes=partition.avg_msg_bytes,
         )
-        for chunk in fetch_range(conn, spec):
+        for chunk in fetch(conn, spec):
             if len(chunk):
                 rows += len(chunk)
                 yield chunk_to_batch(chunk, partition.stream, schema)

@@ -291,7 +291,7 @@ class StreamReaderCore(DataSourceStreamReader):
             n = budgets[s]
             if n is None or targets[s] <= eff[s]:
                 ends[s] = targets[s]
-            elif opts.subjects:
+            elif opts.subjects and opts.read_mode != "direct":  # readMode=direct: no probe consumer
                 nth = partial(nth_matching_seq, stream=s, filters=opts.subjects, start=eff[s], n=n, target=targets[s])
                 ends[s] = int(self._call(nth))
             else:
@@ -349,6 +349,7 @@ class StreamReaderCore(DataSourceStreamReader):
                 avg_msg_bytes=state.avg_msg_bytes,
                 first_index=len(parts),
                 fail_on_data_loss=opts.fail_on_data_loss,
+                direct=opts.read_mode == "direct",
             )
         return parts
 
@@ -409,6 +410,6 @@ def count_pending(conn: LeanConnection, options: ReadOptions, start: int, target
     The server counts up to the stream's end, which may be past target: an upper
     bound that is exact when target is the last sequence (the usual case).
     """
-    if not options.subjects:
-        return target - start
+    if not options.subjects or options.read_mode == "direct":
+        return target - start  # an upper bound: readMode=direct makes no counting consumer
     return count_matching(conn, stream, options.subjects, start, target)

@@ -20,6 +20,7 @@ from spark_jetstream.options import OptionError, ReadOptions
 from spark_jetstream.read.legacy_stream_reader import LegacyStreamReader
 from spark_jetstream.spark_features import SparkFeatures
 
+pytestmark = pytest.mark.spark_matrix
 SPARK_41 = SparkFeatures("4.1.4", read_limits=False, stream_arrow_writer=True, filter_pushdown=True)
 
 
