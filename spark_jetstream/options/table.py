@@ -39,6 +39,7 @@ from spark_jetstream.options.grammar import (
     parse_name,
     parse_position,
     parse_size,
+    parse_stream_map,
     parse_timestamp_ms,
 )
 from spark_jetstream.options.secrets import redact_url
@@ -249,6 +250,29 @@ class Position(Kind):
 
 
 @dataclass(frozen=True)
+class PerStream(Kind):
+    """One value for every stream, or a JSON object of stream -> value (multi-stream reads):
+    each value read by `each`. The value is the single one, or a dict."""
+
+    each: Kind
+
+    def parse(self, option: str, raw: str) -> Any:
+        if not raw.lstrip().startswith("{"):
+            return self.each.parse(option, raw)
+        return {s: self.each.parse(f"{option}[{s}]", v) for s, v in parse_stream_map(option, raw).items()}
+
+
+@dataclass(frozen=True)
+class StreamMap(Kind):
+    """A JSON object of stream -> value, each read by `each` (named `<option>[<stream>]`)."""
+
+    each: Kind
+
+    def parse(self, option: str, raw: str) -> dict[str, Any]:
+        return {s: self.each.parse(f"{option}[{s}]", v) for s, v in parse_stream_map(option, raw).items()}
+
+
+@dataclass(frozen=True)
 class Choice(Kind):
     choices: tuple[str, ...]
 
@@ -360,16 +384,23 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
            "offset (created and marked if missing; one made by another application or with another "
            "filter is refused); a new query without checkpoint starts from its ack floor."),
-    Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
-           "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
+    Option("startingOffsets", PerStream(Position(("earliest", "latest"))), "earliest", R,
+           "`earliest`, `latest` or a stream sequence (the first message read is at or after it); "
+           "or per stream, as JSON: `{\"ORDERS\": 1200, \"EVENTS\": \"latest\"}` (a stream not "
+           "named starts at `earliest`)."),
     Option("startingTimestamp", Timestamp(), None, R,
            "Start at the first message stored at or after this time (ms since epoch or ISO-8601); "
-           "excludes startingOffsets."),
+           "excludes startingOffsets and startingOffsetsByTimestamp."),
+    Option("startingOffsetsByTimestamp", StreamMap(Timestamp()), None, R,
+           "Per stream, as JSON, the time to start at (`{\"ORDERS\": 1700000000000, \"EVENTS\": "
+           "\"2024-05-01T00:00:00Z\"}`); the other streams start by startingOffsets (which must not "
+           "name the same stream)."),
     Option("startingOffsetsByTimestampStrategy", Choice(("error", "latest")), "error", R,
            "When no message is stored at or after startingTimestamp: `error` fails naming the time, "
            "`latest` starts at the end of the stream (as Spark's Kafka source)."),
-    Option("endingOffsets", Position(("latest",)), "latest", B,
-           "`latest` or a stream sequence (the last message read is at or before it)."),
+    Option("endingOffsets", PerStream(Position(("latest",))), "latest", B,
+           "`latest` or a stream sequence (the last message read is at or before it); or per "
+           "stream, as JSON (a stream not named ends at `latest`)."),
     Option("endingTimestamp", Timestamp(), None, B,
            "Read only messages stored before this time; excludes endingOffsets."),
     Option("maxMessagesPerTrigger", Count(1), None, S,

@@ -243,16 +243,19 @@ def seq_for_time(conn: LeanConnection, options: ReadOptions, state: StreamState,
 
 def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The offset (last processed sequence) a read starts after, from the starting options."""
-    if options.starting_timestamp_ms is not None:
-        seq = seq_for_time(conn, options, state, options.starting_timestamp_ms)
+    ts_ms = options.start_timestamp_ms(state.stream)
+    if ts_ms is not None:
+        seq = seq_for_time(conn, options, state, ts_ms)
         if seq > state.last_seq and options.timestamp_strategy == "error":
+            by_stream = state.stream in dict(options.starting_ts_by_stream)
+            option = "startingOffsetsByTimestamp" if by_stream else "startingTimestamp"
             raise StartPastEndError(
-                f"no message of stream {state.stream!r} is stored at or after startingTimestamp "
-                f"{_iso(options.starting_timestamp_ms)}; set option startingOffsetsByTimestampStrategy=latest "
+                f"no message of stream {state.stream!r} is stored at or after {option} "
+                f"{_iso(ts_ms)}; set option startingOffsetsByTimestampStrategy=latest "
                 "to start at the end of the stream instead"
             )
         return seq - 1
-    starting = options.starting_offsets
+    starting = options.start_position(state.stream)
     if starting == "earliest":
         return max(0, state.first_seq - 1)
     if starting == "latest":
@@ -264,7 +267,7 @@ def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) 
     """The last sequence a batch read covers, from the ending options."""
     if options.ending_timestamp_ms is not None:
         return seq_for_time(conn, options, state, options.ending_timestamp_ms) - 1
-    ending = options.ending_offsets
+    ending = options.end_position(state.stream)
     if ending == "latest":
         return state.last_seq
     return min(int(ending), state.last_seq)

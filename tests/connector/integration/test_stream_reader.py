@@ -254,3 +254,22 @@ async def test_partitions_follow_the_range_size_and_replay_the_same(  # type: ig
     assert plan(0, 40, minPartitions="2") == [(0, 20), (20, 40)]  # given: exactly that
     await fill(js, "S", [("s.a", b"y") for _ in range(25)])
     assert plan(0, 40) == first  # a replay after the stream grew (or a restart) plans the same partitions
+
+
+async def test_per_stream_starts_as_json(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "A", [("a.x", b"x") for _ in range(10)], subjects=["a.>"])
+    await fill(js, "B", [("b.x", b"x") for _ in range(6)], subjects=["b.>"])
+    await fill(js, "C", [("c.x", b"x") for _ in range(4)], subjects=["c.>"])
+    from sink_helpers import connect
+
+    from spark_jetstream.read.fetch import rfc3339_ns
+
+    with connect(server.url) as conn:  # the stored time of C's third message, in ms (rounded up)
+        at_ns = rfc3339_ns(conn.js_api("STREAM.MSG.GET.C", {"seq": 3})["message"]["time"])
+    at_ms = -(-at_ns // 1_000_000)
+    r = make_reader(server.url, stream="A,B,C", startingOffsets='{"A": 4, "B": "latest"}',
+                    startingOffsetsByTimestamp=f'{{"C": {at_ms}}}')
+    start = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    assert start["streams"]["A"] == 3 and start["streams"]["B"] == 6
+    assert start["streams"]["C"] in (2, 3)  # at or after the third message's time (ms rounding)
+    r.stop()
