@@ -17,7 +17,8 @@ version lacks are imported only when it has them:
   and the version;
 - the stream sink: `stream_writer.JetStreamStreamWriter` (Arrow, 4.1+) or
   `stream_sink.RowStreamWriter` (rows, 4.0), with the same message ids;
-- batch reads and writes: the same everywhere.
+- batch reads and writes: the same everywhere; option filterPushdown (4.1+)
+  gives a batch reader with `pushFilters`.
 
 `features` (a class attribute, None: detect) lets a test subclass drive the
 paths of an older Spark on a newer one.
@@ -39,7 +40,7 @@ from pyspark.sql.types import StructType
 from spark_jetstream.options import OptionError, ReadOptions
 from spark_jetstream.options.table import Scope, option_value
 from spark_jetstream.read.arrow_rows import read_schema
-from spark_jetstream.read.batch_reader import JetStreamBatchReader
+from spark_jetstream.read.batch_reader import JetStreamBatchReader, PushdownBatchReader
 from spark_jetstream.spark_features import SparkFeatures, detect
 
 
@@ -77,7 +78,10 @@ class JetStreamDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_schema(schema)
-        return JetStreamBatchReader(self._read_options(streaming=False))
+        options = self._read_options(streaming=False)
+        if options.filter_pushdown:
+            return PushdownBatchReader(options)
+        return JetStreamBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         self._check_schema(schema)

@@ -63,6 +63,7 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = True
     read_mode: str = "consumer"  # or "direct": no consumer (read/direct_get.py)
+    filter_pushdown: bool = False  # batch reads: pushFilters (read/pushdown.py)
 
     @property
     def stream(self) -> str:
@@ -166,6 +167,7 @@ class ReadOptions:
             fail_on_data_loss=v["failOnDataLoss"],
             include_headers=v["includeHeaders"],
             read_mode=v["readMode"],
+            filter_pushdown=bool(v["filterPushdown"]) if not streaming else False,
         )
 
 

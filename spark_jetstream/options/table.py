@@ -367,6 +367,7 @@ READ_MODES: Final = ("consumer", "direct")
 # takes one end offset for its whole run, so a per-trigger limit would end the run early.
 READ_LIMITS: Final = (4, 2)
 SPARK_WHY: Final = {
+    (4, 1): "Spark before 4.1 has no filter pushdown for Python data sources",
     READ_LIMITS: "Spark before 4.2 gives a Python streaming source no read limits, and Trigger.AvailableNow "
     "would end after one capped micro-batch",
 }
@@ -427,6 +428,11 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("maxRecordsPerPartition", Count(1), None, R,
            "Spark's Kafka name for maxMessagesPerPartition (same meaning; with both, the smaller wins).",
            shown="500000"),
+    Option("filterPushdown", Bool(), "false", B,
+           "Narrow a batch read by the query's filters on `seq`, `timestamp` and `subject` (a 1 % "
+           "slice reads about 1 % of the stream). Needs Spark's conf "
+           "`spark.sql.python.filterPushdown.enabled=true` too (Spark refuses the reader otherwise).",
+           spark=(4, 1)),
     Option("readMode", Choice(READ_MODES), "consumer", R,
            "How ranges are read: `consumer` (a short-lived read consumer per partition: needs the "
            "right to create and delete consumers on the stream) or `direct` (by sequence, no "

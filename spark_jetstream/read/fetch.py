@@ -249,7 +249,9 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ra
     runs = RunScanner(sid, spec.with_headers)
     done = False
 
-    batch = spec.request_batch
+    # never more messages than the range has sequences: a small range (a pushed-down
+    # filter's) is not followed by a request's worth of messages past its end
+    batch = max(1, min(spec.request_batch, spec.end - spec.start))
     # The batch size comes from the stream's average message size; max_bytes bounds
     # a request whatever the sizes in this range (the server ends the request with
     # "409 Message Size Exceeds MaxBytes" when it is full).

@@ -2,11 +2,14 @@
 
 Before 4.2, Spark's Python stream reader has no read limits and no
 `SupportsTriggerAvailableNow`, and `latestOffset()` is told neither the
-batch's start nor a limit. Spark then wraps the source for
-`Trigger.AvailableNow` and takes ONE `latestOffset()` at the start of the run:
-every batch of the run ends there. What this reader does about it (the
-order of calls below was observed on pyspark 4.0.5 and 4.1.4, and is what
-tests/connector/integration/test_legacy_stream_reader.py drives):
+batch's start nor a limit. Spark then runs `Trigger.AvailableNow` as ONE
+micro-batch, like `Trigger.Once` (its fallback for sources without
+AvailableNow; `spark.sql.streaming.triggerAvailableNowWrapper.enabled` would
+wrap the source instead, pinning one `latestOffset()` for the run): one
+`latestOffset()` per run, and a checkpoint whose last batch did not commit
+gets that batch only (the next run reads the rest). What this reader does
+(the order of calls below was observed on pyspark 4.0.5 and 4.1.4, and is
+what tests/connector/integration/test_legacy_stream_reader.py drives):
 
 - Where the query is: the last offset Spark handed to `partitions(start,
   end)` (its `end`). After a restart Spark hands the checkpoint's last offset
@@ -46,7 +49,8 @@ log = logging.getLogger(__name__)
 MISSING_BEFORE_4_2 = (
     "read limits (maxMessagesPerTrigger, maxOffsetsPerTrigger, maxBytesPerTrigger, "
     "minMessagesPerTrigger, minOffsetsPerTrigger, maxTriggerDelay need Spark 4.2+); "
-    "Trigger.AvailableNow reads everything available at its start in one micro-batch; "
+    "Trigger.AvailableNow is one micro-batch of everything available at its start (after a crash, a run "
+    "finishes the interrupted micro-batch only: run it again for the rest); "
     "with durable, the consumer mirrors an AvailableNow run's last batch when the next run starts"
 )
 
