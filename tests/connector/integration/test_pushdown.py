@@ -28,6 +28,7 @@ from spark_jetstream.spark_features import detect
 
 pytestmark = [
     pytest.mark.spark,
+    pytest.mark.spark_matrix,
     pytest.mark.skipif(not detect().filter_pushdown, reason="filter pushdown needs Spark 4.1"),
 ]
 

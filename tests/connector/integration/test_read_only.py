@@ -23,7 +23,7 @@ import pytest
 
 from jetstream_testing.process import ServerProcess
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_matrix]
 
 ConfigServer = Callable[..., ServerProcess]
 
@@ -141,3 +141,20 @@ def test_direct_get_excludes_durable(spark: Any) -> None:  # type: ignore[no-unt
     with pytest.raises(Exception, match="readMode=direct and durable exclude each other"):
         (spark.readStream.format("jetstream").option("stream", "IN").option("readMode", "direct")
          .option("durable", "d").load().writeStream.format("noop").start().awaitTermination(60))
+
+
+def test_the_permissions_page_shows_these_users() -> None:
+    """docs/permissions.md's blocks are what the servers of these tests run with."""
+    import re
+
+    from test_limited_user import CONFIG as LIMITED
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "permissions.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```\n(.*?)```", page, re.DOTALL)
+    assert len(blocks) == 3
+
+    def squash(text: str) -> str:
+        return re.sub(r"\s+", "", text)
+
+    for block in blocks:
+        assert squash(block) in squash(CONFIG) or squash(block) in squash(LIMITED), block

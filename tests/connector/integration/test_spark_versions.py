@@ -139,11 +139,16 @@ def test_options_a_spark_cannot_honour_are_refused_naming_it(fresh: Any, server:
     src, _ = make_streams(server.url, 1)
     df = (fresh.readStream.format("jetstream").option("servers", server.url).option("stream", src)
           .option("maxMessagesPerTrigger", "5").load())
+    batch = (fresh.read.format("jetstream").option("servers", server.url).option("stream", src)
+             .option("filterPushdown", "true"))
     if detect().read_limits:
         assert df.isStreaming
-        return
-    with pytest.raises(Exception, match=r"option maxMessagesPerTrigger needs Spark 4\.2 or later"):
-        df.writeStream.format("noop").start().awaitTermination(60)
+    else:
+        with pytest.raises(Exception, match=r"option maxMessagesPerTrigger needs Spark 4\.2 or later"):
+            df.writeStream.format("noop").start().awaitTermination(60)
+    if not detect().filter_pushdown:
+        with pytest.raises(Exception, match=r"option filterPushdown needs Spark 4\.1 or later"):
+            batch.load().collect()
 
 
 # -- the legacy paths on a newer Spark (make test) --------------------------------------
