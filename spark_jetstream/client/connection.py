@@ -529,7 +529,7 @@ class LeanConnection:
                     raise JetStreamApiError(
                         subject, int(err.get("code", 0)), int(err.get("err_code", 0)), str(err.get("description", ""))
                     )
-                return reply  # type: ignore[no-any-return]
+                return reply
             except (NatsError, OSError) as exc:
                 if not retry or not is_transient(exc):
                     raise

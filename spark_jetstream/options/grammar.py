@@ -147,7 +147,7 @@ def parse_size(name: str, raw: str, *, minimum: int = 1) -> int:
             f"got {raw!r}"
         )
     unit = (m.group(2) or "b").lower()
-    value = int(m.group(1)) * 1024 ** _SIZE_POWER[unit[0]]
+    value = int(m.group(1)) * int(1024 ** _SIZE_POWER[unit[0]])
     if value < minimum:
         raise OptionError(f"option {name}: must be >= {minimum}, got {raw!r}")
     return value

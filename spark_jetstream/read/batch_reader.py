@@ -107,7 +107,7 @@ class JetStreamBatchReader(DataSourceReader):
 class PushdownBatchReader(JetStreamBatchReader):
     """The batch reader with filter pushdown (option filterPushdown, Spark 4.1+)."""
 
-    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # type: ignore[override]
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
         self.pushdown, kept = push_filters(filters, subjects_option=bool(self.options.subjects))
         if self.pushdown.pushed or self.pushdown.from_ms is not None or self.pushdown.before_ms is not None:
             log.info("jetstream batch read: filters narrow the read (%s)", self.pushdown)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
@@ -66,7 +67,7 @@ class LegacyStreamReader(StreamReaderCore):
         self._seen: Offset | None = None
         self._warned = False
 
-    def latestOffset(self) -> dict:  # type: ignore[override]
+    def latestOffset(self) -> dict[str, Any]:  # type: ignore[override]
         if not self._warned:
             self._warned = True
             log.warning("jetstream source on Spark %s: no %s", self.spark_version or "< 4.2", MISSING_BEFORE_4_2)
@@ -81,6 +82,6 @@ class LegacyStreamReader(StreamReaderCore):
         ends = self._next_end(given, positions, Limits.configured(opts), owner)
         return Offset.of(ends, owner, starts).to_dict()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         self._seen = Offset.from_dict(end, self.options.streams)
         return super().partitions(start, end)

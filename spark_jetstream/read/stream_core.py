@@ -174,7 +174,7 @@ class StreamReaderCore(DataSourceStreamReader):
         return self._owner
 
     # -- offsets ----------------------------------------------------------------------
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         # No server call: the same answer every time; the start is resolved by latestOffset.
         return Offset().to_dict()
 
@@ -312,12 +312,12 @@ class StreamReaderCore(DataSourceStreamReader):
         log.debug("%d of %d messages available after %.1fs: waiting", available, min_rows, waited)
         return False
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         if not self._latest:
             return None
         return Offset.of(self._latest).to_dict()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         opts = self.options
         lo_off = Offset.from_dict(start, opts.streams)
         hi_off = Offset.from_dict(end, opts.streams)
@@ -357,7 +357,7 @@ class StreamReaderCore(DataSourceStreamReader):
         assert isinstance(partition, SeqRangePartition)
         yield from read_partition(self.options.connection, partition, self.options.include_headers)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         if not self.options.durable:
             return
         offset = Offset.from_dict(end, self.options.streams)
@@ -400,7 +400,7 @@ def _min_of(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def _as_dict(value: dict | str) -> dict:
+def _as_dict(value: dict[str, Any] | str) -> dict[str, Any]:
     return json.loads(value) if isinstance(value, str) else value
 
 

@@ -20,6 +20,8 @@ exists, see spark_features.py). What all versions share is in stream_core.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -62,7 +64,7 @@ class JetStreamStreamReader(StreamReaderCore, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._pin_targets()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[override]
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         opts = self.options
         given = Offset.from_dict(start, opts.streams)
         owner = self._owner_of(given)

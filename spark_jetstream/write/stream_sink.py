@@ -79,10 +79,10 @@ class StreamSink(DataSourceStreamWriter):
             self.options, self.columns, batches, scope, ctx.partitionId(), attempt=ctx.attemptNumber()
         )
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         report_commit(self.options, messages, f"batch {batchId}")
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(
             "jetstream sink batch %d aborted; acked messages stay and a replay is deduplicated: %s",
             batchId,
@@ -93,7 +93,7 @@ class StreamSink(DataSourceStreamWriter):
 class RowStreamWriter(StreamSink):
     """The stream sink on Spark 4.0: rows in, gathered into record batches of the used columns."""
 
-    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return self._publish(rows_to_batches(iterator, self.schema, self.columns))
 
 

@@ -18,5 +18,5 @@ from spark_jetstream.write.stream_sink import StreamSink
 class JetStreamStreamWriter(StreamSink, DataSourceStreamArrowWriter):
     """The stream sink on Spark 4.1+: Arrow record batches in."""
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._publish(iterator)
