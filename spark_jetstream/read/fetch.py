@@ -38,6 +38,7 @@ from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
 from spark_jetstream.client.frames import parse_frames, parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner
 from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
+from spark_jetstream.read.filtered import count_matching
 
 __all__ = [
     "REQUEST_BYTES",
@@ -157,9 +158,22 @@ def _fetch_once(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk | RawCh
         _delete_consumer(conn, spec.stream, name)
         return
     try:
-        yield from _pull_range(conn, spec, name)
+        yield from _pull_range(conn, spec, name, _in_range(conn, spec, int(created.get("num_pending", 0))))
     finally:
         _delete_consumer(conn, spec.stream, name)
+
+
+def _in_range(conn: LeanConnection, spec: FetchSpec, pending_from_start: int) -> int:
+    """About how many messages the read consumer has to deliver: the range's sequences, or, with
+    a filter, the matching messages after `start` less those after `end` (a probe consumer; at
+    most the true count when messages arrive meanwhile: then a further request follows). Pull
+    requests ask for no more, so that a small filtered range (a pushed-down filter's) is not
+    followed by a request's worth of matching messages past its end."""
+    span = spec.end - spec.start
+    if not spec.filters or pending_from_start <= 0:
+        return span
+    after_end = count_matching(conn, spec.stream, spec.filters, spec.end, spec.end)
+    return max(1, min(span, pending_from_start - after_end))
 
 
 def subject_matches(filter_subject: str, subject: str) -> bool:
@@ -237,7 +251,7 @@ def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:
         log.warning("could not delete ephemeral consumer %s on stream %s: %s", name, stream, exc)
 
 
-def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[RawChunk]:
+def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int) -> Iterator[RawChunk]:
     """Pull the range with no_wait requests; data frames are collected raw (msg_runs.py),
     everything else is handled here one frame at a time."""
     # not under the connection's request wildcard: every message would arrive twice
@@ -249,9 +263,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[Ra
     runs = RunScanner(sid, spec.with_headers)
     done = False
 
-    # never more messages than the range has sequences: a small range (a pushed-down
-    # filter's) is not followed by a request's worth of messages past its end
-    batch = max(1, min(spec.request_batch, spec.end - spec.start))
+    batch = max(1, min(spec.request_batch, expected))  # see _in_range
     # The batch size comes from the stream's average message size; max_bytes bounds
     # a request whatever the sizes in this range (the server ends the request with
     # "409 Message Size Exceeds MaxBytes" when it is full).
