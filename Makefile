@@ -13,10 +13,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 STAMP  := $(VENV)/.installed
-SOURCES := $(shell find spark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed -o -path '*/dashboard_page/*' 2>/dev/null)
+SOURCES := $(shell find spark_jetstream pyspark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed -o -path '*/dashboard_page/*' 2>/dev/null)
 PACKAGES := ./server ./testing ./cli .
 
-.PHONY: demo test lint bench bench-quick install clean
+.PHONY: demo test lint bench bench-quick install clean test-spark-versions
 
 install: $(STAMP)
 
@@ -57,6 +57,41 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# The connector on every pyspark it supports (issue 21): one virtual environment per
+# version under .venv-spark/<version> (pip's cache keeps a rebuild fast), the four
+# packages installed there as in .venv, and the connector's version-matrix tests
+# (marker spark_matrix: quick start, the `latest` start, the SIGKILL exactly-once test,
+# registration by Spark's own lookup) run on each. `make test-spark-versions
+# SPARK_VERSIONS="4.0.5 4.3.0"` runs some of them; each prints its time.
+SPARK_VERSIONS ?= 4.0.5 4.1.4 4.2.1 4.3.0
+SPARK_VENVS    := .venv-spark
+MATRIX_SERVERS ?= bundled,nats-server
+# the files holding the spark_matrix tests (the others may import what older versions lack)
+MATRIX_TESTS := $(addprefix tests/connector/integration/,test_spark_versions.py test_legacy_stream_reader.py \
+	test_latest_start.py test_latest_crash.py test_exactly_once_crash.py test_spark_connect.py \
+	test_read_only.py test_pushdown.py)
+
+.PRECIOUS: $(SPARK_VENVS)/%/.deps-installed $(SPARK_VENVS)/%/.installed
+
+test-spark-versions: $(addprefix spark-version-,$(SPARK_VERSIONS))
+
+spark-version-%: $(SPARK_VENVS)/%/.installed
+	@start=$$(date +%s); \
+	JS_TEST_SERVERS=$(MATRIX_SERVERS) $(SPARK_VENVS)/$*/bin/pytest -q -p no:cacheprovider -m spark_matrix $(MATRIX_TESTS); \
+	status=$$?; echo "pyspark $*: exit $$status in $$(( $$(date +%s) - start ))s"; exit $$status
+
+$(SPARK_VENVS)/%/.deps-installed: Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh
+	bash scripts/ensure-java.sh
+	test -x $(SPARK_VENVS)/$*/bin/python || $(PYTHON) -m venv $(SPARK_VENVS)/$*
+	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet 'pyspark==$*' './server[bcrypt,nkeys,websocket,snapshot]' ./testing ./cli '.[server,nkeys,test]'
+	touch $@
+
+$(SPARK_VENVS)/%/.installed: $(SPARK_VENVS)/%/.deps-installed $(SOURCES)
+	rm -rf build server/build testing/build cli/build
+	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
+	touch $@
+
 bench: $(STAMP)
 	$(BIN)/python -m jobs.benchmark
 
@@ -64,4 +99,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m jobs.benchmark --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info server/build server/src/*.egg-info testing/build testing/src/*.egg-info cli/build cli/src/*.egg-info
+	rm -rf $(VENV) $(SPARK_VENVS) build *.egg-info server/build server/src/*.egg-info testing/build testing/src/*.egg-info cli/build cli/src/*.egg-info

@@ -8,16 +8,24 @@ fixed: `subject string, data binary, headers map<string,array<string>>,
 stream string, seq long, timestamp timestamp` (no `headers` column when
 includeHeaders=false).
 
-Spark's default parallelism (what an unset `minPartitions` splits by, see
-read/partitions.py) is not visible where Spark plans a Python data source's
-read; `register(spark)` reads it from the session and registers
-`with_parallelism(n)`, a subclass carrying it (pickled by value with the
-class). The class registered by itself splits by 1.
+Every Spark from 4.0 on: the reader and writer classes are picked from what
+the running PySpark offers (spark_features.py), and the modules of APIs a
+version lacks are imported only when it has them:
+- streaming reads: `stream_reader.JetStreamStreamReader` (4.2+: read limits,
+  AvailableNow) or `legacy_stream_reader.LegacyStreamReader` (4.0, 4.1);
+  options that need read limits are refused before 4.2, naming the option
+  and the version;
+- the stream sink: `stream_writer.JetStreamStreamWriter` (Arrow, 4.1+) or
+  `stream_sink.RowStreamWriter` (rows, 4.0), with the same message ids;
+- batch reads and writes: the same everywhere; option filterPushdown (4.1+)
+  gives a batch reader with `pushFilters`.
+
+`features` (a class attribute, None: detect) lets a test subclass drive the
+paths of an older Spark on a newer one.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -32,27 +40,26 @@ from pyspark.sql.types import StructType
 from spark_jetstream.options import OptionError, ReadOptions
 from spark_jetstream.options.table import Scope, option_value
 from spark_jetstream.read.arrow_rows import read_schema
-from spark_jetstream.read.batch_reader import JetStreamBatchReader
-from spark_jetstream.read.stream_reader import JetStreamStreamReader
+from spark_jetstream.read.batch_reader import JetStreamBatchReader, PushdownBatchReader
+from spark_jetstream.spark_features import SparkFeatures, detect
 
 
 class JetStreamDataSource(DataSource):
     """`spark.read/readStream/write/writeStream.format("jetstream")`."""
 
-    parallelism: int = 1  # Spark's default parallelism, see with_parallelism
+    features: SparkFeatures | None = None  # None: what the running PySpark offers
 
     @classmethod
     def name(cls) -> str:
         return "jetstream"
 
     @classmethod
-    def with_parallelism(cls, parallelism: int) -> type[JetStreamDataSource]:
-        """This data source splitting reads by `parallelism` when minPartitions is not given."""
-        # a name that does not resolve to the class: cloudpickle then pickles it by value
-        return type(cls.__name__, (cls,), {"parallelism": max(1, int(parallelism)), "__qualname__": f"{cls.__qualname__}_{parallelism}"})
+    def spark(cls) -> SparkFeatures:
+        return cls.features or detect()
 
     def _read_options(self, streaming: bool) -> ReadOptions:
-        return replace(ReadOptions.from_options(self.options, streaming=streaming), parallelism=self.parallelism)
+        spark = self.spark()
+        return ReadOptions.from_options(self.options, streaming=streaming, spark=(spark.api_level, spark.version))
 
     def _include_headers(self) -> bool:
         return bool(option_value(self.options, "includeHeaders", Scope.READ))
@@ -71,11 +78,22 @@ class JetStreamDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         self._check_schema(schema)
-        return JetStreamBatchReader(self._read_options(streaming=False))
+        options = self._read_options(streaming=False)
+        if options.filter_pushdown:
+            return PushdownBatchReader(options)
+        return JetStreamBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         self._check_schema(schema)
-        return JetStreamStreamReader(self._read_options(streaming=True))
+        options = self._read_options(streaming=True)
+        spark = self.spark()
+        if spark.read_limits:
+            from spark_jetstream.read.stream_reader import JetStreamStreamReader
+
+            return JetStreamStreamReader(options)
+        from spark_jetstream.read.legacy_stream_reader import LegacyStreamReader
+
+        return LegacyStreamReader(options, spark_version=spark.version)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from spark_jetstream.write.batch_writer import JetStreamBatchWriter
@@ -84,7 +102,12 @@ class JetStreamDataSource(DataSource):
         return writer  # type: ignore[no-any-return]
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from spark_jetstream.write.stream_writer import JetStreamStreamWriter
+        if self.spark().stream_arrow_writer:
+            from spark_jetstream.write.stream_writer import JetStreamStreamWriter
 
-        writer: Any = JetStreamStreamWriter(self.options, schema, overwrite)
+            writer: Any = JetStreamStreamWriter(self.options, schema, overwrite)
+        else:
+            from spark_jetstream.write.stream_sink import RowStreamWriter
+
+            writer = RowStreamWriter(self.options, schema, overwrite)
         return writer  # type: ignore[no-any-return]

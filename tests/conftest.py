@@ -197,7 +197,8 @@ async def js(nc: NATS) -> JetStreamContext:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """One local SparkSession for the whole test session, with `jetstream` registered."""
+    """One local SparkSession for the whole test session; no `register` call: Spark finds
+    `jetstream` itself (the connector ships pyspark_jetstream), as in a user's session."""
     from spark_jetstream.local import local_spark_session
 
     # Spark's Python workers run `python -m pyspark.daemon` in this working directory (the
@@ -215,11 +216,6 @@ def spark():  # type: ignore[no-untyped-def]
         else:
             os.environ["PYTHONSAFEPATH"] = previous
     try:
-        import spark_jetstream
-
-        register = getattr(spark_jetstream, "register", None)
-        if register is not None:
-            register(session)
         yield session
     finally:
         session.stop()

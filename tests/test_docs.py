@@ -141,7 +141,7 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
           "test_spark_connect.py's Connect server: the class start-connect-server.sh runs"),
     RunBy(r"\$SPARK_HOME/sbin/stop-connect-server\.sh", "testing/src/jetstream_testing/spark_connect.py",
           "def stop(", "test_spark_connect.py stops its Connect server"),
-    RunBy(r'from pyspark\.sql import SparkSession\nimport spark_jetstream\n(.|\n)*\.remote\((.|\n)*',
+    RunBy(r'from pyspark\.sql import SparkSession\n(.|\n)*\.remote\((.|\n)*',
           _CONNECT, "SparkSession.builder.remote(", "batch and streaming reads and writes over Connect"),
 )
 

@@ -1,8 +1,10 @@
 """The lean, blocking NATS client the connector's executors (and driver) use.
 
-- `lean_client`: the connection, frame parsing, requests, the JetStream API
-  (every subject built in one place, `LeanConnection.api_subject`, from the
-  `domain` / `apiPrefix` options) and the range fetch of the read path.
+- `connection`: the connection, requests, the JetStream API (every subject
+  built in one place, `LeanConnection.api_subject`, from the `domain` /
+  `apiPrefix` options).
+- `frames`: the protocol frames and header blocks (pure parsing).
+- `msg_runs`: delivered messages kept as raw frames for bulk parsing.
 - `pool`: one connection per process and server list, reused across tasks;
   `connect(options)` is how the connector gets a connection.
 - `retry`: backoff within a total time budget; what is worth retrying.
@@ -15,6 +17,7 @@ Imports nothing of pyspark or pyarrow, nor of the read and write packages;
 only the connection options from `spark_jetstream.options`.
 """
 
+from spark_jetstream.client.connection import LeanConnection
 from spark_jetstream.client.errors import (
     ConnectionLostError,
     ErrorCode,
@@ -27,7 +30,6 @@ from spark_jetstream.client.errors import (
     ServerError,
     Status,
 )
-from spark_jetstream.client.lean_client import LeanConnection
 from spark_jetstream.client.pool import connect, lease
 
 __all__ = [

@@ -48,7 +48,7 @@ def _read(option: str, path: str) -> str:
 def _sign(option: str, seed: str, nonce: str) -> tuple[bytes, str]:
     """(public key, signature of `nonce`) for the user `seed`."""
     try:
-        import nkeys  # type: ignore[import-not-found]
+        import nkeys
     except ImportError:
         raise NatsError(
             f"option {option} needs the 'nkeys' package (pip install 'spark-jetstream[nkeys]')"

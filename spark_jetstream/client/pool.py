@@ -38,8 +38,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from spark_jetstream.client.connection import HEALTH_CHECK_S, LeanConnection
 from spark_jetstream.client.errors import NatsError
-from spark_jetstream.client.lean_client import HEALTH_CHECK_S, LeanConnection
 from spark_jetstream.options.connection import ConnectionOptions
 
 log = logging.getLogger(__name__)

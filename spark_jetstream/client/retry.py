@@ -127,7 +127,7 @@ class RetryBudget:
     def next_delay(self) -> float:
         """The wait before the next retry: doubling from `backoff_s`, capped, with jitter."""
         base = min(self.backoff_max_s, self.backoff_s * (2 ** min(self.retries, 30)))
-        return base * (1.0 - JITTER * self.rng())
+        return float(base * (1.0 - JITTER * self.rng()))
 
     def wait(self, what: str, exc: BaseException) -> bool:
         """Sleep before the next attempt; False (no sleep) when the budget does not allow one."""

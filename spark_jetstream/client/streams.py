@@ -12,7 +12,7 @@ subject, so the publisher can tell the two apart.
 
 from __future__ import annotations
 
-from spark_jetstream.client.lean_client import LeanConnection
+from spark_jetstream.client.connection import LeanConnection
 from spark_jetstream.client.pool import connect
 from spark_jetstream.options.connection import ConnectionOptions
 

@@ -43,6 +43,7 @@ __all__ = [
     "parse_name",
     "parse_position",
     "parse_size",
+    "parse_stream_map",
     "parse_timestamp_ms",
 ]
 
@@ -146,7 +147,7 @@ def parse_size(name: str, raw: str, *, minimum: int = 1) -> int:
             f"got {raw!r}"
         )
     unit = (m.group(2) or "b").lower()
-    value = int(m.group(1)) * 1024 ** _SIZE_POWER[unit[0]]
+    value = int(m.group(1)) * int(1024 ** _SIZE_POWER[unit[0]])
     if value < minimum:
         raise OptionError(f"option {name}: must be >= {minimum}, got {raw!r}")
     return value
@@ -222,6 +223,26 @@ def parse_position(name: str, raw: str, words: tuple[str, ...]) -> str | int:
     if value < 1:
         raise OptionError(f"option {name}: a stream sequence starts at 1, got {raw!r}")
     return value
+
+
+def parse_stream_map(name: str, raw: str) -> dict[str, str]:
+    """A JSON object of stream name -> value (`{"ORDERS": 1200, "EVENTS": "latest"}`); each
+    value as text, for the option's own parser (named `<option>[<stream>]` in its errors)."""
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise OptionError(f"option {name}: not a JSON object of stream -> value ({exc}): {raw!r}") from None
+    if not isinstance(data, dict) or not data:
+        raise OptionError(f"option {name}: expected a JSON object of stream -> value, got {raw!r}")
+    out: dict[str, str] = {}
+    for stream, value in data.items():
+        parse_name(name, stream, "stream name")
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise OptionError(f"option {name}: the value of stream {stream!r} must be a string or a number, got {value!r}")
+        out[stream] = str(value)
+    return out
 
 
 # -- names, subjects, files ----------------------------------------------------------

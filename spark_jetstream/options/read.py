@@ -12,7 +12,8 @@ read is the first at or after sequence N"; `endingOffsets=N` (batch) means
 "the last message read is at or before sequence N" (both inclusive).
 `stream` may name several streams (comma-separated): one source, one offset
 per stream. Spark's Kafka names `maxOffsetsPerTrigger` / `minOffsetsPerTrigger`
-mean the same as maxMessagesPerTrigger / minMessagesPerTrigger.
+/ `maxRecordsPerPartition` mean the same as maxMessagesPerTrigger /
+minMessagesPerTrigger / maxMessagesPerPartition.
 
 Timestamps are milliseconds since the epoch or an ISO-8601 time (UTC if no
 zone is given).
@@ -47,43 +48,78 @@ class ReadOptions:
     durable: str | None = None
     starting_offsets: str | int = "earliest"
     starting_timestamp_ms: int | None = None
+    starting_by_stream: tuple[tuple[str, str | int], ...] = ()  # startingOffsets as JSON
+    starting_ts_by_stream: tuple[tuple[str, int], ...] = ()  # startingOffsetsByTimestamp
     timestamp_strategy: str = "error"
     ending_offsets: str | int = "latest"
     ending_timestamp_ms: int | None = None
+    ending_by_stream: tuple[tuple[str, str | int], ...] = ()  # endingOffsets as JSON
     max_messages_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     min_messages_per_trigger: int | None = None
     max_trigger_delay_s: float = 900.0
-    min_partitions: int | None = None  # None: split by `parallelism` (read/partitions.py)
-    parallelism: int = 1  # Spark's default parallelism, when the source was registered with it
+    min_partitions: int | None = None  # None: split by size (read/partitions.py)
     max_messages_per_partition: int = 500_000
     fail_on_data_loss: bool = True
     include_headers: bool = True
+    read_mode: str = "consumer"  # or "direct": no consumer (read/direct_get.py)
+    filter_pushdown: bool = False  # batch reads: pushFilters (read/pushdown.py)
 
     @property
     def stream(self) -> str:
         """The first stream (the only one of most queries)."""
         return self.streams[0]
 
+    def start_timestamp_ms(self, stream: str) -> int | None:
+        """Where `stream` starts by time (startingOffsetsByTimestamp, else startingTimestamp), or None."""
+        return dict(self.starting_ts_by_stream).get(stream, self.starting_timestamp_ms)
+
+    def start_position(self, stream: str) -> str | int:
+        """earliest, latest or the first sequence to read of `stream` (startingOffsets)."""
+        return dict(self.starting_by_stream).get(stream, self.starting_offsets)
+
+    def end_position(self, stream: str) -> str | int:
+        """latest or the last sequence to read of `stream` (endingOffsets, batch reads)."""
+        return dict(self.ending_by_stream).get(stream, self.ending_offsets)
+
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
+    def from_options(
+        cls, options: Mapping[str, Any], *, streaming: bool, spark: tuple[tuple[int, int], str] | None = None
+    ) -> ReadOptions:
+        """`spark`: the running Spark's API level and version; options it cannot honour are refused."""
         for key, instead in REMOVED.items():
             if key.lower() in lower_keys(options):
                 raise OptionError(f"option {key} was removed (it is not Spark's name for this): use {instead}")
-        v = parse_options(options, Scope.STREAM_READ if streaming else Scope.BATCH_READ)
+        v = parse_options(options, Scope.STREAM_READ if streaming else Scope.BATCH_READ, spark=spark)
         given = v.given
         if not v["stream"]:
             raise OptionError("option stream is required (the JetStream stream to read)")
-        if "startingOffsets" in given and "startingTimestamp" in given:
-            raise OptionError("options startingOffsets and startingTimestamp exclude each other: give one")
-        starting, ending = v["startingOffsets"], None
+        if "startingTimestamp" in given and given & {"startingOffsets", "startingOffsetsByTimestamp"}:
+            other = "startingOffsets" if "startingOffsets" in given else "startingOffsetsByTimestamp"
+            raise OptionError(f"options {other} and startingTimestamp exclude each other: give one")
+        streams: tuple[str, ...] = v["stream"]
+        starting, starting_map = _split_per_stream("startingOffsets", v["startingOffsets"], streams, "earliest")
+        ts_map: dict[str, int] = v["startingOffsetsByTimestamp"] or {}
+        _check_named("startingOffsetsByTimestamp", ts_map, streams)
+        both = sorted(set(ts_map) & set(starting_map))
+        if both:
+            raise OptionError(
+                f"options startingOffsets and startingOffsetsByTimestamp both name stream {both[0]!r}: give one"
+            )
+        ending: str | int | None = None
+        ending_map: dict[str, str | int] = {}
         ending_ts = None
         if not streaming:
-            ending, ending_ts = v["endingOffsets"], v["endingTimestamp"]
+            ending, ending_map = _split_per_stream("endingOffsets", v["endingOffsets"], streams, "latest")
+            ending_ts = v["endingTimestamp"]
             if "endingOffsets" in given and "endingTimestamp" in given:
                 raise OptionError("options endingOffsets and endingTimestamp exclude each other: give one")
-            if isinstance(starting, int) and isinstance(ending, int) and ending < starting:
-                raise OptionError(f"option endingOffsets ({ending}) is before startingOffsets ({starting})")
+            for stream in streams:
+                first = starting_map.get(stream, starting)
+                last = ending_map.get(stream, ending)
+                if isinstance(first, int) and isinstance(last, int) and last < first:
+                    where = f" of stream {stream!r}" if len(streams) > 1 else ""
+                    raise OptionError(f"option endingOffsets{where} ({last}) is before startingOffsets ({first})")
             starting_ts = v["startingTimestamp"]
             if starting_ts is not None and ending_ts is not None and ending_ts < starting_ts:
                 raise OptionError("option endingTimestamp is before startingTimestamp")
@@ -104,6 +140,11 @@ class ReadOptions:
                 raise OptionError("option maxTriggerDelay needs minMessagesPerTrigger")
             delay_s = v["maxTriggerDelay"] / NS_PER_S
 
+        if v["readMode"] == "direct" and streaming and v["durable"] is not None:
+            raise OptionError(
+                "options readMode=direct and durable exclude each other: durable creates and moves a "
+                "consumer, readMode=direct reads without any"
+            )
         return cls(
             connection=ConnectionOptions.from_parsed(v),
             streams=v["stream"],
@@ -111,17 +152,22 @@ class ReadOptions:
             durable=v["durable"] if streaming else None,
             starting_offsets=starting,
             starting_timestamp_ms=v["startingTimestamp"],
+            starting_by_stream=tuple(sorted(starting_map.items())),
+            starting_ts_by_stream=tuple(sorted(ts_map.items())),
             timestamp_strategy=v["startingOffsetsByTimestampStrategy"],
             ending_offsets="latest" if ending is None else ending,
             ending_timestamp_ms=ending_ts,
+            ending_by_stream=tuple(sorted(ending_map.items())),
             max_messages_per_trigger=max_msgs,
             max_bytes_per_trigger=max_bytes,
             min_messages_per_trigger=min_msgs,
             max_trigger_delay_s=delay_s,
             min_partitions=v["minPartitions"],
-            max_messages_per_partition=v["maxMessagesPerPartition"],
+            max_messages_per_partition=_per_partition(v["maxMessagesPerPartition"], v["maxRecordsPerPartition"], given),
             fail_on_data_loss=v["failOnDataLoss"],
             include_headers=v["includeHeaders"],
+            read_mode=v["readMode"],
+            filter_pushdown=bool(v["filterPushdown"]) if not streaming else False,
         )
 
 
@@ -131,3 +177,30 @@ def _min_of(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return min(a, b)
+
+
+def _per_partition(messages: int, records: int | None, given: frozenset[str]) -> int:
+    """maxMessagesPerPartition, or Spark's Kafka name for it (the smaller when both are given)."""
+    if records is None:
+        return messages
+    return min(messages, records) if "maxMessagesPerPartition" in given else records
+
+
+def _check_named(option: str, per_stream: Mapping[str, Any], streams: tuple[str, ...]) -> None:
+    """Every stream a JSON map names must be one the query reads."""
+    for name in per_stream:
+        if name not in streams:
+            raise OptionError(
+                f"option {option} names stream {name!r}, which option stream does not "
+                f"({', '.join(streams)})"
+            )
+
+
+def _split_per_stream(
+    option: str, value: Any, streams: tuple[str, ...], default: str
+) -> tuple[str | int, dict[str, str | int]]:
+    """An option of kind PerStream: (the value for streams not named, the JSON map's values)."""
+    if not isinstance(value, dict):
+        return value, {}
+    _check_named(option, value, streams)
+    return default, dict(value)

@@ -39,6 +39,7 @@ from spark_jetstream.options.grammar import (
     parse_name,
     parse_position,
     parse_size,
+    parse_stream_map,
     parse_timestamp_ms,
 )
 from spark_jetstream.options.secrets import redact_url
@@ -249,6 +250,29 @@ class Position(Kind):
 
 
 @dataclass(frozen=True)
+class PerStream(Kind):
+    """One value for every stream, or a JSON object of stream -> value (multi-stream reads):
+    each value read by `each`. The value is the single one, or a dict."""
+
+    each: Kind
+
+    def parse(self, option: str, raw: str) -> Any:
+        if not raw.lstrip().startswith("{"):
+            return self.each.parse(option, raw)
+        return {s: self.each.parse(f"{option}[{s}]", v) for s, v in parse_stream_map(option, raw).items()}
+
+
+@dataclass(frozen=True)
+class StreamMap(Kind):
+    """A JSON object of stream -> value, each read by `each` (named `<option>[<stream>]`)."""
+
+    each: Kind
+
+    def parse(self, option: str, raw: str) -> dict[str, Any]:
+        return {s: self.each.parse(f"{option}[{s}]", v) for s, v in parse_stream_map(option, raw).items()}
+
+
+@dataclass(frozen=True)
 class Choice(Kind):
     choices: tuple[str, ...]
 
@@ -304,6 +328,7 @@ class Option:
     applies: Scope
     help: str
     shown: str | None = None  # the README's default column when there is no default value
+    spark: tuple[int, int] | None = None  # the Spark release this option needs (None: 4.0, every one)
 
     @property
     def key(self) -> str:
@@ -337,6 +362,15 @@ DEDUP_CHECK_MODES: Final = ("warn", "fail")
 DEFAULT_INBOX_PREFIX: Final = "_INBOX"
 DEFAULT_DEDUP_WINDOW_CHECK: Final = "10m"
 MSG_ID_MODES: Final = ("auto", "column", "content", "source")
+READ_MODES: Final = ("consumer", "direct")
+# Spark gives a Python streaming source read limits from 4.2 on; before, Trigger.AvailableNow
+# takes one end offset for its whole run, so a per-trigger limit would end the run early.
+READ_LIMITS: Final = (4, 2)
+SPARK_WHY: Final = {
+    (4, 1): "Spark before 4.1 has no filter pushdown for Python data sources",
+    READ_LIMITS: "Spark before 4.2 gives a Python streaming source no read limits, and Trigger.AvailableNow "
+    "would end after one capped micro-batch",
+}
 
 OPTIONS: Final[tuple[Option, ...]] = (
     Option("servers", Servers(), DEFAULT_SERVERS, ALL,
@@ -351,40 +385,61 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
            "offset (created and marked if missing; one made by another application or with another "
            "filter is refused); a new query without checkpoint starts from its ack floor."),
-    Option("startingOffsets", Position(("earliest", "latest")), "earliest", R,
-           "`earliest`, `latest` or a stream sequence (the first message read is at or after it)."),
+    Option("startingOffsets", PerStream(Position(("earliest", "latest"))), "earliest", R,
+           "`earliest`, `latest` or a stream sequence (the first message read is at or after it); "
+           "or per stream, as JSON: `{\"ORDERS\": 1200, \"EVENTS\": \"latest\"}` (a stream not "
+           "named starts at `earliest`)."),
     Option("startingTimestamp", Timestamp(), None, R,
            "Start at the first message stored at or after this time (ms since epoch or ISO-8601); "
-           "excludes startingOffsets."),
+           "excludes startingOffsets and startingOffsetsByTimestamp."),
+    Option("startingOffsetsByTimestamp", StreamMap(Timestamp()), None, R,
+           "Per stream, as JSON, the time to start at (`{\"ORDERS\": 1700000000000, \"EVENTS\": "
+           "\"2024-05-01T00:00:00Z\"}`); the other streams start by startingOffsets (which must not "
+           "name the same stream)."),
     Option("startingOffsetsByTimestampStrategy", Choice(("error", "latest")), "error", R,
            "When no message is stored at or after startingTimestamp: `error` fails naming the time, "
            "`latest` starts at the end of the stream (as Spark's Kafka source)."),
-    Option("endingOffsets", Position(("latest",)), "latest", B,
-           "`latest` or a stream sequence (the last message read is at or before it)."),
+    Option("endingOffsets", PerStream(Position(("latest",))), "latest", B,
+           "`latest` or a stream sequence (the last message read is at or before it); or per "
+           "stream, as JSON (a stream not named ends at `latest`)."),
     Option("endingTimestamp", Timestamp(), None, B,
            "Read only messages stored before this time; excludes endingOffsets."),
     Option("maxMessagesPerTrigger", Count(1), None, S,
            "At most this many messages per micro-batch (matching messages when subjects is set; "
-           "split across streams by backlog)."),
+           "split across streams by backlog).", spark=READ_LIMITS),
     Option("maxBytesPerTrigger", Size(1), None, S,
            "About this many bytes per micro-batch (a size; estimated from the stream's average "
-           "stored message size, then counted like maxMessagesPerTrigger)."),
+           "stored message size, then counted like maxMessagesPerTrigger).", spark=READ_LIMITS),
     Option("maxOffsetsPerTrigger", Count(1), None, S,
-           "Spark's Kafka name for maxMessagesPerTrigger (same meaning; the smaller wins)."),
+           "Spark's Kafka name for maxMessagesPerTrigger (same meaning; the smaller wins).", spark=READ_LIMITS),
     Option("minOffsetsPerTrigger", Count(1), None, S,
-           "Spark's Kafka name for minMessagesPerTrigger (same meaning; excludes it)."),
+           "Spark's Kafka name for minMessagesPerTrigger (same meaning; excludes it).", spark=READ_LIMITS),
     Option("minMessagesPerTrigger", Count(1), None, S,
            "Wait until this many matching messages are available (or maxTriggerDelay passed) "
-           "before a micro-batch."),
+           "before a micro-batch.", spark=READ_LIMITS),
     Option("maxTriggerDelay", Duration(), "15m", S,
-           "Longest wait for minMessagesPerTrigger (a duration: 500ms, 30s, 15m, 1h30m)."),
+           "Longest wait for minMessagesPerTrigger (a duration: 500ms, 30s, 15m, 1h30m).", spark=READ_LIMITS),
     Option("minPartitions", Count(1), None, R,
-           "Split each range into at least this many Spark partitions. Not given: up to Spark's "
-           "default parallelism, each of at least 150,000 messages (one partition when the source "
-           "was not registered with `spark_jetstream.register(spark)`).",
-           shown="parallelism"),
+           "Split each range into at least this many Spark partitions. Not given: into parts of at "
+           "least 150,000 messages (a smaller range is one partition).",
+           shown="by size"),
     Option("maxMessagesPerPartition", Count(1), "500000", R,
            "Split so that no partition spans more stream sequences than this."),
+    Option("maxRecordsPerPartition", Count(1), None, R,
+           "Spark's Kafka name for maxMessagesPerPartition (same meaning; with both, the smaller wins).",
+           shown="500000"),
+    Option("filterPushdown", Bool(), "false", B,
+           "Narrow a batch read by the query's filters on `seq`, `timestamp` and `subject` (a 1 % "
+           "slice reads about 1 % of the stream). Needs Spark's conf "
+           "`spark.sql.python.filterPushdown.enabled=true` too (Spark refuses the reader otherwise).",
+           spark=(4, 1)),
+    Option("readMode", Choice(READ_MODES), "consumer", R,
+           "How ranges are read: `consumer` (a short-lived read consumer per partition: needs the "
+           "right to create and delete consumers on the stream) or `direct` (by sequence, no "
+           "consumer: needs only `$JS.API.STREAM.INFO.<stream>` and `$JS.API.DIRECT.GET.<stream>` "
+           "(batched, a stream with allow_direct on nats-server 2.11+) or else "
+           "`$JS.API.STREAM.MSG.GET.<stream>` (one request per message); excludes durable). See "
+           "docs/permissions.md."),
     Option("failOnDataLoss", Bool(), "true", R,
            "Fail when messages to be read are gone (purged, aged out, stream deleted); false "
            "skips ahead and logs."),
@@ -519,12 +574,15 @@ def parse_options(
     *,
     table: Sequence[Option] = OPTIONS,
     ignored: frozenset[str] = frozenset(),
+    spark: tuple[tuple[int, int], str] | None = None,
 ) -> ParsedOptions:
     """Validate `options` for `scope` against `table` and parse every value.
 
     `scope` is one of BATCH_READ, STREAM_READ, WRITE (or ALL, for a table of
     options that apply everywhere); `ignored` are lower-case names accepted
-    and skipped (Spark's own options of a sink).
+    and skipped (Spark's own options of a sink). `spark`: the running Spark's
+    API level and version (spark_features.py); an option given that needs a
+    later release is refused, naming the option and both versions.
     """
     opts = lower_keys(options)
     applicable = _applicable(scope, table)
@@ -557,6 +615,13 @@ def parse_options(
         values[option.name] = option.value(raw)
         if option.is_set(raw):
             given.add(option.name)
+            if spark is not None and option.spark is not None and spark[0] < option.spark:
+                needed = ".".join(map(str, option.spark))
+                why = SPARK_WHY.get(option.spark, "")
+                raise OptionError(
+                    f"option {option.name} needs Spark {needed} or later (this is Spark {spark[1]})"
+                    + (f": {why}" if why else "")
+                )
     return ParsedOptions(values, frozenset(given))
 
 
@@ -581,8 +646,13 @@ def read_table(*, connection: bool = True) -> str:
     lines = ["| option | default | applies to | meaning |", "|---|---|---|---|"]
     for o in OPTIONS:
         if o.applies & Scope.READ and (connection or o.applies != Scope.ALL):
-            lines.append(f"| `{o.name}` | {o.shown_default} | {_applies_column(o.applies)} | {o.help} |")
+            lines.append(f"| `{o.name}` | {o.shown_default} | {_applies_column(o.applies)} | {o.help}{_needs(o)} |")
     return "\n".join(lines)
+
+
+def _needs(option: Option) -> str:
+    """The Spark release an option needs, for its help column ("" for every release)."""
+    return f" Spark {'.'.join(map(str, option.spark))}+." if option.spark else ""
 
 
 def write_table() -> str:

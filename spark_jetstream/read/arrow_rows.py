@@ -43,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk
 
 HEADERS_TYPE = pa.map_(pa.string(), pa.list_(pa.string()))

@@ -8,12 +8,21 @@ then splits it (`partitions.plan_partitions`). Executors read their ranges
 with `partitions.read_partition`. A range that starts below the stream's first
 sequence is data loss: an error with `failOnDataLoss=true`, a warning and a
 skip otherwise; executors check again before reading (partitions.check_range).
+
+Filter pushdown (Spark 4.1+): `PushdownBatchReader` adds `pushFilters`,
+which narrows the ranges and the subject filter by the query's filters on
+`seq`, `timestamp` and `subject` (pushdown.py) before `partitions()` plans
+them. The data source uses it only with option `filterPushdown=true`: Spark
+refuses a reader that implements `pushFilters` unless its conf
+`spark.sql.python.filterPushdown.enabled` is on, and the data source cannot
+see that conf, so the user turns on both (Spark's error names its conf).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -26,9 +35,11 @@ from spark_jetstream.read.offsets import (
     data_loss_message,
     resolve_end,
     resolve_start,
+    seq_for_time,
     stream_state,
 )
 from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.read.pushdown import Pushdown, push_filters
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +47,7 @@ log = logging.getLogger(__name__)
 class JetStreamBatchReader(DataSourceReader):
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
+        self.pushdown = Pushdown()
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
@@ -56,6 +68,17 @@ class JetStreamBatchReader(DataSourceReader):
             raise DataLossError(f"{exc}: nothing to read (option stream)") from None
         start = resolve_start(conn, opts, state)
         end = resolve_end(conn, opts, state)
+        pd = self.pushdown
+        if pd.empty:
+            return []
+        if pd.after_seq is not None:
+            start = max(start, pd.after_seq)
+        if pd.until_seq is not None:
+            end = min(end, pd.until_seq)
+        if pd.from_ms is not None and end > start:
+            start = max(start, seq_for_time(conn, opts, state, pd.from_ms) - 1)
+        if pd.before_ms is not None and end > start:
+            end = min(end, seq_for_time(conn, opts, state, pd.before_ms) - 1)
         if end > start and start + 1 < state.first_seq:
             lost_hi = min(end, state.first_seq - 1)
             message = data_loss_message(stream, start + 1, lost_hi, "purged, expired or removed by retention")
@@ -67,15 +90,25 @@ class JetStreamBatchReader(DataSourceReader):
             stream,
             start,
             max(start, end),
-            subjects=opts.subjects,
+            subjects=opts.subjects if pd.subjects is None else pd.subjects,
             min_partitions=opts.min_partitions,
-            parallelism=opts.parallelism,
             max_per_partition=opts.max_messages_per_partition,
             avg_msg_bytes=state.avg_msg_bytes,
             first_index=first_index,
             fail_on_data_loss=opts.fail_on_data_loss,
+            direct=opts.read_mode == "direct",
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SeqRangePartition)
         yield from read_partition(self.options.connection, partition, self.options.include_headers)
+
+
+class PushdownBatchReader(JetStreamBatchReader):
+    """The batch reader with filter pushdown (option filterPushdown, Spark 4.1+)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        self.pushdown, kept = push_filters(filters, subjects_option=bool(self.options.subjects))
+        if self.pushdown.pushed or self.pushdown.from_ms is not None or self.pushdown.before_ms is not None:
+            log.info("jetstream batch read: filters narrow the read (%s)", self.pushdown)
+        return kept

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError
 from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
-from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.client.frames import parse_headers
 
 PULL_BATCH: Final = 10_000
 INACTIVE_NS: Final = 10_000_000_000

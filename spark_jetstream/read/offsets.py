@@ -39,17 +39,24 @@ class Offset:
     checkpoints written before several streams were supported,
     `{"stream": "A", "seq": 12}`, is read as `{"streams": {"A": 12}}`.
 
-    A stream that is not in an offset has no resolved start yet: the batch
-    that ends at the first offset naming it reads nothing of it (see
-    stream_reader.py), so that Spark's offset log records the start.
+    A stream that is not in an offset has no resolved start yet. Where Spark
+    passes the batch's start to `latestOffset` (4.2+), the batch that ends at
+    the first offset naming it reads nothing of it (stream_reader.py), so that
+    Spark's offset log records the start. Before 4.2 that first batch would be
+    the whole `availableNow` run, so the offset records the start itself:
+    `"starts": {"A": 10}` (legacy_stream_reader.py), the sequence the query
+    started after on each stream, kept in every later offset (the JSON of an
+    unchanged position stays the same); a batch whose start offset lacks a
+    stream starts there.
     """
 
     seqs: tuple[tuple[str, int], ...] = ()
     owner: str | None = None
+    starts: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, seqs: Mapping[str, int], owner: str | None = None) -> Offset:
-        return cls(tuple(sorted(seqs.items())), owner)
+    def of(cls, seqs: Mapping[str, int], owner: str | None = None, starts: Mapping[str, int] | None = None) -> Offset:
+        return cls(tuple(sorted(seqs.items())), owner, tuple(sorted((starts or {}).items())))
 
     def as_map(self) -> dict[str, int]:
         return dict(self.seqs)
@@ -57,10 +64,16 @@ class Offset:
     def get(self, stream: str) -> int | None:
         return self.as_map().get(stream)
 
+    def start_of(self, stream: str) -> int | None:
+        """The recorded start of `stream` (offsets of the pre-4.2 path), or None."""
+        return dict(self.starts).get(stream)
+
     def to_dict(self) -> dict[str, Any]:
         value: dict[str, Any] = {"streams": self.as_map()}
         if self.owner:
             value["owner"] = self.owner
+        if self.starts:
+            value["starts"] = dict(self.starts)
         return value
 
     def json(self) -> str:
@@ -77,13 +90,17 @@ class Offset:
                 seqs = {str(k): int(v) for k, v in raw.items()}
                 owner = data.get("owner")
                 owner = None if owner is None else str(owner)
+                raw_starts = data.get("starts") or {}
+                if not isinstance(raw_starts, Mapping):
+                    raise TypeError
+                starts = {str(k): int(v) for k, v in raw_starts.items()}
             else:
-                seqs, owner = {str(data["stream"]): int(data["seq"])}, None
+                seqs, owner, starts = {str(data["stream"]): int(data["seq"])}, None, {}
         except (KeyError, TypeError, ValueError):
             raise OffsetError(
                 f"not a jetstream offset (expected {{'streams': {{S: N, ...}}}}): {data!r}"
             ) from None
-        for stream, seq in seqs.items():
+        for stream, seq in (*seqs.items(), *starts.items()):
             if seq < 0:
                 raise OffsetError(f"offset sequence of stream {stream!r} must be >= 0: {data!r}")
         if expected_streams is not None and seqs and not set(seqs) & set(expected_streams):
@@ -93,7 +110,7 @@ class Offset:
                 f"the checkpoint holds an offset of stream {held} but option stream is {wanted}; "
                 "use a new checkpoint location to read another stream"
             )
-        return cls.of(seqs, owner)
+        return cls.of(seqs, owner, starts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +123,7 @@ class StreamState:
     first_seq: int
     last_seq: int
     retention: str = "limits"
+    allow_direct: bool = False
 
     @property
     def avg_msg_bytes(self) -> int:
@@ -122,6 +140,7 @@ class StreamState:
             first_seq=int(state.get("first_seq", 0)),
             last_seq=int(state.get("last_seq", 0)),
             retention=str(config.get("retention", "limits")),
+            allow_direct=bool(config.get("allow_direct", False)),
         )
 
 
@@ -213,18 +232,30 @@ def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, byte
     return frame[4], b"", None
 
 
+def seq_for_time(conn: LeanConnection, options: ReadOptions, state: StreamState, ts_ms: int) -> int:
+    """The first sequence stored at or after `ts_ms` (last_seq + 1: none), the way `readMode` allows."""
+    if options.read_mode == "direct":
+        from spark_jetstream.read.direct_get import seq_at_time
+
+        return seq_at_time(conn, state.stream, ts_ms, state.last_seq, state.allow_direct)
+    return first_seq_at_or_after(conn, state, ts_ms)
+
+
 def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The offset (last processed sequence) a read starts after, from the starting options."""
-    if options.starting_timestamp_ms is not None:
-        seq = first_seq_at_or_after(conn, state, options.starting_timestamp_ms)
+    ts_ms = options.start_timestamp_ms(state.stream)
+    if ts_ms is not None:
+        seq = seq_for_time(conn, options, state, ts_ms)
         if seq > state.last_seq and options.timestamp_strategy == "error":
+            by_stream = state.stream in dict(options.starting_ts_by_stream)
+            option = "startingOffsetsByTimestamp" if by_stream else "startingTimestamp"
             raise StartPastEndError(
-                f"no message of stream {state.stream!r} is stored at or after startingTimestamp "
-                f"{_iso(options.starting_timestamp_ms)}; set option startingOffsetsByTimestampStrategy=latest "
+                f"no message of stream {state.stream!r} is stored at or after {option} "
+                f"{_iso(ts_ms)}; set option startingOffsetsByTimestampStrategy=latest "
                 "to start at the end of the stream instead"
             )
         return seq - 1
-    starting = options.starting_offsets
+    starting = options.start_position(state.stream)
     if starting == "earliest":
         return max(0, state.first_seq - 1)
     if starting == "latest":
@@ -235,8 +266,8 @@ def resolve_start(conn: LeanConnection, options: ReadOptions, state: StreamState
 def resolve_end(conn: LeanConnection, options: ReadOptions, state: StreamState) -> int:
     """The last sequence a batch read covers, from the ending options."""
     if options.ending_timestamp_ms is not None:
-        return first_seq_at_or_after(conn, state, options.ending_timestamp_ms) - 1
-    ending = options.ending_offsets
+        return seq_for_time(conn, options, state, options.ending_timestamp_ms) - 1
+    ending = options.end_position(state.stream)
     if ending == "latest":
         return state.last_seq
     return min(int(ending), state.last_seq)

@@ -56,10 +56,10 @@ class JetStreamBatchWriter(DataSourceArrowWriter):
             self.options, self.columns, iterator, scope, partition_id, attempt=attempt
         )
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         report_commit(self.options, messages, "write")
 
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         log.warning(
             "jetstream sink write aborted; messages already acked stay in the stream: %s",
             summarize(messages),

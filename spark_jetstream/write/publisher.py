@@ -1,6 +1,6 @@
 """Pipelined JetStream publishing for sink tasks: a bounded window of unacked messages.
 
-One `Publisher` per task, on one `LeanConnection` (client/lean_client.py: handshake
+One `Publisher` per task, on one `LeanConnection` (client/connection.py: handshake
 and frame parsing). Messages are written as HPUB frames in bulk; each has its
 own reply subject `<inbox>.<token>` so every pub ack is matched to its
 message; acks are read in bulk whenever the window (`max_in_flight`) is full
@@ -38,7 +38,7 @@ from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
 from spark_jetstream.client.errors import API_UNAVAILABLE
-from spark_jetstream.client.lean_client import parse_headers
+from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
 

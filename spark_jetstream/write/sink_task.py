@@ -141,9 +141,12 @@ def _header_lines(
         values = value if multi else [value]
         if values is None:
             continue
-        for v in values:  # type: ignore[attr-defined,union-attr]
+        if not isinstance(values, (list, tuple)):
+            raise RowValueError(f"column {column!r}: header {name!r} in row {row}: expected a list of values")
+        for v in values:
             if v is None:
                 continue
+            v = str(v)
             if "\r" in v or "\n" in v:
                 raise RowValueError(
                     f"column {column!r}: header {name!r} in row {row} of partition {partition_id} "

@@ -37,7 +37,8 @@ from jetstream_testing.process import ServerProcess, nats_server_binary
 pytestmark = pytest.mark.packaging
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"jetstream-server": {"jetstream_server"}, "spark-jetstream": {"spark_jetstream"},
+# spark-jetstream's second package is the module Spark's own lookup registers (pyspark_*)
+OURS = {"jetstream-server": {"jetstream_server"}, "spark-jetstream": {"spark_jetstream", "pyspark_jetstream"},
         "jetstream-testing": {"jetstream_testing"}}
 
 

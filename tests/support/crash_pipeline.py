@@ -1,6 +1,7 @@
 """Child program of the exactly-once crash test (not collected by pytest).
 
-Runs one streaming query in its own SparkSession: the jetstream source
+Runs one streaming query in its own SparkSession, with no `register` call (Spark
+finds the data source itself: pyspark_jetstream): the jetstream source
 (stream IN) -> a deterministic transform -> the jetstream sink (subject
 `out.copy`), with a checkpoint, under `Trigger.AvailableNow`. The parent kills
 this whole process group with SIGKILL and starts it again on the same
@@ -8,7 +9,7 @@ checkpoint; exit code 0 means every available message was processed.
 
 Variants:
 - `narrow`: upper-case payload, tagged, keeping the source coordinates;
-  small micro-batches; ids `msgIdMode=source` scoped by `msgIdScope=crash`.
+  small micro-batches (Spark 4.2+; before, the run is one micro-batch); ids `msgIdMode=source` scoped by `msgIdScope=crash`.
 - `shuffle`: no source coordinates in the output; a hash repartition on the
   payload, then each partition's rows in a random order (as an async
   enrichment emits rows as its calls complete: a replay after a restart sees
@@ -36,8 +37,8 @@ def main(argv: list[str]) -> int:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    import spark_jetstream
     from spark_jetstream.local import local_spark_session
+    from spark_jetstream.spark_features import detect
 
     # C1-only JIT and serial GC: this short-lived JVM starts several times per test
     fast_start = {
@@ -52,14 +53,11 @@ def main(argv: list[str]) -> int:
     else:
         spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
     spark.sparkContext.setLogLevel("ERROR")
-    spark_jetstream.register(spark)
-    per_trigger = settings.get("max", "250" if variant == "narrow" else "100000")
-    reader = (
-        spark.readStream.format("jetstream")
-        .option("servers", url)
-        .option("stream", in_stream)
-        .option("maxMessagesPerTrigger", per_trigger)
-    )
+    # no register call: Spark finds the source itself (pyspark_jetstream)
+    reader = spark.readStream.format("jetstream").option("servers", url).option("stream", in_stream)
+    if detect().read_limits:  # before Spark 4.2 an AvailableNow run is one micro-batch
+        per_trigger = settings.get("max", "250" if variant == "narrow" else "100000")
+        reader = reader.option("maxMessagesPerTrigger", per_trigger)
     if "durable" in settings:
         reader = reader.option("durable", settings["durable"])
     source = reader.load()

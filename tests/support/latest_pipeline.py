@@ -1,6 +1,7 @@
 """Child program of the `latest` crash test (not collected by pytest).
 
-One streaming query in its own SparkSession: the jetstream source (stream S,
+One streaming query in its own SparkSession, with no `register` call (Spark
+finds the data source itself, pyspark_jetstream): the jetstream source (stream S,
 `startingOffsets=latest`, JetStream API under `api_prefix`) -> foreachBatch,
 which writes each batch's sequences to `<out_dir>/batch-<id>.txt` (written
 whole, then renamed: a batch run again after a kill replaces its file). With
@@ -19,13 +20,11 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     url, checkpoint, stream, api_prefix, out_dir, mode = argv
-    import spark_jetstream
     from spark_jetstream.local import local_spark_session
 
     fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
     spark = local_spark_session("latest-pipeline", cores=2, conf=fast_start)
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_jetstream.register(spark)
+    spark.sparkContext.setLogLevel("ERROR")  # no register call: Spark finds the source itself
     out = Path(out_dir)
 
     def sink(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]

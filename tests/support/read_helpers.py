@@ -50,13 +50,18 @@ def rows(df: Any, *cols: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in df.select(*cols).collect())
 
 
-def fill_fast(url: str, stream: str, subject: str, n: int, payload: bytes = b"x" * 128) -> None:
-    """Create `stream` on `subject` and publish n messages with pipelined, awaited acks."""
+def fill_fast(
+    url: str, stream: str, subject: str, n: int, payload: bytes = b"x" * 128, *, create: bool = True,
+    stream_subjects: tuple[str, ...] = (),
+) -> None:
+    """Create `stream` on `subject` (or `stream_subjects`; unless not `create`) and publish n
+    messages to `subject` with pipelined, awaited acks."""
     from spark_jetstream.client import LeanConnection
     from spark_jetstream.options import ConnectionOptions
 
     with LeanConnection.connect(ConnectionOptions.from_options({"servers": url})) as conn:
-        conn.js_api(f"STREAM.CREATE.{stream}", {"name": stream, "subjects": [subject]})
+        if create:
+            conn.js_api(f"STREAM.CREATE.{stream}", {"name": stream, "subjects": list(stream_subjects or (subject,))})
         reply = conn.new_reply()
         frame = LeanConnection.pub_frame(subject, payload, reply=reply)
         sent = 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection
-from spark_jetstream.client.lean_client import parse_headers as parse_header_block
+from spark_jetstream.client.frames import parse_headers as parse_header_block
 from spark_jetstream.options import ConnectionOptions
 
 

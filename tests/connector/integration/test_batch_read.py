@@ -16,7 +16,7 @@ from read_helpers import fill, fill_fast, reader, rows
 
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
-from spark_jetstream.client.lean_client import encode_headers
+from spark_jetstream.client.frames import encode_headers
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import read_schema
 
@@ -159,3 +159,13 @@ def test_larger_range_two_partitions(spark, server: ServerProcess) -> None:  # t
     stats = df.selectExpr("count(*) as c", "count(distinct seq) as d", "min(seq) as lo", "max(seq) as hi",
                           "sum(length(data)) as bytes").collect()[0]
     assert (stats.c, stats.d, stats.lo, stats.hi, stats.bytes) == (n, n, 1, n, n * 128)
+
+
+async def test_per_stream_starts_and_ends_as_json(spark, server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "PA", [("pa.x", b"a") for _ in range(10)], subjects=["pa.>"])
+    await fill(js, "PB", [("pb.x", b"b") for _ in range(8)], subjects=["pb.>"])
+    df = reader(spark, server.url, "PA,PB", startingOffsets='{"PA": 3}', endingOffsets='{"PB": 5}')
+    got = sorted((r.stream, r.seq) for r in df.select("stream", "seq").collect())
+    assert got == [("PA", s) for s in range(3, 11)] + [("PB", s) for s in range(1, 6)]
+    with pytest.raises(Exception, match=r"option startingOffsets names stream 'PC', which option stream does not"):
+        reader(spark, server.url, "PA,PB", startingOffsets='{"PC": 3}').collect()

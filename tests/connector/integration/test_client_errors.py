@@ -17,7 +17,8 @@ from sink_helpers import connect, create_stream
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import ErrorCode, JetStreamApiError, NoRespondersError, Status
 from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
-from spark_jetstream.client.lean_client import FetchSpec, consumer_config, parse_headers
+from spark_jetstream.client.frames import parse_headers
+from spark_jetstream.read.fetch import FetchSpec, consumer_config
 
 
 def api_error(server: ServerProcess, api: str, body: dict | None = None) -> JetStreamApiError:  # type: ignore[type-arg]

@@ -49,6 +49,7 @@ def start_child(
 
 
 
+@pytest.mark.spark_matrix
 @pytest.mark.timeout(900)  # four Spark JVM start-ups: slow on a loaded 2-core machine
 def test_sigkill_at_random_points_then_restart_gives_each_input_once(
     server: ServerProcess, tmp_path: Path

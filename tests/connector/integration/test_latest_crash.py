@@ -7,7 +7,8 @@ Trigger.AvailableNow while the publisher (bursts of ten, about 1,000 messages a
 second: the in-process test covers 10,000) goes on. The oracle is the last
 sequence in the first `STREAM.INFO` reply the query got (relayed by an
 `ApiProxy`): the messages read are exactly those after it, without a gap, up to
-at least the stream's end at the kill. Both servers; the seed (kill timing,
+at least the stream's end at the kill (before Spark 4.2 after a second
+AvailableNow run: the first one finishes the killed batch only). Both servers; the seed (kill timing,
 publisher rhythm) is printed.
 """
 
@@ -30,8 +31,9 @@ from read_helpers import BurstPublisher
 from jetstream_testing.process import ServerProcess
 from spark_jetstream.client import LeanConnection
 from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.spark_features import detect
 
-pytestmark = [pytest.mark.spark, pytest.mark.crash]
+pytestmark = [pytest.mark.spark, pytest.mark.crash, pytest.mark.spark_matrix]
 
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "latest_pipeline.py"
 
@@ -78,11 +80,15 @@ def test_latest_with_a_sigkill_loses_and_repeats_nothing(server: ServerProcess, 
                 kill_group(child)
             with LeanConnection.connect(ConnectionOptions(servers=(server.url,))) as conn:
                 at_kill = int(conn.js_api(f"STREAM.INFO.{stream}")["state"]["last_seq"])
-            child = start_child([*args, "available-now"], log)  # the publisher goes on
-            try:
-                assert child.wait(300) == 0, log.read_text()[-3000:]
-            finally:
-                kill_group(child)
+            # Before Spark 4.2, Spark runs AvailableNow as a single micro-batch for a Python
+            # source (Trigger.Once): a checkpoint with an unfinished batch gets that batch only,
+            # and the next run reads the rest (docs/spark-versions.md)
+            for _ in range(1 if detect().read_limits else 2):
+                child = start_child([*args, "available-now"], log)  # the publisher goes on
+                try:
+                    assert child.wait(300) == 0, log.read_text()[-3000:]
+                finally:
+                    kill_group(child)
         finally:
             publisher.stop()
     assert proxy.error is None

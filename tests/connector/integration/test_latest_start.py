@@ -31,8 +31,8 @@ from spark_jetstream.options import ConnectionOptions
 
 pytestmark = pytest.mark.spark
 
-SEEDS = (11, 12, 13)
 RESTARTED = 12
+SEEDS = (11, pytest.param(RESTARTED, marks=pytest.mark.spark_matrix), 13)
 
 
 class Batches:

@@ -1,4 +1,5 @@
-"""The lean executor-side client: pure frame parsing, then real sockets on both servers."""
+"""The lean executor-side client (client/frames.py, client/connection.py) and the range fetch
+of the read path (read/fetch.py): pure frame parsing, then real sockets on both servers."""
 
 from __future__ import annotations
 
@@ -26,16 +27,9 @@ from spark_jetstream.client import (
     NatsTimeoutError,
     NoRespondersError,
 )
-from spark_jetstream.client.lean_client import (
-    FetchSpec,
-    encode_headers,
-    fetch_range,
-    fetch_range_by_get,
-    parse_frames,
-    parse_headers,
-    subject_matches,
-)
+from spark_jetstream.client.frames import encode_headers, parse_frames, parse_headers
 from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.read.fetch import FetchSpec, fetch_range, fetch_range_by_get, subject_matches
 
 WIRE = (
     b"INFO {\"server_id\":\"x\",\"headers\":true}\r\n"
@@ -296,7 +290,7 @@ def test_statuses_flow_control_ping_and_domain_ack_subjects() -> None:
 async def test_requests_bounded_by_bytes_when_the_average_misleads(
     server: ServerProcess, js, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
-    import spark_jetstream.client.lean_client as lean
+    import spark_jetstream.read.fetch as lean
 
     await fill(js, "MB", [("mb.x", bytes([65 + i % 26]) * 3000) for i in range(60)], subjects=["mb.>"])
     # each pull request may carry ~10 kB although the batch count (from a wrong
@@ -370,7 +364,7 @@ def test_connect_gives_up_after_the_retry_timeout_naming_the_servers() -> None:
 def test_a_range_read_resumes_after_a_restart_without_repeating_or_skipping(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import spark_jetstream.client.lean_client as lean
+    import spark_jetstream.read.fetch as lean
 
     create_stream(server.url, "R", ["r.>"])
     total = 3000

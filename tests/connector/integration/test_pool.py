@@ -22,7 +22,7 @@ from sink_helpers import create_stream, publish_acked, stream_info
 
 from jetstream_testing.process import ServerProcess, start_server
 from spark_jetstream.client import ConnectionLostError
-from spark_jetstream.client.lean_client import CLIENT_NAME
+from spark_jetstream.client.connection import CLIENT_NAME
 from spark_jetstream.client.pool import POOL, ConnectionPool
 from spark_jetstream.options import ConnectionOptions
 

@@ -2,10 +2,10 @@
 
 A Spark Connect server (from the pip package, local master) runs the queries;
 this process is only a Connect client (`SparkSession.builder.remote`), with no
-JVM of its own. `spark_jetstream.register(spark)` registers the data source
-through the Connect session (the class travels pickled by reference, so the
-server's Python must have the connector installed, like executors on a
-cluster). What differs from a classic session is in docs/deployment.md
+JVM of its own. No `register` call: the Connect server's Spark finds the data
+source itself (pyspark_jetstream, installed with the connector where the
+server runs, like on executors of a cluster); `register(spark)` through the
+Connect session leaves it in place. What differs from a classic session is in docs/deployment.md
 (Spark Connect); the option errors below show that a bad option still reaches the client
 as the connector's message.
 """
@@ -23,7 +23,7 @@ from sink_helpers import create_stream, publish_acked, read_stream
 from jetstream_testing.process import ServerProcess, start_server
 from jetstream_testing.spark_connect import ConnectServer
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.spark_matrix]
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,6 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # suite's shared classic session runs in this process (SESSION_ALREADY_EXIST)
     from pyspark.sql.connect.session import SparkSession
 
-    import spark_jetstream
-
     # A Connect session sets SPARK_CONNECT_MODE_ENABLED in os.environ and leaves it there: every
     # later session of this process, and every child process, would try to be a Connect client.
     environ = dict(os.environ)
@@ -52,7 +50,6 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         spark = SparkSession.builder.remote(server.remote).getOrCreate()
         try:
             assert spark.conf.get("spark.master", "").startswith("local")  # the server's, not ours
-            spark_jetstream.register(spark)
             yield spark
         finally:
             spark.stop()
@@ -84,14 +81,13 @@ def test_streaming_read_and_write_with_a_checkpoint(remote: Any, nats: ServerPro
     create_stream(nats.url, "SOUT", ["sout.>"], duplicate_window=600 * 10**9)
     publish_acked(nats.url, [(f"sin.{i % 5}", f"m{i}".encode()) for i in range(300)])
 
-    def run() -> None:  # AvailableNow: three micro-batches, then the query stops
-        source = (
-            remote.readStream.format("jetstream")
-            .option("servers", nats.url)
-            .option("stream", "SIN")
-            .option("maxMessagesPerTrigger", "100")
-            .load()
-        )
+    from spark_jetstream.spark_features import detect
+
+    def run() -> None:  # AvailableNow: three micro-batches (one before Spark 4.2), then the query stops
+        reader = remote.readStream.format("jetstream").option("servers", nats.url).option("stream", "SIN")
+        if detect().read_limits:  # the client's pyspark is the server's here
+            reader = reader.option("maxMessagesPerTrigger", "100")
+        source = reader.load()
         out = source.select("stream", "seq", F.upper(F.col("data").cast("string")).alias("data"))
         query = (
             out.writeStream.format("jetstream")
@@ -110,6 +106,16 @@ def test_streaming_read_and_write_with_a_checkpoint(remote: Any, nats: ServerPro
     msgs = read_stream(nats.url, "SOUT")
     assert sorted(m.msg_id for m in msgs) == sorted(f"connect:SIN:{s}:0" for s in range(1, 301))  # type: ignore[type-var]
     assert sorted(m.data for m in msgs) == sorted(f"M{i}".encode() for i in range(300))
+
+
+def test_register_leaves_the_found_source_in_place(remote: Any, nats: ServerProcess) -> None:
+    import spark_jetstream
+
+    spark_jetstream.register(remote)  # Spark refuses to replace it (DATA_SOURCE_ALREADY_EXISTS): not an error
+    create_stream(nats.url, "R", ["r.>"])
+    publish_acked(nats.url, [("r.x", b"one")])
+    got = remote.read.format("jetstream").option("servers", nats.url).option("stream", "R").load()
+    assert [bytes(r["data"]) for r in got.collect()] == [b"one"]
 
 
 def test_bad_option_reaches_the_client_as_the_connector_message(remote: Any, nats: ServerProcess) -> None:

@@ -229,26 +229,47 @@ async def test_first_batch_of_an_old_checkpoint_is_read(server: ServerProcess, j
     r.stop()
 
 
-async def test_partitions_follow_the_registered_parallelism_and_replay_the_same(  # type: ignore[no-untyped-def]
+async def test_partitions_follow_the_range_size_and_replay_the_same(  # type: ignore[no-untyped-def]
     server: ServerProcess, js, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Registered or found by Spark's lookup (pyspark_jetstream), the source splits alike."""
     from pyspark import cloudpickle
 
+    import pyspark_jetstream
     from spark_jetstream.datasource import JetStreamDataSource
     from spark_jetstream.read import partitions
 
     monkeypatch.setattr(partitions, "AUTO_MIN_MESSAGES", 10)
     await fill(js, "S", [("s.a", b"x") for _ in range(40)], subjects=["s.>"])
-    source = cloudpickle.loads(cloudpickle.dumps(JetStreamDataSource.with_parallelism(3)))  # as Spark ships it
-    assert source.parallelism == 3 and JetStreamDataSource.parallelism == 1
+    source = cloudpickle.loads(cloudpickle.dumps(pyspark_jetstream.DefaultSource))  # as Spark ships it
+    assert source is JetStreamDataSource  # by reference: the executors import the same class
 
     def plan(lo: int, hi: int, **opts: str) -> list[tuple[int, int]]:
         ds = source(options={"servers": server.url, "stream": "S", **opts})
         return [(p.start, p.end) for p in ds.streamReader(ds.schema()).partitions(off(lo), off(hi))]
 
     first = plan(0, 40)
-    assert first == [(0, 14), (14, 27), (27, 40)]
+    assert first == [(0, 10), (10, 20), (20, 30), (30, 40)]
     assert plan(0, 19) == [(0, 19)]  # under two partitions' worth: one task
     assert plan(0, 40, minPartitions="2") == [(0, 20), (20, 40)]  # given: exactly that
     await fill(js, "S", [("s.a", b"y") for _ in range(25)])
     assert plan(0, 40) == first  # a replay after the stream grew (or a restart) plans the same partitions
+
+
+async def test_per_stream_starts_as_json(server: ServerProcess, js) -> None:  # type: ignore[no-untyped-def]
+    await fill(js, "A", [("a.x", b"x") for _ in range(10)], subjects=["a.>"])
+    await fill(js, "B", [("b.x", b"x") for _ in range(6)], subjects=["b.>"])
+    await fill(js, "C", [("c.x", b"x") for _ in range(4)], subjects=["c.>"])
+    from sink_helpers import connect
+
+    from spark_jetstream.read.fetch import rfc3339_ns
+
+    with connect(server.url) as conn:  # the stored time of C's third message, in ms (rounded up)
+        at_ns = rfc3339_ns(conn.js_api("STREAM.MSG.GET.C", {"seq": 3})["message"]["time"])
+    at_ms = -(-at_ns // 1_000_000)
+    r = make_reader(server.url, stream="A,B,C", startingOffsets='{"A": 4, "B": "latest"}',
+                    startingOffsetsByTimestamp=f'{{"C": {at_ms}}}')
+    start = r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    assert start["streams"]["A"] == 3 and start["streams"]["B"] == 6
+    assert start["streams"]["C"] in (2, 3)  # at or after the third message's time (ms rounding)
+    r.stop()

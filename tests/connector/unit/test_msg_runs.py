@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jetstream.client.lean_client import parse_frames
+from spark_jetstream.client.frames import parse_frames
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner, ack_fields
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 

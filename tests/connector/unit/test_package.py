@@ -32,7 +32,7 @@ def modules_after(code: str) -> set[str]:
         "import spark_jetstream",
         "import spark_jetstream; spark_jetstream.register; dir(spark_jetstream)",
         "import spark_jetstream.options, spark_jetstream.options.table",
-        "import spark_jetstream.client, spark_jetstream.client.lean_client",
+        "import spark_jetstream.client, spark_jetstream.client.connection",
         "import spark_jetstream.spark_internals",
         "import spark_jetstream.read, spark_jetstream.write",
     ],

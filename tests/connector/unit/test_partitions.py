@@ -58,18 +58,18 @@ def test_plan_partitions_are_picklable_data() -> None:
         SeqRangePartition(0, "S", 5, 4)
 
 
-def test_without_min_partitions_a_range_splits_by_parallelism_in_big_enough_parts() -> None:
+def test_without_min_partitions_a_range_splits_in_big_enough_parts() -> None:
     big = AUTO_MIN_MESSAGES
-    assert split_range(0, big - 1, min_partitions=None, parallelism=8) == [(0, big - 1)]  # a small batch: one task
-    assert split_range(0, 2 * big, min_partitions=None, parallelism=8) == [(0, big), (big, 2 * big)]
-    assert len(split_range(0, 10 * big, min_partitions=None, max_per_partition=10**9, parallelism=8)) == 8
-    assert len(split_range(0, 10 * big, min_partitions=None, max_per_partition=10**9, parallelism=1)) == 1
-    # a given minPartitions is what it says, whatever the parallelism
-    assert split_range(0, 10, min_partitions=3, parallelism=8) == [(0, 4), (4, 7), (7, 10)]
+    assert split_range(0, big - 1, min_partitions=None) == [(0, big - 1)]  # a small batch: one task
+    assert split_range(0, 2 * big, min_partitions=None) == [(0, big), (big, 2 * big)]
+    assert split_range(0, 2 * big + 1, min_partitions=None) == [(0, big + 1), (big + 1, 2 * big + 1)]
+    assert len(split_range(0, 10 * big, min_partitions=None, max_per_partition=10**9)) == 10
+    # a given minPartitions is what it says
+    assert split_range(0, 10, min_partitions=3) == [(0, 4), (4, 7), (7, 10)]
     # maxMessagesPerPartition still bounds every partition
-    assert len(split_range(0, 3 * big, min_partitions=None, max_per_partition=big // 2, parallelism=2)) == 6
-    with pytest.raises(ValueError, match="parallelism"):
-        split_range(0, 10, min_partitions=None, parallelism=0)
+    assert len(split_range(0, 3 * big, min_partitions=None, max_per_partition=big // 2)) == 6
+    with pytest.raises(ValueError, match="min_partitions"):
+        split_range(0, 10, min_partitions=0)
 
 
 @settings(deadline=None, max_examples=200)
@@ -78,16 +78,15 @@ def test_without_min_partitions_a_range_splits_by_parallelism_in_big_enough_part
     size=st.integers(0, 10**7),
     min_partitions=st.one_of(st.none(), st.integers(1, 64)),
     max_per=st.integers(10**4, 10**7),
-    parallelism=st.integers(1, 256),
 )
 def test_the_plan_depends_only_on_the_range_and_the_settings(
-    start: int, size: int, min_partitions: int | None, max_per: int, parallelism: int
+    start: int, size: int, min_partitions: int | None, max_per: int
 ) -> None:
     """Replays: the same offsets and options always give the same partitions."""
-    kwargs = {"min_partitions": min_partitions, "max_per_partition": max_per, "parallelism": parallelism}
+    kwargs = {"min_partitions": min_partitions, "max_per_partition": max_per}
     plans = [plan_partitions("S", start, start + size, **kwargs) for _ in range(3)]  # type: ignore[arg-type]
     assert plans[0] == plans[1] == plans[2]
-    count = partition_count(size, min_partitions=min_partitions, max_per_partition=max_per, parallelism=parallelism)
+    count = partition_count(size, min_partitions=min_partitions, max_per_partition=max_per)
     assert len(plans[0]) == (count if size else 0)
     if size and min_partitions is None:
         sizes = [p.size for p in plans[0]]

@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert o.subjects == ()
     assert o.starting_offsets == "earliest" and o.ending_offsets == "latest"
     assert o.fail_on_data_loss is True and o.include_headers is True
-    assert o.min_partitions is None and o.parallelism == 1 and o.max_messages_per_partition == 500_000
+    assert o.min_partitions is None and o.max_messages_per_partition == 500_000
     assert o.max_trigger_delay_s == 900.0
     assert pickle.loads(pickle.dumps(o)) == o
 
@@ -123,7 +123,8 @@ def test_one_table_documents_every_option() -> None:
             "servers": "nats://h:1", "subjects": "a", "durable": "d", "startingOffsets": "1",
             "startingTimestamp": "1", "endingOffsets": "2", "endingTimestamp": "2", "failOnDataLoss": "true",
             "includeHeaders": "true", "token": "t", "connectTimeout": "1",
-            "startingOffsetsByTimestampStrategy": "latest",
+            "startingOffsetsByTimestampStrategy": "latest", "startingOffsetsByTimestamp": '{"S": 1}',
+            "readMode": "direct",
         }.get(spec.name, "1")
         ReadOptions.from_options({"stream": "S", spec.name: value}, streaming=spec.applies != Scope.BATCH_READ)
 
@@ -174,3 +175,51 @@ def test_kafka_names_and_several_streams() -> None:
     assert parse(startingOffsetsByTimestampStrategy="LATEST").timestamp_strategy == "latest"
     several = ReadOptions.from_options({"stream": "A, B,C"}, streaming=True)
     assert several.streams == ("A", "B", "C") and several.stream == "A"
+
+
+def test_per_stream_starts_and_ends_as_json() -> None:
+    o = parse(
+        False, stream="ORDERS,EVENTS,AUDIT",
+        startingOffsets='{"ORDERS": 1200, "EVENTS": "latest"}',
+        endingOffsets='{"ORDERS": "2000"}',
+        startingOffsetsByTimestamp='{"AUDIT": "2024-05-01T00:00:00Z"}',
+    )
+    assert [o.start_position(s) for s in ("ORDERS", "EVENTS", "AUDIT")] == [1200, "latest", "earliest"]
+    assert [o.start_timestamp_ms(s) for s in ("ORDERS", "EVENTS")] == [None, None]
+    assert o.start_timestamp_ms("AUDIT") == 1714521600000
+    assert [o.end_position(s) for s in ("ORDERS", "EVENTS")] == [2000, "latest"]
+    assert pickle.loads(pickle.dumps(o)) == o
+    one = parse(stream="A,B", startingOffsets="7")  # one value: every stream
+    assert one.start_position("A") == one.start_position("B") == 7
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({"startingOffsets": '{"ORDERS": 1, "NOPE": 2}'},
+         r"option startingOffsets names stream 'NOPE', which option stream does not \(ORDERS, EVENTS\)"),
+        ({"endingOffsets": '{"X": 5}'}, r"option endingOffsets names stream 'X'"),
+        ({"startingOffsetsByTimestamp": '{"Y": 0}'}, r"option startingOffsetsByTimestamp names stream 'Y'"),
+        ({"startingOffsets": '{"ORDERS": 1'}, r"option startingOffsets: not a JSON object of stream -> value"),
+        ({"startingOffsets": "[1, 2]"}, r"option startingOffsets: expected earliest or latest or a stream sequence"),
+        ({"startingOffsets": '{"ORDERS": "soon"}'},
+         r"option startingOffsets\[ORDERS\]: expected earliest or latest or a stream sequence number"),
+        ({"startingOffsets": '{"ORDERS": true}'}, r"the value of stream 'ORDERS' must be a string or a number"),
+        ({"startingOffsetsByTimestamp": '{"ORDERS": "yesterday"}'}, r"option startingOffsetsByTimestamp\[ORDERS\]"),
+        ({"startingOffsets": '{"ORDERS": 1}', "startingOffsetsByTimestamp": '{"ORDERS": 0}'},
+         r"startingOffsets and startingOffsetsByTimestamp both name stream 'ORDERS'"),
+        ({"startingTimestamp": "0", "startingOffsetsByTimestamp": '{"ORDERS": 0}'},
+         r"options startingOffsetsByTimestamp and startingTimestamp exclude each other"),
+        ({"startingOffsets": '{"EVENTS": 9}', "endingOffsets": '{"EVENTS": 3}'},
+         r"option endingOffsets of stream 'EVENTS' \(3\) is before startingOffsets \(9\)"),
+    ],
+)
+def test_per_stream_json_errors_name_the_option_and_stream(opts: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        parse(False, stream="ORDERS,EVENTS", **opts)
+
+
+def test_max_records_per_partition_is_the_kafka_name() -> None:
+    assert parse(maxRecordsPerPartition="1000").max_messages_per_partition == 1000
+    assert parse(maxRecordsPerPartition="9000", maxMessagesPerPartition="4000").max_messages_per_partition == 4000
+    assert parse(maxRecordsPerPartition="9000").max_messages_per_partition == 9000  # above the default: given wins

@@ -1,30 +1,23 @@
-"""A lean, blocking NATS client for Spark executors (and the driver's API calls).
+"""A lean, blocking NATS connection for Spark executors (and the driver's API calls).
 
 Why not nats-py: executors run plain synchronous Python, and nats-py's
-per-message asyncio callbacks cap a read at ~15-110k msg/s. This client keeps
-one raw socket, reads large chunks and parses frames in bulk with
-`bytes.find`, which is what lets `read()` stream a whole sequence range fast.
+per-message asyncio callbacks cap a read at ~15-110k msg/s. This connection
+keeps one raw socket, reads large chunks and parses frames in bulk
+(frames.py), which is what lets a read stream a whole sequence range fast
+(read/fetch.py).
 
-Layers (the writer reuses the first two):
-1. Connection + handshake (`LeanConnection.connect`: one pass over the
-   server list in random order; `open`/`reconnect`: passes retried within
-   `retryTimeout`): INFO, optional TLS upgrade, CONNECT (headers,
-   no_responders, the credentials of `auth.py`), PING/PONG round trip;
-   `-ERR` raises `ServerError`.
-2. Frames: `parse_frames(buf, pos)` is pure (bytes in, frames out) and returns
-   `(frames, new_pos)`; a frame is a tuple
-   `(op, subject, sid, reply, header_bytes, payload)` with `op` one of
-   ``b"MSG"``, ``b"PING"``, ``b"PONG"``, ``b"+OK"``, ``b"-ERR"``, ``b"INFO"``.
-   `LeanConnection.read_frames()` feeds it from the socket and answers PINGs;
-   `publish()`, `hpublish()`, `subscribe()`, `send()`, `flush()` write.
-3. Requests and the JetStream API (`request()`, `js_api()`), on one wildcard
-   inbox subscription under the `inboxPrefix` option; every API subject is
-   built by `api_subject()` (the `domain` / `apiPrefix` options). `js_api`
-   retries transient failures (retry.py), reconnecting when needed.
-4. `fetch_range()`: every message of a stream in (start, end] that matches the
-   filter, in sequence order, read with an ephemeral ack-none pull consumer
-   that is deleted afterwards; resumed after the last message read when the
-   server goes away mid-read.
+- Connection + handshake (`LeanConnection.connect`: one pass over the server
+  list in random order; `open`/`reconnect`: passes retried within
+  `retryTimeout`): INFO, optional TLS upgrade, CONNECT (headers,
+  no_responders, the credentials of `auth.py`), PING/PONG round trip; `-ERR`
+  raises `ServerError`.
+- Reading and writing frames: `read_frames()` feeds the parser from the
+  socket and answers PINGs; `publish()`, `subscribe()`, `send()`, `flush()`
+  write.
+- Requests and the JetStream API (`request()`, `js_api()`), on one wildcard
+  inbox subscription under the `inboxPrefix` option; every API subject is
+  built by `api_subject()` (the `domain` / `apiPrefix` options). `js_api`
+  retries transient failures (retry.py), reconnecting when needed.
 
 Invariants: a connection is used by one thread at a time (the pool, pool.py,
 hands it to one user); it is opened inside `read()`/`write()` on the
@@ -45,143 +38,50 @@ import random
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from spark_jetstream.client.auth import connect_fields, ssl_context
 from spark_jetstream.client.errors import (
     FIRST_ERROR_STATUS,
-    WORKQUEUE_CONSUMER_ERRORS,
     ConnectionLostError,
-    ErrorCode,
     JetStreamApiError,
     JetStreamUnavailableError,
     NatsError,
     NatsTimeoutError,
     NoRespondersError,
-    ReadInterruptedError,
     ServerError,
     Status,
 )
-from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner
+from spark_jetstream.client.frames import CRLF, Frame, parse_frames, parse_headers
 from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
 from spark_jetstream.options.connection import ConnectionOptions
 from spark_jetstream.options.secrets import redact_text, redact_url
 
-__all__ = [
-    "Chunk",
-    "FetchSpec",
-    "Frame",
-    "LeanConnection",
-    "RawChunk",
-    "ServerInfo",
-    "consumer_config",
-    "encode_headers",
-    "fetch_range",
-    "fetch_range_by_get",
-    "parse_frames",
-    "parse_headers",
-    "ssl_context",
-    "subject_matches",
-]
+__all__ = ["CLIENT_NAME", "HEALTH_CHECK_S", "LeanConnection", "ServerInfo", "ssl_context"]
 
 log = logging.getLogger(__name__)
 
-CRLF = b"\r\n"
 RECV_SIZE = 4 * 1024 * 1024
-REQUEST_BYTES = 8 * 1024 * 1024
 VERSION = "0.1.0"
 CLIENT_NAME = "spark-jetstream"  # the connection name servers show (connz), to tell ours apart
 HEALTH_CHECK_S = 2.0  # longest PING/PONG wait before a connection counts as dead
 _RNG = random.Random()  # server order; tests pass their own
 
-# A frame: (op, subject, sid, reply, header_bytes, payload)
-Frame = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
-
-
-def parse_frames(buf: bytes, pos: int = 0, max_frames: int = 0) -> tuple[list[Frame], int]:
-    """Parse every complete frame in `buf[pos:]` (at most `max_frames` if > 0);
-    return them and where parsing stopped.
-
-    Pure and incremental: an incomplete frame at the end is left for the next
-    call (the returned position points at its start). Raises `NatsError` on a
-    line that is not a NATS server operation.
-    """
-    frames: list[Frame] = []
-    append = frames.append
-    find = buf.find
-    n = len(buf)
-    empty = b""
-    while not max_frames or len(frames) < max_frames:
-        nl = find(CRLF, pos)
-        if nl < 0:
-            break
-        c = buf[pos]
-        if c == 77 and buf.startswith(b"MSG ", pos):  # MSG subject sid [reply] size
-            parts = buf[pos + 4 : nl].split()
-            start = nl + 2
-            end = start + int(parts[-1])
-            if end + 2 > n:
-                break
-            reply = parts[2] if len(parts) == 4 else empty
-            append((b"MSG", parts[0], parts[1], reply, empty, buf[start:end]))
-            pos = end + 2
-        elif c == 72 and buf.startswith(b"HMSG ", pos):  # HMSG subject sid [reply] hdr_size total_size
-            parts = buf[pos + 5 : nl].split()
-            start = nl + 2
-            hend = start + int(parts[-2])
-            end = start + int(parts[-1])
-            if end + 2 > n:
-                break
-            reply = parts[2] if len(parts) == 5 else empty
-            append((b"MSG", parts[0], parts[1], reply, buf[start:hend], buf[hend:end]))
-            pos = end + 2
-        else:
-            line = buf[pos:nl]
-            op, _, rest = line.partition(b" ")
-            op = op.upper()
-            if op in (b"PING", b"PONG", b"+OK"):
-                append((op, empty, empty, empty, empty, empty))
-            elif op in (b"-ERR", b"INFO"):
-                append((op, empty, empty, empty, empty, rest))
-            else:
-                raise NatsError(f"unexpected protocol line from server: {line[:200]!r}")
-            pos = nl + 2
-    return frames, pos
-
-
-def parse_headers(block: bytes) -> tuple[int | None, str, list[tuple[str, str]]]:
-    """`NATS/1.0[ code[ description]]` + `Name: value` lines -> (status, description, items)."""
-    lines = block.split(CRLF)
-    first = lines[0]
-    if not first.startswith(b"NATS/1.0"):
-        raise NatsError(f"bad header block: {first[:80]!r}")
-    status: int | None = None
-    description = ""
-    rest = first[8:].strip()
-    if rest:
-        code, _, desc = rest.partition(b" ")
-        status = int(code)
-        description = desc.decode("utf-8", "replace").strip()
-    items: list[tuple[str, str]] = []
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        items.append((name.decode("utf-8", "replace").strip(), value.decode("utf-8", "replace").strip()))
-    return status, description, items
-
-
-def encode_headers(headers: Sequence[tuple[str, str]]) -> bytes:
-    out = [b"NATS/1.0\r\n"]
-    for name, value in headers:
-        out.append(f"{name}: {value}\r\n".encode())
-    out.append(CRLF)
-    return b"".join(out)
+def permission_hint(text: str) -> str:
+    """What a permissions violation means for the connector ("" for any other error)."""
+    if "permissions violation" not in text.lower():
+        return ""
+    if "subscription" in text.lower():
+        return " (the user may not subscribe to the connector's reply subjects: see option inboxPrefix)"
+    if ".CONSUMER.CREATE." in text or ".CONSUMER.DELETE." in text:
+        return (
+            " (the user may not create consumers on the stream: a read-only user reads with option "
+            "readMode=direct; see docs/permissions.md)"
+        )
+    return " (the user lacks this right; see docs/permissions.md for what each mode needs)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +168,7 @@ class LeanConnection:
         """Open a new socket in place of the current one, retrying within `budget` (a fresh
         one by default); subscriptions are made again with the same sids and subjects."""
         self._close_socket()
-        budget = budget or self._budget()
+        budget = budget or self.retry_budget()
         while True:
             try:
                 self._connect_any()
@@ -279,7 +179,8 @@ class LeanConnection:
                         raise exhausted(ConnectionLostError(f"{exc}; {budget.summary()}")) from exc
                     raise
 
-    def _budget(self) -> RetryBudget:
+    def retry_budget(self) -> RetryBudget:
+        """A fresh retry budget of this connection's options (and injected clock)."""
         return RetryBudget.of(self.options, clock=self._clock, sleep=self._sleep)
 
     def _connect_any(self) -> None:
@@ -294,7 +195,7 @@ class LeanConnection:
                     log.info("connected to %s after: %s", self.server_url, "; ".join(errors))
                 return
             except (OSError, NatsError) as exc:
-                errors.append(f"{redact_url(url)}: {self._redact(str(exc))}")
+                errors.append(f"{redact_url(url)}: {self.redact(str(exc))}")
                 self._close_socket()
                 if last is None or not is_transient(exc):
                     last = exc  # the reason to report: a permanent one wins
@@ -303,7 +204,8 @@ class LeanConnection:
             raise (ServerError(text) if isinstance(last, ServerError) else NatsError(text)) from last
         raise ConnectionLostError(text) from last
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str) -> str:
+        """`text` with this connection's secrets replaced by ***."""
         return redact_text(text, self.options.secrets)
 
     def _connect_one(self, url: str) -> None:
@@ -495,8 +397,10 @@ class LeanConnection:
         self._pos = 0
 
     def server_error(self, payload: bytes) -> ServerError:
-        """The exception for a `-ERR` line (its text is the server's, redacted)."""
-        return ServerError("server error: " + self._redact(payload.decode("utf-8", "replace").strip("' ")))
+        """The exception for a `-ERR` line (its text is the server's, redacted), with what to do
+        about a permission the user lacks."""
+        text = self.redact(payload.decode("utf-8", "replace").strip("' "))
+        return ServerError("server error: " + text + permission_hint(text))
 
     def read_frames(self) -> list[Frame]:
         """Block until at least one frame is available; return all parsed frames.
@@ -612,7 +516,7 @@ class LeanConnection:
         subject = self.api_subject(api)
         payload = json.dumps(body).encode() if body is not None else b""
         per_try = timeout or self.options.request_timeout_s
-        budget = self._budget()
+        budget = self.retry_budget()
         while True:
             try:
                 if self.sock is None:
@@ -625,7 +529,7 @@ class LeanConnection:
                     raise JetStreamApiError(
                         subject, int(err.get("code", 0)), int(err.get("err_code", 0)), str(err.get("description", ""))
                     )
-                return reply  # type: ignore[no-any-return]
+                return reply
             except (NatsError, OSError) as exc:
                 if not retry or not is_transient(exc):
                     raise
@@ -652,288 +556,4 @@ class LeanConnection:
             return NatsTimeoutError(
                 f"no reply to {subject} from {server} within requestTimeout={per_try:g}s; {budget.summary()}"
             )
-        return ConnectionLostError(f"{self._redact(str(exc))}; {budget.summary()}")
-
-
-# -- range fetch ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FetchSpec:
-    """What to read: stream messages with start < seq <= end matching `filters`."""
-
-    stream: str
-    start: int
-    end: int
-    filters: tuple[str, ...] = ()
-    with_headers: bool = True
-    chunk_rows: int = 32768
-    avg_msg_bytes: int = 256
-
-    @property
-    def request_batch(self) -> int:
-        """Messages per pull request: ~8 MiB in flight (measured sweet spot: larger requests slow the server down).
-
-        Bounded in bytes because the server cuts off a client whose pending
-        output exceeds 64 MiB ("Slow Consumer").
-        """
-        per_msg = max(1, self.avg_msg_bytes) + 120  # + MSG line, ack reply subject
-        return max(16, min(131072, REQUEST_BYTES // per_msg))
-
-
-def consumer_config(spec: FetchSpec, name: str, inactive_threshold_ns: int = 300_000_000_000) -> dict[str, Any]:
-    """The bounded read consumer: ack none, from start+1, in memory.
-
-    The inactive threshold (5 min) outlasts a slow downstream between two pull
-    requests; a consumer left behind by a killed task disappears after it.
-    """
-    cfg: dict[str, Any] = {
-        "name": name,
-        "deliver_policy": "by_start_sequence",
-        "opt_start_seq": spec.start + 1,
-        "ack_policy": "none",
-        "replay_policy": "instant",
-        "mem_storage": True,
-        "num_replicas": 1,
-        "inactive_threshold": inactive_threshold_ns,
-        "max_waiting": 4,
-    }
-    if len(spec.filters) == 1:
-        cfg["filter_subject"] = spec.filters[0]
-    elif spec.filters:
-        cfg["filter_subjects"] = list(spec.filters)
-    return cfg
-
-
-def fetch_range(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk | RawChunk]:
-    """Yield every message of (start, end] matching the filter, in chunks, exactly once.
-
-    Deterministic: the same spec yields the same messages as long as the stream
-    still holds them. The ephemeral consumer is deleted when done (or left to
-    expire after its inactive threshold if the connection broke).
-
-    Survives the server going away mid-read: a lost connection, a silent socket
-    or a consumer that vanished (a restarted server keeps no ephemeral consumer)
-    resumes after the last message yielded, on a new connection (the same object,
-    `reconnect`) with a new consumer, retrying within `retryTimeout` without
-    progress. Nothing is yielded twice and nothing is skipped.
-    """
-    if spec.end <= spec.start:
-        return
-    budget: RetryBudget | None = None
-    part = spec
-    while True:
-        try:
-            for chunk in _fetch_once(conn, part):
-                part = replace(part, start=chunk.last_seq)
-                if budget is not None:
-                    budget.progressed()
-                yield chunk
-            return
-        except (NatsError, OSError) as exc:
-            if not is_transient(exc):
-                raise
-            budget = budget or conn._budget()
-            what = f"reading {spec.stream} ({part.start}, {spec.end}] from {conn.server_url or 'the server'}"
-            if not budget.wait(what, exc):
-                raise exhausted(ConnectionLostError(f"{what}: {conn._redact(str(exc))}; {budget.summary()}")) from exc
-            if breaks_connection(exc) or isinstance(exc, NatsTimeoutError):
-                conn.reconnect(budget)
-
-
-def _fetch_once(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk | RawChunk]:
-    """One attempt at `fetch_range`: one read consumer (or message gets), no resuming."""
-    name = "sjr_" + secrets.token_hex(8)
-    try:
-        created = conn.js_api(
-            f"CONSUMER.CREATE.{spec.stream}.{name}",
-            {"stream_name": spec.stream, "config": consumer_config(spec, name), "action": "create"},
-        )
-    except JetStreamApiError as exc:
-        if exc.err_code not in WORKQUEUE_CONSUMER_ERRORS:
-            raise
-        # A work-queue stream allows no ack-none consumer and no overlapping
-        # consumers (the durable owns the subjects): read by message get instead.
-        log.info("stream %s refuses a read consumer (%s): reading by message get", spec.stream, exc.description)
-        yield from fetch_range_by_get(conn, spec)
-        return
-    if int(created.get("num_pending", 1)) == 0:
-        _delete_consumer(conn, spec.stream, name)
-        return
-    try:
-        yield from _pull_range(conn, spec, name)
-    finally:
-        _delete_consumer(conn, spec.stream, name)
-
-
-def subject_matches(filter_subject: str, subject: str) -> bool:
-    """NATS wildcard match: `*` one token, `>` one or more trailing tokens."""
-    ft, st = filter_subject.split("."), subject.split(".")
-    for i, token in enumerate(ft):
-        if token == ">":
-            return len(st) > i
-        if i >= len(st) or (token != "*" and token != st[i]):
-            return False
-    return len(ft) == len(st)
-
-
-def fetch_range_by_get(conn: LeanConnection, spec: FetchSpec) -> Iterator[Chunk]:
-    """The slow path: one `STREAM.MSG.GET` (next_by_subj) per message.
-
-    Used where no read consumer may be created (work-queue streams). With
-    several filters it walks all subjects and filters here.
-    """
-    import base64
-    from datetime import datetime
-
-    next_subj = spec.filters[0] if len(spec.filters) == 1 else ">"
-    seq = spec.start + 1
-    subjects: list[bytes] = []
-    data: list[bytes] = []
-    hdrs: list[bytes] = []
-    seqs: list[int] = []
-    tss: list[int] = []
-    while seq <= spec.end:
-        try:
-            reply = conn.js_api(f"STREAM.MSG.GET.{spec.stream}", {"seq": seq, "next_by_subj": next_subj})
-        except JetStreamApiError as exc:
-            if exc.err_code == ErrorCode.MESSAGE_NOT_FOUND:
-                break
-            raise
-        msg = reply["message"]
-        found = int(msg["seq"])
-        if found > spec.end:
-            break
-        subject = str(msg["subject"])
-        if len(spec.filters) <= 1 or any(subject_matches(f, subject) for f in spec.filters):
-            subjects.append(subject.encode())
-            data.append(base64.b64decode(msg.get("data") or ""))
-            hdrs.append(base64.b64decode(msg.get("hdrs") or ""))
-            seqs.append(found)
-            tss.append(_rfc3339_ns(str(msg["time"]), datetime))
-        seq = found + 1
-        if len(seqs) >= spec.chunk_rows:
-            yield Chunk(subjects, data, hdrs if spec.with_headers else None, seqs, tss)
-            subjects, data, hdrs, seqs, tss = [], [], [], [], []
-    if seqs:
-        yield Chunk(subjects, data, hdrs if spec.with_headers else None, seqs, tss)
-
-
-def _rfc3339_ns(text: str, datetime_cls: Any) -> int:
-    """RFC 3339 with up to nanoseconds -> ns since the epoch."""
-    main, _, frac = text.rstrip("Z").partition(".")
-    zone = ""
-    for sign in ("+", "-"):
-        if sign in frac:
-            frac, _, tz = frac.partition(sign)
-            zone = sign + tz
-    if not frac and ("+" in main[10:] or "-" in main[10:]):
-        idx = max(main.rfind("+"), main.rfind("-"))
-        main, zone = main[:idx], main[idx:]
-    base = datetime_cls.fromisoformat(main + (zone or "+00:00"))
-    return int(base.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
-
-
-def _delete_consumer(conn: LeanConnection, stream: str, name: str) -> None:
-    if conn.sock is None:
-        return  # the connection broke: the consumer expires on its own (or went with the server)
-    try:
-        conn.js_api(f"CONSUMER.DELETE.{stream}.{name}", retry=False)
-    except (NatsError, OSError) as exc:
-        # it expires on its own after inactive_threshold; worth a note, not a failure
-        log.warning("could not delete ephemeral consumer %s on stream %s: %s", name, stream, exc)
-
-
-
-
-def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str) -> Iterator[RawChunk]:
-    """Pull the range with no_wait requests; data frames are collected raw (msg_runs.py),
-    everything else is handled here one frame at a time."""
-    # not under the connection's request wildcard: every message would arrive twice
-    inbox = conn.new_inbox()
-    sid = conn.subscribe(inbox)
-    next_subject = conn.api_subject(f"CONSUMER.MSG.NEXT.{spec.stream}.{name}")
-    end = spec.end
-    chunk_rows = spec.chunk_rows
-    runs = RunScanner(sid, spec.with_headers)
-    done = False
-
-    batch = spec.request_batch
-    # The batch size comes from the stream's average message size; max_bytes bounds
-    # a request whatever the sizes in this range (the server ends the request with
-    # "409 Message Size Exceeds MaxBytes" when it is full).
-    max_bytes = REQUEST_BYTES
-    body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
-    # One no_wait request at a time: a second one while the first is pending gets
-    # "408 Requests Pending". The idle gap between batches is one round trip.
-    conn.publish(next_subject, body, reply=inbox)
-    outstanding = batch
-    try:
-        while True:
-            buf, pos = conn._buf, conn._pos
-            while not done:
-                had = len(runs)
-                pos = runs.scan(buf, pos)
-                if len(runs) > had:
-                    outstanding -= len(runs) - had
-                    if runs.last_fields()[2] == 0:
-                        done = True  # nothing more pending for this consumer
-                        break
-                # anything else, one frame at a time: statuses, PING, errors
-                frames, new_pos = parse_frames(buf, pos, max_frames=1)
-                if not frames:
-                    break
-                frame_start, pos = pos, new_pos
-                op, subject, msid, reply, hdr, payload = frames[0]
-                if op == b"PING":
-                    conn.send(b"PONG\r\n")
-                elif op == b"-ERR":
-                    raise conn.server_error(payload)
-                elif op != b"MSG" or msid != sid:
-                    continue
-                elif reply.startswith(b"$JS.ACK."):  # a data frame the scan did not take (not expected)
-                    runs.add_frame(buf[frame_start:pos])
-                    outstanding -= 1
-                    done = runs.last_fields()[2] == 0
-                else:
-                    status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
-                    if status == Status.NO_MESSAGES or (
-                        status == Status.REQUEST_TIMEOUT and desc.lower().startswith("request timeout")
-                    ):
-                        done = True  # no_wait: nothing (more) pending for this consumer
-                    elif status == Status.CONTROL and reply:
-                        conn.publish(reply.decode(), b"")  # flow control request: answer it
-                    elif status == Status.CONFLICT and desc.lower().startswith("batch completed"):
-                        pass  # sent with max_bytes once the count is reached; already counted
-                    elif status == Status.CONFLICT and "maxbytes" in desc.lower().replace(" ", ""):
-                        if outstanding == batch:  # not even one message fit: allow bigger ones
-                            max_bytes *= 2
-                            body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
-                        outstanding = 0  # this request is over; the next one follows
-                    elif status == Status.NO_RESPONDERS or (
-                        status == Status.CONFLICT and "consumer deleted" in desc.lower()
-                    ):
-                        # the consumer is gone (a restarted server, a consumer leader moving): resumable
-                        raise ReadInterruptedError(
-                            f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}".rstrip()
-                        )
-                    elif status != Status.CONTROL:
-                        raise NatsError(f"reading {spec.stream} ({spec.start}, {spec.end}]: status {status} {desc}")
-            conn._buf, conn._pos = buf, pos
-            if len(runs) and runs.last_fields()[0] >= end:
-                done = True
-            while len(runs) >= chunk_rows or (done and len(runs)):
-                raw = runs.take(chunk_rows)
-                chunk = raw.up_to(end)
-                if len(chunk):
-                    yield chunk
-                if len(chunk) < len(raw):  # cut at the end of the range: nothing more is ours
-                    return
-            if done:
-                return
-            if outstanding <= 0:
-                conn.publish(next_subject, body, reply=inbox)
-                outstanding = batch
-            conn.fill()
-    finally:
-        conn.unsubscribe(sid)
+        return ConnectionLostError(f"{self.redact(str(exc))}; {budget.summary()}")
