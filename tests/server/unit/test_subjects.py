@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from unittest import mock
 
@@ -323,3 +324,23 @@ def _trie_filters(index: SubjectIndex[int]) -> list[str]:
             kids[">"] = node.fwc
         stack.extend((child, f"{path}.{tok}" if path else tok) for tok, child in kids.items())
     return out
+
+
+def test_a_plain_literal_subscription_adds_no_object_for_the_collector() -> None:
+    # a full collection walks every tracked object: 200,000 subscriptions on one
+    # connection must not bring 400,000 index objects besides themselves
+    index: SubjectIndex[int] = SubjectIndex()
+    gc.collect()
+    before = len(gc.get_objects())
+    for i in range(10_000):
+        index.insert(f"storm.{i}.x", i)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100
+    index.insert("storm.1.x", -1)  # a second value, a queue member: then a node
+    index.insert("storm.2.x", -2, queue="q")
+    assert sorted(index.match("storm.1.x").plain) == [-1, 1]
+    assert index.match("storm.2.x").plain == [2] and index.match("storm.2.x").queues == {"q": [-2]}
+    assert index.match("storm.3.x").plain == [3]
+    assert index.remove("storm.1.x", 1) and index.match("storm.1.x").plain == [-1]
+    assert not index.remove("storm.3.x", 3, queue="q") and index.remove("storm.3.x", 3)
+    assert not index.match("storm.3.x") and len(index) == 10_000

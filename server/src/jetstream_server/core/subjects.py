@@ -298,7 +298,9 @@ class SubjectIndex(Generic[T]):
 
     def __init__(self, cache_max: int = CACHE_MAX) -> None:
         self._root: _Node[T] = _Node()
-        self._literals: dict[str, _Node[T]] = {}
+        # a literal filter's subscriptions: the one plain value itself (one object per
+        # subscription for the garbage collector to walk, not three), else a node
+        self._literals: dict[str, T | _Node[T]] = {}
         self._cache: dict[str, MatchResult[T]] = {}
         # (first d tokens, number of tokens) -> result of the trie, for subjects
         # whose further tokens do not matter (see the module docstring); `_depths`
@@ -326,12 +328,7 @@ class SubjectIndex(Generic[T]):
 
     def insert(self, filter_subject: str, value: T, queue: str | None = None) -> None:
         if not has_wildcard(filter_subject):
-            entry = self._literals.get(filter_subject)
-            if entry is None:
-                entry = self._literals[filter_subject] = _Node()
-            if entry.add(value, queue):
-                self._count += 1
-                self._cache.pop(filter_subject, None)
+            self._insert_literal(filter_subject, value, queue)
             return
         ntokens = filter_subject.count(TSEP) + 1
         if ntokens > DEEP_TOKENS:
@@ -361,14 +358,7 @@ class SubjectIndex(Generic[T]):
 
     def remove(self, filter_subject: str, value: T, queue: str | None = None) -> bool:
         if not has_wildcard(filter_subject):
-            entry = self._literals.get(filter_subject)
-            if entry is None or not entry.discard(value, queue):
-                return False
-            if not (entry.plain or entry.queues):
-                del self._literals[filter_subject]
-            self._count -= 1
-            self._cache.pop(filter_subject, None)
-            return True
+            return self._remove_literal(filter_subject, value, queue)
         deep = self._deep.get(filter_subject)
         if deep is not None:
             return self._remove_deep(filter_subject, deep, value, queue)
@@ -407,6 +397,44 @@ class SubjectIndex(Generic[T]):
                     parent.children = None
             child = parent
         self._invalidate(filter_subject)
+        return True
+
+    def _insert_literal(self, subject: str, value: T, queue: str | None) -> None:
+        literals = self._literals
+        entry = literals.get(subject)
+        if entry is None:
+            if queue is None:
+                literals[subject] = value  # the common case: no node, no set
+                self._count += 1
+                self._cache.pop(subject, None)
+                return
+            entry = literals[subject] = _Node()
+        elif type(entry) is not _Node:
+            if queue is None and (entry is value or entry == value):
+                return
+            node: _Node[T] = _Node()
+            node.add(entry, None)  # type: ignore[arg-type]
+            entry = literals[subject] = node
+        if entry.add(value, queue):  # type: ignore[union-attr]
+            self._count += 1
+            self._cache.pop(subject, None)
+
+    def _remove_literal(self, subject: str, value: T, queue: str | None) -> bool:
+        literals = self._literals
+        entry = literals.get(subject)
+        if entry is None:
+            return False
+        if type(entry) is not _Node:
+            if queue is not None or not (entry is value or entry == value):
+                return False
+            del literals[subject]
+        else:
+            if not entry.discard(value, queue):  # type: ignore[union-attr]
+                return False
+            if not (entry.plain or entry.queues):  # type: ignore[union-attr]
+                del literals[subject]
+        self._count -= 1
+        self._cache.pop(subject, None)
         return True
 
     def _deep_group(self, filter_subject: str, ntokens: int) -> dict[str, _DeepFilter[T]]:
@@ -615,7 +643,10 @@ class SubjectIndex(Generic[T]):
 
     def values(self) -> Iterable[T]:
         for entry in self._literals.values():
-            yield from _entry_values(entry)
+            if type(entry) is _Node:
+                yield from _entry_values(entry)
+            else:
+                yield entry  # type: ignore[misc]
         for deep in self._deep.values():
             yield from _entry_values(deep.entry)
         stack = [self._root]
@@ -638,8 +669,12 @@ def _entry_values(node: _Node[T]) -> Iterable[T]:
             yield from members
 
 
-def _with_entry(result: MatchResult[T], entry: _Node[T]) -> MatchResult[T]:
-    """`result` (shared, read-only) plus the values of a literal filter's entry."""
+def _with_entry(result: MatchResult[T], entry: T | _Node[T]) -> MatchResult[T]:
+    """`result` (shared, read-only) plus the values of a filter's entry (a node, or
+    a literal filter's one plain value)."""
+    if type(entry) is not _Node:
+        return MatchResult([*result.plain, entry], result.queues)  # type: ignore[list-item]
+    assert isinstance(entry, _Node)
     plain = list(result.plain)
     if entry.plain:
         plain.extend(entry.plain)
