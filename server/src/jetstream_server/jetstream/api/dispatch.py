@@ -7,8 +7,9 @@
 becomes `{"type", "error": {code, err_code, description}}` plus the route's
 `error_fields` (so is a `Nats-Required-Api-Level` above the server's level,
 as nats-server); any other exception is logged with its traceback and
-answered as a 500 error, so nothing escapes into the broker. A counted
-request is then audited (`$JS.EVENT.ADVISORY.API`, when someone listens). Subjects no
+answered as a 500 error, so nothing escapes into the broker. A handler may
+answer with a `SplicedAnswer` (api/spliced.py): it is started and sends the
+answer itself over the next turns. A counted request is then audited (`$JS.EVENT.ADVISORY.API`, when someone listens). Subjects no
 route serves get no answer (nats-server answers them with silence too).
 """
 
@@ -20,6 +21,7 @@ from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.replies import audit, respond
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.api.routes import ROUTE_TABLE, RouteTable
+from jetstream_server.jetstream.api.spliced import SplicedAnswer
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.versioning import required_level_refused
 
@@ -80,6 +82,11 @@ def dispatch(
         host.api_stats.total += 1
         host.api_stats.errors += int(failed)
     if body is None:
+        return
+    if isinstance(body, SplicedAnswer):  # a large answer, encoded over turns
+        body.body = {"type": response_type(route.response), **body.body}
+        body.start(host, reply, lambda text: audit(host, subject, payload, text, origin)
+                   if route.counted else None)
         return
     response = {"type": response_type(route.response), **body}
     respond(host, reply, response)

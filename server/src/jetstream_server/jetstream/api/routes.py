@@ -12,7 +12,8 @@ dotted string). When several patterns match, the most specific wins (more
 literal tokens first, then more tokens): `CONSUMER.DURABLE.CREATE.S.D`
 is a durable create, not a named create of stream `DURABLE`.
 
-A handler returns the response body (without "type"), or None when it
+A handler returns the response body (without "type"), a `SplicedAnswer`
+(a body too large to encode in one turn: api/spliced.py), or None when it
 answers by itself (CONSUMER.MSG.NEXT delivers messages and statuses,
 DIRECT.GET answers with messages). Raising `ApiError` produces the error
 envelope; `error_fields` are the zero-valued fields nats-server keeps in an
@@ -35,8 +36,9 @@ from typing import Any, Final
 from jetstream_server.jetstream.api import account, clustered, consumers, direct, snapshots, streams
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
+from jetstream_server.jetstream.api.spliced import SplicedAnswer
 
-ApiHandler = Callable[[ApiHost, ApiRequest], "dict[str, Any] | None"]
+ApiHandler = Callable[[ApiHost, ApiRequest], "dict[str, Any] | SplicedAnswer | None"]
 
 _PAGED_ZERO: Final[Mapping[str, object]] = {"total": 0, "offset": 0, "limit": 0}
 

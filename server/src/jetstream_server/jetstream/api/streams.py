@@ -27,6 +27,7 @@ from jetstream_server.jetstream.api.request import (
     str_field,
     uint_field,
 )
+from jetstream_server.jetstream.api.spliced import ENTRIES_PER_TURN, SplicedAnswer
 from jetstream_server.jetstream.api.views import (
     STREAM_LIST_LIMIT,
     STREAM_NAMES_LIMIT,
@@ -83,25 +84,38 @@ def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     return {**info, "config": with_dynamic(info["config"])}
 
 
-def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any] | SplicedAnswer:
+    """A stream's info; with `subjects_filter`, the matching subjects and their
+    counts, paged as nats-server pages them: `SUBJECTS_INFO_LIMIT` subjects from
+    `offset` in subject order, `total`/`offset`/`limit` set only when some subject
+    matches, no `subjects` when the page is empty. A page of over
+    `ENTRIES_PER_TURN` subjects is encoded over turns (api/spliced.py)."""
     body = optional_body(req, STREAM_INFO_FIELDS)
     stream = lookup_stream(host, req.params[0])
     subjects_filter = str_field(body, "subjects_filter")
-    deleted_details = bool(body.get("deleted_details"))
-    info = views.stream_info(stream, host.clock.now_ns(), subjects_filter, deleted_details)
     paged: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+    counts: dict[str, int] = {}
+    page: list[str] = []
     if subjects_filter:
-        subjects = info["state"].get("subjects", {})
-        offset = offset_of(body)
-        names = sorted(subjects)
-        page = names[offset: offset + SUBJECTS_INFO_LIMIT]
-        if subjects:
-            info["state"]["subjects"] = {name: subjects[name] for name in page}
-        paged = {"total": len(names), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
+        counts = stream.store.subject_counts(None if subjects_filter == ">" else subjects_filter)
+        if counts:
+            offset = offset_of(body)
+            paged = {"total": len(counts), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
+            # in subject order, as nats-server's JSON writes a map (and pages it)
+            page = sorted(counts)[offset: offset + SUBJECTS_INFO_LIMIT]
+    spliced = SplicedAnswer(page, counts.__getitem__) if len(page) > ENTRIES_PER_TURN else None
+    subjects: object = (
+        spliced.placeholder if spliced is not None else {name: counts[name] for name in page}
+    )
+    info = views.stream_info(stream, host.clock.now_ns(), subjects, bool(body.get("deleted_details")))
     info["config"] = with_dynamic(info["config"])
     # a single nats-server names itself the stream's leader (only in this answer)
     ts = info.pop("ts")
-    return {**paged, **info, "cluster": {"leader": host.settings.server_name}, "ts": ts}
+    answer = {**paged, **info, "cluster": {"leader": host.settings.server_name}, "ts": ts}
+    if spliced is None:
+        return answer
+    spliced.body = answer
+    return spliced
 
 
 def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:
