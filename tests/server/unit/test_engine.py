@@ -560,3 +560,28 @@ async def test_group_commit_fsyncs_on_the_disk_thread(
     finally:
         engine.close()
         clock.shutdown()
+
+
+def test_the_overlap_check_of_a_create_costs_its_own_subjects_not_every_stream(env: Env) -> None:
+    # every stream's subjects live in one index, kept as streams come and go:
+    # creating stream N looks its subjects up there, it does not scan N streams
+    filters = env.engine._stream_filters
+
+    def visits_of_create(name: str) -> int:
+        env.create(name=name, subjects=[f"{name}.>", f"x.{name}.*"], storage="memory")
+        return filters._initial - filters.budget
+
+    env.create(name="A0", subjects=["A0.>", "x.A0.*"], storage="memory")
+    second = visits_of_create("A1")
+    for i in range(2, 300):
+        env.create(name=f"A{i}", subjects=[f"A{i}.>", f"x.A{i}.*"], storage="memory")
+    assert visits_of_create("LAST") == second <= 4
+    err = env.api("STREAM.CREATE.B", {"name": "B", "subjects": ["x.A7.q"], "storage": "memory"})["error"]
+    assert err["err_code"] == 10065
+    assert env.api("STREAM.DELETE.A7")["success"]
+    env.create(name="B", subjects=["x.A7.q"], storage="memory")  # freed by the delete
+    config = env.info("A8")["config"]
+    assert "error" not in env.api("STREAM.UPDATE.A8", {**config, "subjects": ["A8.>", "x.A8.*", "y"]})
+    refused = env.api("STREAM.UPDATE.A8", {**config, "subjects": ["A8.>", "A9.z"]})
+    assert refused["error"]["err_code"] == 10065
+    assert env.api("STREAM.CREATE.C", {"name": "C", "subjects": ["y"], "storage": "memory"})["error"]

@@ -14,6 +14,9 @@ event loop. `FilterSet` keeps the filters in a token trie instead:
   visits; `BudgetExceeded` ends the check (the caller answers with an error)
   instead of holding the loop.
 
+A set may live long (the engine's index of every stream's subjects): `remove`
+takes a filter out again, and each check starts with `renew_budget`.
+
 `first_collision(filters)` and `first_nested(filters)` return the pair
 nats-server reports (its loops compare in list order: the first `i` that
 collides with a later `j`, the first such `j`).
@@ -60,6 +63,31 @@ class FilterSet:
                 child = node.children[token] = _Node()
             node = child
         node.ends += 1
+
+    def remove(self, subject: str) -> bool:
+        """Take one `subject` out (pruning the nodes left empty); False when the
+        set does not hold it."""
+        path: list[tuple[_Node, str]] = []
+        node = self._root
+        for token in subject.split(TSEP):
+            child = node.children.get(token)
+            if child is None:
+                return False
+            path.append((node, token))
+            node = child
+        if not node.ends:
+            return False
+        node.ends -= 1
+        for parent, token in reversed(path):
+            child = parent.children[token]
+            if child.ends or child.children:
+                break
+            del parent.children[token]
+        return True
+
+    def renew_budget(self, budget: int = DEFAULT_BUDGET) -> None:
+        """A new check of a long-lived set starts with a full budget."""
+        self.budget = self._initial = budget
 
     def _spend(self, visits: int) -> None:
         self.budget -= visits

@@ -129,6 +129,10 @@ class JetStream:
         # stream directories found at start that did not load: name -> why
         self.unloaded: dict[str, str] = {}
         self._stream_subs: dict[str, list[int]] = {}
+        # every served stream's subjects in one trie, kept as streams come, change
+        # and go: a create's overlap check costs its own subjects, not every stream's
+        self._stream_filters = FilterSet()
+        self._filtered: dict[str, tuple[str, ...]] = {}
         self._api_subs: list[int] = []
 
     # -- lifecycle ---------------------------------------------------------------
@@ -164,6 +168,7 @@ class JetStream:
         for name in list(self.streams):
             stream = self.streams.pop(name)
             self._unsubscribe_stream(name)
+            self.store_limits.untrack(stream)
             try:
                 stream.store.sync()
                 stream.stop()
@@ -231,19 +236,24 @@ class JetStream:
         return persistence.stream_dir(store_dir, name, self.account)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
-        # every other stream's subjects in one trie: linear, not streams x subjects^2
-        others = FilterSet()
-        for other in self.streams.values():
-            if other.name != ignore:
-                for theirs in other.config.subjects:
-                    others.add(theirs)
+        """Does `config` take a subject of another stream (`ignore`: the stream
+        being updated)? One look-up per subject in the index of every stream's
+        subjects, within one budget of trie visits."""
+        filters = self._stream_filters
+        own = self._filtered.get(ignore, ()) if ignore is not None else ()
+        for subject in own:
+            filters.remove(subject)
         try:
-            if any(others.collides(mine) for mine in config.subjects):
+            filters.renew_budget()
+            if any(filters.collides(mine) for mine in config.subjects):
                 raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
         except BudgetExceeded:
             raise ApiError(
                 Err.STREAM_INVALID_CONFIG, err="too many subjects to check for overlaps"
             ) from None
+        finally:
+            for subject in own:
+                filters.add(subject)
 
     def prepare_config(self, config: StreamConfig) -> StreamConfig:
         """The checks that need the other streams (mirror and source sizes,
@@ -296,7 +306,11 @@ class JetStream:
             self.atomic_batches.drop_stream(stream.name)
         if not config.allow_batched:
             self.fast_batches.drop_stream(stream.name)
-        stream.update_config(config)
+        self.store_limits.untrack(stream)
+        try:
+            stream.update_config(config)
+        finally:
+            self.store_limits.track(stream)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
             self._subscribe_stream(stream)
@@ -308,6 +322,7 @@ class JetStream:
         self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
+        self.store_limits.untrack(stream)
         self.atomic_batches.drop_stream(stream.name)
         self.fast_batches.drop_stream(stream.name)
         self.pipeline.drop_stream(stream)
@@ -341,6 +356,7 @@ class JetStream:
             account_check=self.store_limits.publish_check(),
         )
         self.streams[config.name] = stream
+        self.store_limits.track(stream)
         self._subscribe_stream(stream)
         return stream
 
@@ -374,13 +390,19 @@ class JetStream:
     def _subscribe_stream(self, stream: Stream) -> None:
         # a partial, not a closure: one Python frame less per published message
         handler = functools.partial(self.intake.publish, stream)
+        subjects = tuple(stream.config.subjects)
         self._stream_subs[stream.name] = [
-            self.router.subscribe(subject, handler) for subject in stream.config.subjects
+            self.router.subscribe(subject, handler) for subject in subjects
         ]
+        self._filtered[stream.name] = subjects
+        for subject in subjects:
+            self._stream_filters.add(subject)
 
     def _unsubscribe_stream(self, name: str) -> None:
         for sid in self._stream_subs.pop(name, []):
             self.router.unsubscribe(sid)
+        for subject in self._filtered.pop(name, ()):
+            self._stream_filters.remove(subject)
 
     # -- restores (snapshot/restore.py) ----------------------------------------------
     def stage_restore(self, config: StreamConfig) -> tuple[StreamStore, Path | None]:
