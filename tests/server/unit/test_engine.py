@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from router_double import RouterDouble
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.core.clock import FakeClock
@@ -528,7 +529,9 @@ async def test_group_commit_fsyncs_on_the_disk_thread(
     engine = JetStream(Settings(store_dir=str(tmp_path), sync_always=True), clock)
     engine.start(router)
     try:
-        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        made = router.request(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        await until(lambda: bool(made))  # answered once its files are fsynced (sync_always)
+        resp = made[0].json()
         assert "error" not in resp, resp
         threads: list[str] = []
         real_fsync = os.fsync

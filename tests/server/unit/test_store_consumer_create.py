@@ -41,11 +41,13 @@ class Env:
         self.engine = JetStream(settings, self.clock)
         self.engine.start(self.router)
         self.obs = store_dir / "jetstream" / "$G" / "streams" / "S" / "obs"
-        resp = self.router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
-        assert "error" not in resp, resp
+        # with sync_always, answered once its files are fsynced on the disk thread
+        self.stream_made = self.router.request(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
 
     async def create(self, config: dict[str, Any]) -> tuple[Any, bool]:
         """Send a create; its answer, and whether it came before the call returned."""
+        await until(lambda: bool(self.stream_made))
+        assert "error" not in self.stream_made[0].json()
         answers = self.router.request(
             API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config}
         )

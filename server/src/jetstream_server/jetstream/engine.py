@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -262,16 +263,21 @@ class JetStream:
         Sourcing.check(config, self.streams)
         return config
 
-    def create_stream(self, config: StreamConfig) -> Stream:
+    def create_stream(self, config: StreamConfig) -> tuple[Stream, Callable[[], None] | None]:
+        """A new stream, served at once; with `sync_always`, also the job (for the
+        disk thread) that makes its files survive a power cut, which the create
+        is to be answered after. Without it nothing is fsynced, as nats-server:
+        what was written survives a process kill."""
         # nats-server checks the account's limits before the subjects
         self.store_limits.check_reservation(config)
         self.check_overlap(config)
         directory = self.stream_dir(config.name, config.storage)
         created = self.clock.now_ns()
+        fsyncs: list[Path] = []
         if directory is not None:
             self._refuse_unloaded(config.name, directory)
             try:
-                persistence.create_stream_dir(
+                fsyncs = persistence.create_stream_dir(
                     directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
                 )
             except OSError as exc:
@@ -290,7 +296,9 @@ class JetStream:
         logger.info("created stream %s", config.name)
         advisories.stream_action(self.router, self.clock.now_ns(), config.name, "create",
                                  self.settings.domain or None)
-        return stream
+        if fsyncs and self.settings.sync_always:
+            return stream, functools.partial(persistence.fsync_paths, fsyncs)
+        return stream, None
 
     def update_stream(self, stream: Stream, config: StreamConfig) -> None:
         stream.config.check_update(config)
@@ -300,6 +308,7 @@ class JetStream:
             persistence.write_meta(
                 stream.directory,
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
+                sync=self.settings.sync_always,  # as nats-server: fsynced with sync_always only
             )
         subjects_changed = config.subjects != stream.config.subjects
         if not config.allow_atomic:

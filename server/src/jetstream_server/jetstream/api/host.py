@@ -20,7 +20,7 @@ in step); everything they send goes through `router`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -64,7 +64,10 @@ class ApiHost(Protocol):
         what a mirror inherits from its origin); raises ApiError."""
         ...
 
-    def create_stream(self, config: StreamConfig) -> Stream: ...
+    def create_stream(self, config: StreamConfig) -> tuple[Stream, Callable[[], None] | None]:
+        """The new stream, and the fsyncs (a job for the disk thread) to run before
+        its create is answered, None when there are none."""
+        ...
 
     def update_stream(self, stream: Stream, config: StreamConfig) -> None: ...
 

@@ -8,10 +8,14 @@ raised as `ApiError` with nats-server's codes; shapes follow the real server
 
 from __future__ import annotations
 
+import functools
+import logging
+import weakref
 from typing import Any
 
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
+from jetstream_server.jetstream.api.replies import audit, respond
 from jetstream_server.jetstream.api.request import (
     MSG_DELETE_FIELDS,
     MSG_GET_FIELDS,
@@ -35,12 +39,15 @@ from jetstream_server.jetstream.api.views import (
     stored_message_json,
     stream_matches_subject,
 )
-from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.errors import ApiError, Err, client_reason
 from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 from jetstream_server.jetstream.versioning import with_dynamic
 
+logger = logging.getLogger(__name__)
+
+CREATE_RESPONSE = "io.nats.jetstream.api.v1.stream_create_response"
 STREAM_NAME_REQUIRED = "stream name is required and can not contain '.', '*', '>', '\\', '/'"
 
 
@@ -56,7 +63,10 @@ def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
     return host.prepare_config(config)
 
 
-def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
+    """Create a stream (or answer as if for an identical one). With `sync_always`
+    the answer waits for its files' fsyncs on the disk thread; a failed fsync
+    takes the stream away again and answers 10049."""
     config = _config_from_request(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
@@ -66,11 +76,47 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     if existing is not None:
         if not existing.config.same_as(config):
             raise ApiError(Err.STREAM_NAME_EXIST)
-        stream = existing
-    else:
-        stream = host.create_stream(config)
+        waiting = _SYNCING.get(existing)
+        if waiting is not None:  # the same create again while the first one's files are synced
+            waiting.append(req)
+            return None
+        return _created(host, existing)
+    stream, job = host.create_stream(config)
+    if job is None:
+        return _created(host, stream)
+    _SYNCING[stream] = []
+    host.clock.run_off_loop(job, functools.partial(_after_fsyncs, host, req, stream))
+    return None
+
+
+# streams whose create waits for its fsyncs -> identical creates that came meanwhile
+_SYNCING: weakref.WeakKeyDictionary[Stream, list[ApiRequest]] = weakref.WeakKeyDictionary()
+
+
+def _created(host: ApiHost, stream: Stream) -> dict[str, Any]:
     info = views.stream_info(stream, host.clock.now_ns())
     return {**info, "config": with_dynamic(info["config"]), "did_create": True}
+
+
+def _after_fsyncs(host: ApiHost, req: ApiRequest, stream: Stream, result: object) -> None:
+    """Answer a create (and the identical ones that came meanwhile) once its files
+    are durable; if they could not be made so, the stream goes again."""
+    requests = [req, *_SYNCING.pop(stream, [])]
+    if host.streams.get(stream.name) is not stream:  # deleted meanwhile, or the server stops
+        result = result if isinstance(result, BaseException) else LookupError("deleted meanwhile")
+    if isinstance(result, BaseException):
+        why = client_reason(result) if isinstance(result, (OSError, LookupError)) else type(result).__name__
+        logger.error("stream %s: fsync of its new files failed: %s", stream.name, result)
+        if host.streams.get(stream.name) is stream:
+            host.delete_stream(stream)
+        error = ApiError(Err.STREAM_CREATE, err=f"stream {stream.name} not created: {why}")
+        response: dict[str, Any] = {"type": CREATE_RESPONSE, "error": error.to_json()}
+        host.api_stats.errors += len(requests)
+    else:
+        response = {"type": CREATE_RESPONSE, **_created(host, stream)}
+    for each in requests:
+        respond(host, each.reply, response)
+        audit(host, each.subject, each.payload, response, each.origin)
 
 
 def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
