@@ -22,6 +22,7 @@ from waits import until
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
+from jetstream_server.jetstream.api import streams as streams_api
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.store.base import StoredMessage
@@ -588,3 +589,38 @@ def test_the_overlap_check_of_a_create_costs_its_own_subjects_not_every_stream(e
     refused = env.api("STREAM.UPDATE.A8", {**config, "subjects": ["A8.>", "A9.z"]})
     assert refused["error"]["err_code"] == 10065
     assert env.api("STREAM.CREATE.C", {"name": "C", "subjects": ["y"], "storage": "memory"})["error"]
+
+
+def test_a_create_of_many_subjects_works_in_bounded_turns(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 24: STREAM.CREATE with 10,000 subjects held the loop; its checks and
+    # subscriptions now go SUBJECTS_PER_TURN a loop turn, other API requests waiting
+    monkeypatch.setattr(streams_api, "SUBJECTS_PER_TURN", 100)
+    env.create(name="O", subjects=["o.>"], storage="memory")
+    subjects = [f"m.{i}.>" for i in range(1000)]
+    made, waiting = env.router.inbox("made"), env.router.inbox("waiting")
+    body = json.dumps({"name": "M", "subjects": subjects, "storage": "memory"}).encode()
+    env.router.publish(API + "STREAM.CREATE.M", "made", None, body)
+    env.router.publish(API + "STREAM.INFO.O", "waiting", None, b"")
+    subscribed: list[int] = []
+    turns = 0
+    while not made.messages:
+        before = len(env.router._subs)
+        assert env.clock.turn() == 1
+        turns += 1
+        subscribed.append(len(env.router._subs) - before)
+    # validation, overlap check and subscriptions: ten steps of 100 subjects each
+    assert turns >= 27 and max(subscribed) <= 101 and sum(subscribed) == 1000
+    answer = made.json()
+    assert answer["did_create"] and answer["config"]["subjects"] == subjects
+    assert not waiting.messages
+    env.clock.turn()
+    assert waiting.json()["config"]["name"] == "O"
+    assert env.pub("m.999.x")["seq"] == 1  # the last subject is served
+    bad = subjects[:950] + ["o.x"] + subjects[950:]
+    body = json.dumps({"name": "N", "subjects": [s.replace("m.", "n.") for s in bad]}).encode()
+    env.router.publish(API + "STREAM.CREATE.N", "made", None, body)
+    while env.clock.turn():
+        pass
+    assert made.json()["error"]["err_code"] == 10065 and "N" not in env.engine.streams

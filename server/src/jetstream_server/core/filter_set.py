@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from jetstream_server.core.steps import Steps, drive
 from jetstream_server.core.subjects import FWC, PWC, TSEP, filters_overlap, is_subset_filter
 
 DEFAULT_BUDGET: Final = 300_000  # node visits per check: a few tenths of a second at most
@@ -157,12 +158,22 @@ class FilterSet:
 def first_collision(subjects: Sequence[str], budget: int = DEFAULT_BUDGET) -> tuple[int, int] | None:
     """The first pair `(i, j)`, `i < j`, of colliding filters in list order, as
     nats-server's nested loop finds it; None when no two collide."""
+    return drive(first_collision_steps(subjects, len(subjects) + 1, budget))
+
+
+def first_collision_steps(
+    subjects: Sequence[str], step: int, budget: int = DEFAULT_BUDGET
+) -> Steps[tuple[int, int] | None]:
+    """`first_collision`, `step` subjects at a time: yields between steps (a caller
+    working in loop turns), returns the pair."""
     found: int | None = None
     later = FilterSet(budget)
     for i in range(len(subjects) - 1, -1, -1):
         if later.collides(subjects[i]):
             found = i
         later.add(subjects[i])
+        if i and i % step == 0:
+            yield
     if found is None:
         return None
     for j in range(found + 1, len(subjects)):

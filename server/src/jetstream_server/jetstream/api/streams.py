@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import logging
 import weakref
-from typing import Any
+from typing import Any, Final
 
+from jetstream_server.core.steps import Steps, drive
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.replies import audit, respond
@@ -48,26 +49,30 @@ from jetstream_server.jetstream.versioning import with_dynamic
 logger = logging.getLogger(__name__)
 
 CREATE_RESPONSE = "io.nats.jetstream.api.v1.stream_create_response"
+SUBJECTS_PER_TURN: Final = 2048  # a create's subjects checked and subscribed per loop turn
 STREAM_NAME_REQUIRED = "stream name is required and can not contain '.', '*', '>', '\\', '/'"
 
 
-def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
+def _config_steps(host: ApiHost, req: ApiRequest) -> Steps[StreamConfig]:
+    """The request's config, checked (its subjects `SUBJECTS_PER_TURN` a step)."""
     body = request_body(req)
     name = req.params[0]
     if body.get("name", "") != name:
         if not body.get("name"):
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
-    config = StreamConfig.from_json(body)
+    config = StreamConfig.from_json(body, validate=False)
+    config = yield from config.validation(SUBJECTS_PER_TURN)
     config = config.within(host.settings.limits, window_given=bool(body.get("duplicate_window")))
     return host.prepare_config(config)
 
 
-def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
-    """Create a stream (or answer as if for an identical one). With `sync_always`
-    the answer waits for its files' fsyncs on the disk thread; a failed fsync
-    takes the stream away again and answers 10049."""
-    config = _config_from_request(host, req)
+def stream_create(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any] | None]:
+    """Create a stream (or answer as if for an identical one), in steps of
+    `SUBJECTS_PER_TURN` subjects (the dispatcher runs one per loop turn). With
+    `sync_always` the answer waits for its files' fsyncs on the disk thread; a
+    failed fsync takes the stream away again and answers 10049."""
+    config = yield from _config_steps(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
     if config.mirror_direct and config.mirror is None:
@@ -81,7 +86,7 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any] | None:
             waiting.append(req)
             return None
         return _created(host, existing)
-    stream, job = host.create_stream(config)
+    stream, job = yield from host.create_stream_steps(config, SUBJECTS_PER_TURN)
     if job is None:
         return _created(host, stream)
     _SYNCING[stream] = []
@@ -123,7 +128,7 @@ def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     if not request_body(req).get("name"):
         # nats-server checks the config before it compares the names
         raise ApiError(Err.STREAM_INVALID_CONFIG, err=STREAM_NAME_REQUIRED)
-    config = _config_from_request(host, req)
+    config = drive(_config_steps(host, req))
     stream = lookup_stream(host, config.name)
     host.update_stream(stream, config)
     info = views.stream_info(stream, host.clock.now_ns())
