@@ -624,3 +624,21 @@ def test_a_create_of_many_subjects_works_in_bounded_turns(
     while env.clock.turn():
         pass
     assert made.json()["error"]["err_code"] == 10065 and "N" not in env.engine.streams
+
+
+def test_an_update_to_many_subjects_works_in_bounded_turns(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streams_api, "SUBJECTS_PER_TURN", 100)
+    env.create(name="U", subjects=["u.0"], storage="memory")
+    config = {**env.info("U")["config"], "subjects": [f"u.{i}" for i in range(1000)]}
+    updated = env.router.inbox("updated")
+    env.router.publish(API + "STREAM.UPDATE.U", "updated", None, json.dumps(config).encode())
+    subscribed = []
+    while not updated.messages:
+        before = len(env.router._subs)
+        assert env.clock.turn() == 1
+        subscribed.append(len(env.router._subs) - before)
+    assert max(subscribed) <= 101 and len(subscribed) >= 20
+    assert updated.json()["config"]["subjects"] == config["subjects"]
+    assert env.pub("u.999")["seq"] == 1

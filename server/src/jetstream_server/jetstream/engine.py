@@ -316,9 +316,11 @@ class JetStream:
             return stream, functools.partial(persistence.fsync_paths, fsyncs)
         return stream, None
 
-    def update_stream(self, stream: Stream, config: StreamConfig) -> None:
+    def update_stream_steps(self, stream: Stream, config: StreamConfig, step: int) -> Steps[None]:
+        """Give `stream` its new config, yielding after each `step` subjects of
+        its overlap check and of its new subscriptions (as a create)."""
         stream.config.check_update(config)
-        self.check_overlap(config, ignore=stream.name)
+        yield from self._overlap_steps(config, stream.name, step)
         self.store_limits.check_reservation(config, ignore=stream.name)
         if stream.directory is not None:
             persistence.write_meta(
@@ -338,7 +340,7 @@ class JetStream:
             self.store_limits.track(stream)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
-            self._subscribe_stream(stream)
+            yield from self._subscribe_steps(stream, step)
         self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
         advisories.stream_action(self.router, self.clock.now_ns(), stream.name, "modify",
                                  self.settings.domain or None)

@@ -13,8 +13,8 @@ the request counters and the transfers in progress. What it asks: the
 stream lifecycle (create, update, delete, with the checks that need the other
 streams) and restores (a staging store, then adopting it as a stream).
 
-Invariants: handlers change streams only through `create_stream`,
-`update_stream` and `delete_stream` (which keep the engine's subscriptions
+Invariants: handlers change streams only through `create_stream_steps`,
+`update_stream_steps` and `delete_stream` (which keep the engine's subscriptions
 in step); everything they send goes through `router`.
 """
 
@@ -84,7 +84,9 @@ class ApiHost(Protocol):
         create is answered, None when there are none."""
         ...
 
-    def update_stream(self, stream: Stream, config: StreamConfig) -> None: ...
+    def update_stream_steps(self, stream: Stream, config: StreamConfig, step: int) -> Steps[None]:
+        """Give `stream` its new config, in steps of `step` subjects."""
+        ...
 
     def delete_stream(self, stream: Stream) -> None: ...
 

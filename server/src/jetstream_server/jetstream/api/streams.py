@@ -13,7 +13,7 @@ import logging
 import weakref
 from typing import Any, Final
 
-from jetstream_server.core.steps import Steps, drive
+from jetstream_server.core.steps import Steps
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
 from jetstream_server.jetstream.api.replies import audit, respond
@@ -124,13 +124,14 @@ def _after_fsyncs(host: ApiHost, req: ApiRequest, stream: Stream, result: object
         audit(host, each.subject, each.payload, response, each.origin)
 
 
-def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def stream_update(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any]]:
+    """Update a stream's config, in steps of `SUBJECTS_PER_TURN` subjects (as a create)."""
     if not request_body(req).get("name"):
         # nats-server checks the config before it compares the names
         raise ApiError(Err.STREAM_INVALID_CONFIG, err=STREAM_NAME_REQUIRED)
-    config = drive(_config_steps(host, req))
+    config = yield from _config_steps(host, req)
     stream = lookup_stream(host, config.name)
-    host.update_stream(stream, config)
+    yield from host.update_stream_steps(stream, config, SUBJECTS_PER_TURN)
     info = views.stream_info(stream, host.clock.now_ns())
     return {**info, "config": with_dynamic(info["config"])}
 
