@@ -16,7 +16,6 @@ on a real store directory; `os.fsync` recorded and slowed down (disk_probe).
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 from pathlib import Path
@@ -24,38 +23,17 @@ from typing import Any
 
 import pytest
 from disk_probe import SlowFsync
-from router_double import RouterDouble
+from loop_engine import API, LoopEngine
 from waits import until
-
-from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.jetstream.engine import JetStream
-from jetstream_server.jetstream.settings import EngineSettings
 
 pytestmark = pytest.mark.asyncio
 
-API = "$JS.API."
 FSYNC_S = 0.05
 
 
-class Env:
-    def __init__(self, store_dir: Path, sync_always: bool) -> None:
-        self.clock = LoopClock(asyncio.get_running_loop())
-        self.router = RouterDouble()
-        settings = EngineSettings(store_dir=str(store_dir), sync_always=sync_always)
-        self.engine = JetStream(settings, self.clock)
-        self.engine.start(self.router)
-        self.streams = store_dir / "jetstream" / "$G" / "streams"
-
+class Env(LoopEngine):
     async def create(self, name: str) -> tuple[Any, bool]:
-        """Send a create; its answer, and whether it came before the call returned."""
-        answers = self.router.request(API + f"STREAM.CREATE.{name}", {"name": name, "subjects": [name]})
-        at_once = bool(answers)
-        await until(lambda: bool(answers))
-        return answers[0].json(), at_once
-
-    def close(self) -> None:
-        self.engine.close()
-        self.clock.shutdown()
+        return await self.ask(f"STREAM.CREATE.{name}", {"name": name, "subjects": [name]})
 
 
 async def test_a_create_without_sync_always_fsyncs_nothing(

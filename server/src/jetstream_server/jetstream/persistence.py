@@ -63,15 +63,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def make_dirs(path: Path) -> None:
-    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+def missing_dirs(path: Path) -> list[Path]:
+    """The directories `mkdir -p path` would create, deepest first."""
     missing: list[Path] = []
     probe = path
-    while not probe.exists():
+    while not probe.exists() and probe.parent != probe:
         missing.append(probe)
-        if probe.parent == probe:
-            break
         probe = probe.parent
+    return missing
+
+
+def make_dirs(path: Path) -> None:
+    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+    missing = missing_dirs(path)
     path.mkdir(parents=True, exist_ok=True)
     for created in reversed(missing):
         fsync_dir(created.parent)
@@ -115,11 +119,7 @@ def create_stream_dir(directory: Path, meta: StreamMeta) -> list[Path]:
     the create survive a power cut as well: the engine runs them on the disk
     thread with `sync_always`. Nothing is left behind on failure. The directory
     must not exist (the engine never creates over existing data)."""
-    created: list[Path] = []
-    probe = directory.parent
-    while not probe.exists() and probe.parent != probe:
-        created.append(probe)
-        probe = probe.parent
+    created = missing_dirs(directory.parent)
     directory.parent.mkdir(parents=True, exist_ok=True)
     directory.mkdir()
     try:

@@ -57,6 +57,7 @@ from jetstream_server.jetstream.persistence import (
     fsync_dir,
     fsync_paths,
     make_dirs,
+    missing_dirs,
     write_bytes_atomic,
     write_json_atomic,
 )
@@ -203,11 +204,7 @@ class ConsumerStore:
         if self._deferred is None:
             make_dirs(self.directory)
             return
-        missing: list[Path] = []
-        probe = self.directory
-        while not probe.exists() and probe.parent != probe:
-            missing.append(probe)
-            probe = probe.parent
+        missing = missing_dirs(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         for created in missing:
             self._deferred.extend((created, created.parent))
