@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 from types import GeneratorType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from jetstream_server.core.router import ClientOrigin
 from jetstream_server.core.steps import Steps
@@ -115,7 +115,7 @@ def _dispatch(
         host.api_queue.busy = True
         _step(host, route, req, body)
         return True
-    _answer(host, route, req, body, False)
+    _answer(host, route, req, cast(ApiBody, body), False)
     return False
 
 
