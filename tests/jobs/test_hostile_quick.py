@@ -30,6 +30,7 @@ def test_quick_run_of_every_scenario_on_the_bundled_server() -> None:
         "$NRG publish refused, $SYS request unanswered")
     assert outcome["DIRECT.GET batch 1,000,000 over max_pending"].endswith("then 204 EOB")
     assert outcome["closing a connection with 200,000 SUBs"] == "closed; its subscriptions gone"
+    assert outcome["2,000 stream creates, one after another"].endswith("for the last 10")
     for name in ("SUB of a 1 MB literal subject", "SUB of a 1 MB wildcard subject (512k tokens)",
                  "256 KiB of 4 KB SUBs (2,000 tokens each)", "200,000 SUBs on one connection"):
         assert outcome[name] == "applied, connection open", (name, outcome[name])

@@ -55,10 +55,11 @@ class Sizes:
     stream_subjects: int
     create_subjects: int
     filter_subjects: int
+    streams: int  # created one after another (memory streams)
 
 
-FULL: Final = Sizes(1 << 20, 200_000, 2_000, 64 << 20, 50_000, 50_000, 10_000, 1_000)
-QUICK: Final = Sizes(64 << 10, 5_000, 100, 4 << 20, 2_000, 2_000, 500, 100)
+FULL: Final = Sizes(1 << 20, 200_000, 2_000, 64 << 20, 50_000, 50_000, 10_000, 1_000, 2_000)
+QUICK: Final = Sizes(64 << 10, 5_000, 100, 4 << 20, 2_000, 2_000, 500, 100, 100)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class Raw:
 
     def __init__(self, port: int, connect: dict[str, Any] | None = None, timeout: float = READ_TIMEOUT_S) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        # a request is two writes, then a wait: without this, Nagle holds the second
+        # until the server's delayed ack (40 ms a request)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.info = json.loads(self.line()[5:])
         opts = {"verbose": False, "pedantic": False, "headers": True, "protocol": 1, **(connect or {})}
@@ -399,6 +403,23 @@ def pull_batch(port: int, sizes: Sizes, raw: Raw) -> str:
     return _count_until_status(raw, "$JS.API.CONSUMER.MSG.NEXT.H.P", b'{"batch":1000000,"no_wait":true}')
 
 
+def many_streams(port: int, sizes: Sizes, _: Any) -> str:
+    """Create `sizes.streams` memory streams one after another: does a create cost
+    more when many streams exist? The mean of the first and of the last tenth."""
+    raw = Raw(port)
+    took: list[float] = []
+    for i in range(sizes.streams):
+        start = time.perf_counter()
+        made = raw.request(f"$JS.API.STREAM.CREATE.MS{i}", {
+            "name": f"MS{i}", "subjects": [f"ms{i}.>"], "storage": "memory"})
+        took.append(time.perf_counter() - start)
+        if "error" in made:
+            return f"stream {i}: error {made['error'].get('err_code')}"
+    tenth = max(1, len(took) // 10)
+    first, last = statistics.mean(took[:tenth]) * 1000, statistics.mean(took[-tenth:]) * 1000
+    return f"{first:.1f} ms per create for the first {tenth}, {last:.1f} ms for the last {tenth}"
+
+
 def permission_tricks(port: int, sizes: Sizes, _: Any) -> str:
     """Each trick: refused (-ERR) or not."""
     results = []
@@ -451,6 +472,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario("STREAM.CREATE with 10,000 subjects",
              api_scenario("$JS.API.STREAM.CREATE.M", lambda s: {
                  "name": "M", "subjects": [f"m.{i}.>" for i in range(s.create_subjects)]})),
+    Scenario("2,000 stream creates, one after another", many_streams),
     Scenario("STREAM.SNAPSHOT of a full stream",
              api_scenario("$JS.API.STREAM.SNAPSHOT.H", lambda s: {"deliver_subject": "_INBOX.snap"}),
              setup=filled),
