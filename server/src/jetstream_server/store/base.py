@@ -113,6 +113,11 @@ class StreamStore(ABC):
     overhead: tuple[int, int] = MEMORY_OVERHEAD
     """Per-message overhead (without headers, with headers) of this backend."""
 
+    on_change: Callable[[int, int], None] | None = None
+    """Told `(messages, bytes)` by which `state()`'s counts changed after each
+    write and removal (None: nobody listens). The engine keeps its account's
+    usage from it, as nats-server's stores report theirs (storeUpdates)."""
+
     def msg_size(self, subject: str, headers: bytes | None, data: bytes) -> int:
         """Bytes this message would count for in this store (`state().bytes`)."""
         return message_size(subject, headers, data, self.overhead)
