@@ -8,7 +8,8 @@ Wiring only (the logic is in `jobs.orders`):
 1. the server: the bundled one embedded in this process (store under
    `--data-dir`, default ./jetstream-data) unless `--servers` names one;
 2. the streams (`jobs.orders.streams`), then a deterministic sample of `--orders`
-   orders published with message ids (a re-run is rejected as duplicates);
+   orders published with message ids from a child process (a re-run is rejected
+   as duplicates); Spark's JVM starts meanwhile;
 3. two checkpointed streaming queries on local Spark, or on the cluster of
    `--master` (`jobs.orders.pipeline`): clean copy + dead letters, and windowed
    revenue per region; `--py-files` ships the connector to the executors,
@@ -17,8 +18,9 @@ Wiring only (the logic is in `jobs.orders`):
 4. with `--continuous`, a publisher keeps sending new orders and the queries run
    on a processing-time trigger until Ctrl-C (or `--duration` seconds); the
    job then stops the publisher and the queries and drains what is left;
-5. a summary table and self-checks (`jobs.orders.report`); exit 1 when the
-   counts do not add up, 0 otherwise.
+5. a summary table (with the time of each phase and each query's events/s per
+   micro-batch) and self-checks (`jobs.orders.report`); exit 1 when the counts
+   do not add up, 0 otherwise.
 
 Checkpoints live under `<data-dir>/checkpoints/<server>` so that a second run
 resumes where the first stopped and adds nothing.
@@ -37,9 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from jobs.orders import pipeline, streams
-from jobs.orders.expected import Expected
+from jobs.orders.expected import Expected, WindowFigures
 from jobs.orders.publisher import Outcome, PublisherProcess, SampleSpec
-from jobs.orders.report import Check, ProgressListener, render_summary, totals_from
+from jobs.orders.report import (
+    Check,
+    Phases,
+    ProgressListener,
+    batch_rate_figures,
+    render_summary,
+    totals_from,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +104,10 @@ def server_url(args: argparse.Namespace, out: Any) -> Iterator[tuple[str, str]]:
         yield srv.url, "embedded"
 
 
-def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> Outcome:
-    """Publish the sample from a child process; add what was sent to `expected`."""
-    started = time.monotonic()
-    proc = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed)).start()
+def finish_publishing(
+    proc: PublisherProcess, started: float, args: argparse.Namespace, expected: Expected, out: Any
+) -> Outcome:
+    """Wait for the sample's publisher (started at `started`); add what it sent to `expected`."""
 
     def progress(stored: int, duplicates: int) -> None:
         rate = (stored + duplicates) / max(time.monotonic() - started, 1e-9)
@@ -242,7 +251,7 @@ def check_counts(
                 "windows match the generator",
                 windows == closed,
                 f"{len(windows):,} windows written, {len(closed):,} closed by the watermark"
-                + ("" if windows == closed else f"; differing: {sorted(set(windows.items()) ^ set(closed.items()))[:3]}"),
+                + ("" if windows == closed else f"; differing: {differing_windows(windows, closed)[:3]}"),
             ),
         ]
     else:
@@ -255,6 +264,14 @@ def check_counts(
             )
         )
     return figures, checks
+
+
+def differing_windows(
+    written: dict[tuple[int, str], WindowFigures], expected: dict[tuple[int, str], WindowFigures]
+) -> list[tuple[tuple[int, str], WindowFigures | None, WindowFigures | None]]:
+    """(key, written, expected) of every window where the two differ, by key."""
+    keys = sorted(k for k in written.keys() | expected.keys() if written.get(k) != expected.get(k))
+    return [(k, written.get(k), expected.get(k)) for k in keys]
 
 
 def cluster_spark_session(master: str, conf: dict[str, str]) -> Any:
@@ -273,39 +290,54 @@ def cluster_spark_session(master: str, conf: dict[str, str]) -> Any:
     return builder.getOrCreate()
 
 
+def spark_session(args: argparse.Namespace) -> tuple[Any, bool]:
+    """(session, whether this job owns it): local Spark with 2 cores, or the cluster of --master.
+    A session that already exists (a notebook, the tests) is used and left running."""
+    from pyspark.sql import SparkSession
+
+    from spark_jetstream import register
+    from spark_jetstream.local import local_spark_session
+
+    owns_session = SparkSession.getActiveSession() is None
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.numRecentProgressUpdates": "100000",
+    }
+    conf.update(c.split("=", 1) for c in args.conf)
+    if args.master:
+        spark = cluster_spark_session(args.master, conf)
+    else:
+        spark = local_spark_session("orders-pipeline", cores=2, conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    for path in filter(None, args.py_files.split(",")):
+        spark.sparkContext.addPyFile(path)
+    register(spark)
+    return spark, owns_session
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     out = sys.stdout
-    started = time.monotonic()
+    phases = Phases()
     cfg_base = pipeline.PipelineConfig(servers="", checkpoint_dir=Path())
     expected = Expected(window_ms=cfg_base.window_ms)
     with server_url(args, out) as (url, key):
-        streams.run(streams.ensure_streams(url, args.replicas))
-        before = streams.run(streams.stream_counts(url))
-        input_dupes = publish_sample(url, args, expected, out).duplicates
-
-        from pyspark.sql import SparkSession
-
-        from spark_jetstream import register
-        from spark_jetstream.local import local_spark_session
-
-        # A session that already exists (a notebook, the tests) is used and left running.
-        owns_session = SparkSession.getActiveSession() is None
-
-        conf = {
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.streaming.numRecentProgressUpdates": "100000",
-        }
-        conf.update(c.split("=", 1) for c in args.conf)
-        if args.master:
-            spark = cluster_spark_session(args.master, conf)
-        else:
-            spark = local_spark_session("orders-pipeline", cores=2, conf=conf)
-        spark.sparkContext.setLogLevel("ERROR")
-        for path in filter(None, args.py_files.split(",")):
-            spark.sparkContext.addPyFile(path)
-        register(spark)
+        with phases.timed("server and streams"):
+            streams.run(streams.ensure_streams(url, args.replicas))
+            before = streams.run(streams.stream_counts(url))
+        publishing = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed)).start()
+        publish_started = time.monotonic()
+        # Spark's JVM starts while the child publishes: neither needs the other, and
+        # each takes seconds. The queries start only once every event is acknowledged.
+        try:
+            with phases.timed("Spark session start (while publishing)"):
+                spark, owns_session = spark_session(args)
+        except BaseException:
+            publishing.stop()
+            raise
+        with phases.timed("publishing (from the job's start)", since=publish_started):
+            input_dupes = finish_publishing(publishing, publish_started, args, expected, out).duplicates
         listener = ProgressListener(out)
         spark.streams.addListener(listener)
         ran: list[Any] = []
@@ -320,19 +352,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     max_per_batch=args.batch_size,
                     processing_time=args.trigger,
                 )
-                live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
+                with phases.timed("continuous run"):
+                    live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
                 ran += live_ran
                 input_dupes += live_dupes
-            ran += run_queries(spark, cfg)
-            after = streams.run(streams.stream_counts(url))
-            figures, checks = check_counts(
-                spark, url, cfg, ran, before, after, expected, input_dupes
-            )
+            with phases.timed("both queries (Trigger.AvailableNow)"):
+                ran += run_queries(spark, cfg)
+            with phases.timed("checks"):
+                after = streams.run(streams.stream_counts(url))
+                figures, checks = check_counts(spark, url, cfg, ran, before, after, expected, input_dupes)
         finally:
             spark.streams.removeListener(listener)
             if owns_session:
                 spark.stop()
-    figures.append(("elapsed", f"{time.monotonic() - started:.1f}s"))
+    figures += batch_rate_figures(ran)
+    figures += phases.figures()
     out.write(render_summary(figures, checks))
     ok = all(c.ok for c in checks)
     out.write("all checks passed\n" if ok else "SOME CHECKS FAILED\n")

@@ -57,6 +57,8 @@ def _source(spark: SparkSession, cfg: PipelineConfig, durable: str) -> DataFrame
         .option("durable", durable)
         .option("startingOffsets", "earliest")
         .option("maxMessagesPerTrigger", str(cfg.max_per_batch))
+        # The queries read subject and payload only: no per-message headers map to build.
+        .option("includeHeaders", "false")
         .load()
     )
 

@@ -29,9 +29,7 @@ record becomes a dead letter instead of failing the query.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
-from functools import reduce
 from typing import Any, Final
 
 from pyspark.sql import Column, DataFrame
@@ -98,11 +96,14 @@ def _literal_map(values: dict[str, object]) -> Column:
 def parse_orders(source: DataFrame) -> DataFrame:
     """Typed order columns from the JSON payload; `json_ok` false when it is no JSON object.
 
-    One parse per payload (`from_json`, PERMISSIVE): a payload that is not a JSON
-    object (malformed, truncated, an array, a scalar, empty) comes back as a null
-    struct or with every field null and the text in `CORRUPT_RECORD`; an object
-    with a field of the wrong type keeps its other fields (and also fills
-    `CORRUPT_RECORD`), so it is a JSON object whose field is missing.
+    One parse per payload (`from_json`, PERMISSIVE): a payload that it cannot
+    read whole as an order object comes back as a null struct or with its text
+    in `CORRUPT_RECORD`, and is not `json_ok`. That covers what is no JSON
+    object (malformed, truncated, an array, a scalar, empty) and also an object
+    with a field of the wrong type (e.g. a string amount), which a syntactic
+    check would have called an object with that field missing. (Fields parsed
+    before the error may be filled: a payload cut inside `items` keeps the
+    fields before it, so only `CORRUPT_RECORD` tells it apart.)
     """
     text = F.col("data").cast("string")
     order = F.from_json(text, PARSE_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD})
@@ -119,17 +120,10 @@ def parse_orders(source: DataFrame) -> DataFrame:
             "source_seq",
             "source_subject",
             "payload",
-            (
-                F.col("order").isNotNull()
-                & (F.col(f"order.{CORRUPT_RECORD}").isNull() | _any_not_null(f"order.{f.name}" for f in ORDER_SCHEMA))
-            ).alias("json_ok"),
+            (F.col("order").isNotNull() & F.col(f"order.{CORRUPT_RECORD}").isNull()).alias("json_ok"),
             *(F.col(f"order.{f.name}").alias(f.name) for f in ORDER_SCHEMA),
         )
     )
-
-
-def _any_not_null(columns: Iterable[str]) -> Column:
-    return reduce(operator.or_, (F.col(c).isNotNull() for c in columns))
 
 
 def validate(parsed: DataFrame) -> DataFrame:

@@ -102,6 +102,11 @@ def test_revenue_output_rows_are_json_with_stable_ids(validated) -> None:  # typ
     ("payload", "reason"),
     [
         (b'{"order_id":"ord-1","event":"paid"', BAD_REASONS["not_json"]),  # truncated
+        # cut inside the items: the fields before the cut are parsed, the record is still corrupt
+        (b'{"order_id":"ord-1","event":"created","customer_id":"cus-1","region":"eu-west","currency":"EUR",'
+         b'"amount":1.5,"event_time":"2026-01-05T08:00:00.000Z","items":[{"sku"', BAD_REASONS["not_json"]),
+        (b'{"order_id":"ord-1","event":"created","customer_id":"cus-1","region":"eu-west","currency":"EUR",'
+         b'"amount":"a lot","event_time":"2026-01-05T08:00:00.000Z"}', BAD_REASONS["not_json"]),  # mistyped
         (b"[1,2]", BAD_REASONS["not_json"]),
         (b'"a string"', BAD_REASONS["not_json"]),
         (b"42", BAD_REASONS["not_json"]),
