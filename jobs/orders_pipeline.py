@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.orders import pipeline, streams
+from jobs.orders.cpu import CpuMeter
 from jobs.orders.expected import Expected, WindowFigures
 from jobs.orders.publisher import Outcome, PublisherProcess, SampleSpec
 from jobs.orders.report import (
@@ -53,6 +54,8 @@ from jobs.orders.report import (
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_CHECK_FAILED = 0, 1
+# the job's CPU readings (jobs.orders.cpu), in order
+SETUP, QUERIES = "server, streams, publishing, Spark start", "both queries"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -63,7 +66,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--servers", help="NATS server URL(s); default: start the bundled server embedded")
     p.add_argument("--orders", type=int, default=100_000, help="orders in the sample (default 100000)")
     p.add_argument("--data-dir", default="jetstream-data", help="server store and checkpoints (default ./jetstream-data)")
-    p.add_argument("--batch-size", type=int, default=50_000, help="max messages per micro-batch")
+    p.add_argument(
+        "--batch-size", type=int, default=100_000, help="max messages per micro-batch (default 100000)"
+    )
     p.add_argument("--seed", type=int, default=7, help="seed of the order generator")
     p.add_argument("--continuous", action="store_true", help="keep running with a live publisher until Ctrl-C")
     p.add_argument("--rate", type=float, default=200.0, help="orders/s of the live publisher (--continuous)")
@@ -303,6 +308,11 @@ def spark_session(args: argparse.Namespace) -> tuple[Any, bool]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.numRecentProgressUpdates": "100000",
     }
+    if owns_session and not args.master:
+        # one shuffle partition per local core: the revenue query's aggregation and its state
+        # store run as one wave of tasks (a checkpoint keeps the count it was started with);
+        # a session that exists keeps its own setting
+        conf["spark.sql.shuffle.partitions"] = "2"
     conf.update(c.split("=", 1) for c in args.conf)
     if args.master:
         spark = cluster_spark_session(args.master, conf)
@@ -320,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     out = sys.stdout
     phases = Phases()
+    cpu = CpuMeter()
     cfg_base = pipeline.PipelineConfig(servers="", checkpoint_dir=Path())
     expected = Expected(window_ms=cfg_base.window_ms)
     with server_url(args, out) as (url, key):
@@ -338,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         with phases.timed("publishing (from the job's start)", since=publish_started):
             input_dupes = finish_publishing(publishing, publish_started, args, expected, out).duplicates
+        cpu.mark(SETUP)
         listener = ProgressListener(out)
         spark.streams.addListener(listener)
         ran: list[Any] = []
@@ -354,19 +366,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 with phases.timed("continuous run"):
                     live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
+                cpu.mark("continuous run")
                 ran += live_ran
                 input_dupes += live_dupes
             with phases.timed("both queries (Trigger.AvailableNow)"):
                 ran += run_queries(spark, cfg)
+            cpu.mark(QUERIES)
             with phases.timed("checks"):
                 after = streams.run(streams.stream_counts(url))
                 figures, checks = check_counts(spark, url, cfg, ran, before, after, expected, input_dupes)
+            cpu.mark("checks")
         finally:
             spark.streams.removeListener(listener)
             if owns_session:
                 spark.stop()
     figures += batch_rate_figures(ran)
     figures += phases.figures()
+    read = totals_from(p for q in ran if q.name == "routed" for p in q.recentProgress).input_rows
+    figures += cpu.figures({QUERIES: read})
     out.write(render_summary(figures, checks))
     ok = all(c.ok for c in checks)
     out.write("all checks passed\n" if ok else "SOME CHECKS FAILED\n")

@@ -39,7 +39,7 @@ from spark_jetstream.read.lag import offset_seqs
 class PipelineConfig:
     servers: str
     checkpoint_dir: Path
-    max_per_batch: int = 50_000
+    max_per_batch: int = 100_000
     window_minutes: int = 5
     watermark_minutes: int = 2
     processing_time: str | None = None  # None: Trigger.AvailableNow
