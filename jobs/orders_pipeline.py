@@ -120,8 +120,7 @@ def finish_publishing(
         out.flush()
 
     outcome = proc.join(progress)
-    for ev in proc.events_sent():
-        expected.add(ev)
+    expected.merge(proc.expected)
     out.write(
         f"published {outcome.published:,} events of {args.orders:,} orders in {time.monotonic() - started:.1f}s: "
         f"{outcome.stored:,} stored, {outcome.duplicates:,} rejected as duplicates\n"
@@ -138,7 +137,7 @@ def live_publisher(url: str, args: argparse.Namespace, expected: Expected) -> Pu
         start_ms=expected.max_event_time_ms + 1,
         rate=args.rate * 2.6,  # about 2.6 events per order
     )
-    return PublisherProcess(url, spec)
+    return PublisherProcess(url, spec, expected.window_ms)
 
 
 def run_queries(spark: Any, cfg: pipeline.PipelineConfig) -> list[Any]:
@@ -173,8 +172,7 @@ def run_continuous(
         for q in queries:
             q.stop()
     outcome = live.join()
-    for ev in live.events_sent():
-        expected.add(ev)
+    expected.merge(live.expected)
     out.write(
         f"live publisher sent {outcome.published:,} events ({outcome.duplicates:,} duplicates); "
         "draining what was published before the stop\n"
@@ -337,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with phases.timed("server and streams"):
             streams.run(streams.ensure_streams(url, args.replicas))
             before = streams.run(streams.stream_counts(url))
-        publishing = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed)).start()
+        publishing = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed), expected.window_ms).start()
         publish_started = time.monotonic()
         # Spark's JVM starts while the child publishes: neither needs the other, and
         # each takes seconds. The queries start only once every event is acknowledged.

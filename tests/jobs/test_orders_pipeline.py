@@ -46,6 +46,11 @@ def test_pipeline_runs_checks_itself_and_a_second_run_adds_nothing(spark, tmp_pa
         # batch 0 records where the query starts; batch 1 reads 500 and shows the rest as lag
         assert re.search(r"\[routed\] batch 1: 500 msgs .*lag ORDERS [1-9][0-9,]*", first), first
         assert figure(first, "duplicates rejected by the server") == "0"
+        # the profile: phases, each query's events/s per micro-batch and trigger time, CPU by role
+        assert re.search(r"^routed: events/s per micro-batch +median [0-9,]+, best [0-9,]+ \(2 batches\)$", first, re.M)
+        assert re.search(r"^revenue: trigger time \(s\) +[0-9.]+ = offsets [0-9.]+, planning", first, re.M)
+        assert re.search(r"^time: both queries \(Trigger.AvailableNow\) +[0-9.]+s \([0-9.]+-[0-9.]+\)$", first, re.M)
+        assert re.search(r"^CPU s: both queries +[0-9.]+ = Spark JVM [0-9.]+.*us/event$", first, re.M)
 
         # Same sample again: every input message is a duplicate, the checkpoint has nothing new.
         assert main(argv) == 0
