@@ -13,7 +13,6 @@ that fails raises `PublishFailed` with the child's error text in the parent.
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import queue
 import signal
@@ -59,10 +58,8 @@ def _child(url: str, spec: SampleSpec, window_ms: int, stop: Any, reports: Any) 
         reports.put(("progress", stats.stored, stats.duplicates))
 
     try:
-        stats = asyncio.run(
-            streams.publish(
-                url, counted(spec.events(), expected), stop=stop, rate=spec.rate, on_progress=progress, progress_every_s=5.0
-            )
+        stats = streams.publish(
+            url, counted(spec.events(), expected), stop=stop, rate=spec.rate, on_progress=progress, progress_every_s=5.0
         )
         reports.put(("done", expected.total, stats.stored, stats.duplicates, expected))
     except BaseException as exc:  # the parent re-raises it as PublishFailed
