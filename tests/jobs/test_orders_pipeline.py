@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 from pathlib import Path
 
@@ -92,3 +93,47 @@ def test_bad_arguments_exit_with_usage(capsys) -> None:  # type: ignore[no-untyp
         main(["--orders", "-5"])
     assert exc.value.code == 2
     assert "--orders must be >= 0" in capsys.readouterr().err
+
+
+class FakeQuery:
+    """A stand-in for a StreamingQuery whose run ends with `error` (None: ends well)."""
+
+    def __init__(self, name: str, error: Exception | None = None) -> None:
+        self.name, self.error = name, error
+
+    def awaitTermination(self) -> None:  # noqa: N802 (Spark's name)
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_query_stopped_by_a_slow_python_worker_resumes_from_its_checkpoint() -> None:
+    from jobs.orders_pipeline import WORKER_TIMEOUT, await_restarting
+
+    restarts: list[str] = []
+
+    def restart(spark, cfg):  # type: ignore[no-untyped-def]
+        restarts.append("revenue")
+        return FakeQuery("revenue")
+
+    running = {"routed": FakeQuery("routed"), "revenue": FakeQuery("revenue", RuntimeError(f"x: {WORKER_TIMEOUT}."))}
+    out = io.StringIO()
+    ran = await_restarting(running, {"revenue": restart}, None, None, out)  # type: ignore[arg-type]
+    assert [q.name for q in ran] == ["routed", "revenue", "revenue"] and restarts == ["revenue"]
+    assert "[revenue] stopped: Python worker failed to connect back" in out.getvalue()
+
+
+def test_other_failures_and_repeated_timeouts_are_not_hidden() -> None:
+    from jobs.orders_pipeline import RESTARTS, WORKER_TIMEOUT, await_restarting
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        await_restarting({"routed": FakeQuery("routed", RuntimeError("disk full"))}, {}, None, None, io.StringIO())  # type: ignore[arg-type]
+    timeout = RuntimeError(WORKER_TIMEOUT)
+    starts: list[int] = []
+
+    def again(spark, cfg):  # type: ignore[no-untyped-def]
+        starts.append(1)
+        return FakeQuery("routed", timeout)
+
+    with pytest.raises(RuntimeError, match=WORKER_TIMEOUT):
+        await_restarting({"routed": FakeQuery("routed", timeout)}, {"routed": again}, None, None, io.StringIO())  # type: ignore[arg-type]
+    assert len(starts) == RESTARTS
