@@ -13,6 +13,7 @@ Invariants:
 - The line is redrawn in place (carriage return, padded over the previous text, cut to the
   terminal's width so it never wraps); `finish()` draws the final state (the average rate and
   the time taken in place of the time left) and ends the line, once; nothing is drawn after.
+  `finish(done=total)` ends an estimate at 100%, as natscli marks its backup bar done.
   On an exception inside `with`, the line is ended without the final state, so the error
   starts on a line of its own.
 - Rate is the average since the line was created; the time left is what remains of `total`
@@ -53,8 +54,10 @@ BYTES = Units(ibytes)
 
 
 def seconds_text(seconds: float) -> str:
-    """A short duration for a progress line: `0s`, `42s`, `3m05s`, `2h07m`."""
-    whole = max(0, math.ceil(seconds))
+    """A short duration for a progress line: `0.0s`, `4.2s`, `42s`, `3m05s`, `2h07m`."""
+    if seconds < 9.95:
+        return f"{max(0.0, seconds):.1f}s"
+    whole = math.ceil(seconds)
     if whole < 60:
         return f"{whole}s"
     if whole < 3600:
@@ -111,8 +114,11 @@ class ProgressLine:
         self._last_draw = now
         self._draw(self.text(now - self._started, final=False))
 
-    def finish(self) -> None:
-        """The final line (average rate, time taken), then a newline; once."""
+    def finish(self, done: int | None = None) -> None:
+        """The final line (average rate, time taken), then a newline; once. `done` replaces
+        the count first: the total of an estimate, once the work is known to be complete."""
+        if done is not None:
+            self.done = done
         if self.active and not self._finished:
             self._draw(self.text(self._clock() - self._started, final=True))
             self._end()

@@ -17,9 +17,9 @@ A server without these APIs is reported in one line that says so; memory streams
 
 Progress (`progress=True`, drawn only on a terminal, `jetstream_cli.progress`), as natscli
 measures it: a backup counts the uncompressed bytes of the chunks received
-(`framed_size.FramedSize`) against the stream's bytes in the server's answer (the tar holds
-a little more than the messages, so it may end above 100%); a restore counts the bytes sent
-against the file's size.
+(`framed_size.FramedSize`) against the stream's bytes in the server's answer (an estimate:
+the tar's size differs a little from the messages' bytes), and marks it done at the end; a
+restore counts the bytes sent against the file's size.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, ch
                     if status and "204" not in status:
                         description = (msg.headers or {}).get("Description", "")
                         raise CliError(f"snapshot failed: {status} {description}".rstrip())
+                    bar.finish(done=max(expected, unpacked.uncompressed))
                     break
                 if msg.reply:
                     await s.nc.publish(msg.reply, b"")
@@ -132,7 +133,7 @@ async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, ch
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _echo("")
     _echo(f'Received {ibytes(received)} compressed data in {count:,} chunks for stream "{name}" '
-          f"in {elapsed_ms}ms")
+          f"in {elapsed_ms}ms, {ibytes(unpacked.uncompressed)} uncompressed")
 
 
 async def restore(s: Session, directory: str, override: JsonDict | None, cluster: str | None,
