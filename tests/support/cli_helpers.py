@@ -20,6 +20,7 @@ import termios
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from jetstream_testing.process import ServerProcess
@@ -49,18 +50,18 @@ def jetstream(server: ServerProcess | str | None, *args: str, input: str | None 
 
 @dataclass
 class TerminalRun:
-    """A command run by `jetstream_on_terminal`: its exit status, stdout (a pipe) and what
-    its terminal showed (stderr; the terminal's CR LF line ends read as LF)."""
+    """A program run by `run_on_terminal`: its exit status, stdout (a pipe) and what its
+    terminal showed (stderr; the terminal's CR LF line ends read as LF)."""
 
     returncode: int
     stdout: str
     terminal: str
 
 
-def jetstream_on_terminal(server: ServerProcess, *args: str, columns: int = 200,
-                          timeout: float = 60) -> TerminalRun:
-    """`jetstream -s URL ARGS...` with stderr on a pseudo-terminal `columns` wide (stdin
-    empty, stdout a pipe); asserts exit status 0."""
+def run_on_terminal(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+                    columns: int = 200, timeout: float = 60) -> TerminalRun:
+    """`argv` (in `cwd`) with stderr on a pseudo-terminal `columns` wide (stdin empty, stdout
+    a pipe), as in a user's shell; asserts exit status 0."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     shown: list[bytes] = []
@@ -77,9 +78,8 @@ def jetstream_on_terminal(server: ServerProcess, *args: str, columns: int = 200,
 
     reader = threading.Thread(target=pump, daemon=True)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "jetstream_cli", "-s", server.url, *args],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
-                                text=True, env=_cli_env())
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=slave, text=True, env=env, cwd=cwd)
     finally:
         os.close(slave)
     reader.start()
@@ -88,15 +88,20 @@ def jetstream_on_terminal(server: ServerProcess, *args: str, columns: int = 200,
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
-        raise AssertionError(f"jetstream {' '.join(args)} still running after {timeout}s") from None
+        raise AssertionError(f"{' '.join(argv)} still running after {timeout}s") from None
     finally:
         reader.join(timeout)
         os.close(master)
     terminal = b"".join(shown).decode("utf-8", "replace").replace("\r\n", "\n")
     assert proc.returncode == 0, (
-        f"jetstream {' '.join(args)} exited {proc.returncode}\nstdout:\n{stdout}\n"
-        f"terminal:\n{terminal}")
+        f"{' '.join(argv)} exited {proc.returncode}\nstdout:\n{stdout}\nterminal:\n{terminal}")
     return TerminalRun(proc.returncode, stdout, terminal)
+
+
+def jetstream_on_terminal(server: ServerProcess, *args: str, timeout: float = 60) -> TerminalRun:
+    """`jetstream -s URL ARGS...` with stderr on a pseudo-terminal (`run_on_terminal`)."""
+    return run_on_terminal([sys.executable, "-m", "jetstream_cli", "-s", server.url, *args],
+                           env=_cli_env(), timeout=timeout)
 
 
 def _cli_env() -> dict[str, str]:
