@@ -19,6 +19,12 @@ Invariants:
 - Rate is the average since the line was created; the time left is what remains of `total`
   at that rate. A total of 0 (unknown) shows only what is done and the rate. Done beyond the
   total (an estimate that was low) shows 100% and no time left.
+- One feeder at a time (no lock): `object put|get` feed it from the worker thread nats-py
+  reads and writes in, while the event loop thread waits for that work.
+
+Not click's `progressbar` (a dependency already): it redraws on every update (no time
+throttle, no clock to inject), shows no rate, and echoes its label on a stream that is not
+a terminal.
 """
 
 from __future__ import annotations
