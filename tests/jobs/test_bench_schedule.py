@@ -11,6 +11,8 @@ from pathlib import Path
 
 from cli_helpers import run_on_terminal
 
+REPO = Path(__file__).resolve().parents[2]
+
 from jobs.bench.schedule import EXPECTED_FULL_S, EXPECTED_QUICK_S, Schedule, StatusLine
 from jobs.benchmark import FULL_FAMILIES, QUICK_FAMILIES
 
@@ -82,11 +84,11 @@ def test_status_lines_only_on_a_terminal() -> None:
     assert terminal.getvalue() == "benchmark: natspy (1 of 1), about 20s left\n"
 
 
-def test_the_job_on_a_terminal_says_which_family_runs_and_the_time_left(tmp_path: Path) -> None:
+def test_the_job_on_a_terminal_says_which_family_runs_and_the_time_left() -> None:
     """The cheapest family, quick, as a child process with stderr on a pseudo-terminal;
     stdout (the figures and the report) carries no status line."""
     shown = run_on_terminal([sys.executable, "-m", "jobs.benchmark", "--quick", "--only", "natspy"],
-                            cwd=tmp_path, timeout=240)
+                            cwd=REPO, timeout=240)  # `jobs` is the repository's, not installed
     expected = f"about {EXPECTED_QUICK_S['natspy']:.1f}s left"
     assert re.search(r"^benchmark: natspy \(1 of 1\), " + re.escape(expected) + "$",
                      shown.terminal, re.MULTILINE), shown.terminal
