@@ -11,10 +11,10 @@ from pathlib import Path
 
 from cli_helpers import run_on_terminal
 
-REPO = Path(__file__).resolve().parents[2]
-
 from jobs.bench.schedule import EXPECTED_FULL_S, EXPECTED_QUICK_S, Schedule, StatusLine
 from jobs.benchmark import FULL_FAMILIES, QUICK_FAMILIES
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class FakeClock:
