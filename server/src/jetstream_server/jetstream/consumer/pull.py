@@ -16,7 +16,9 @@ Status frames are header-only messages to the request's reply subject:
 `PullDelivery` is the consumer's delivery (delivery.py) for a pull consumer:
 it checks a request against the consumer's limits (`max_batch`,
 `max_expires`, `max_bytes`: 409 each), queues it with its expiry and
-heartbeat timers, and `run` hands messages to the oldest request first. A
+heartbeat timers, and `run` hands messages to the oldest request first (on a
+`prioritized` consumer to the lowest priority number, from the next loop turn, so
+requests read together are served by priority as on nats-server). A
 request whose client went away (no interest in its reply subject) is
 dropped: when its turn to receive comes, at its next heartbeat, or when the
 queue is full (scanned at most once a second); a `no_wait` request ends with
@@ -443,7 +445,13 @@ class PullDelivery:
             waiting.heartbeat_timer = self.clock.call_later(
                 request.idle_heartbeat_ns / NS, lambda: self._heartbeat(waiting)
             )
-        source.kick()
+        if self.policy == "prioritized":
+            # nats-server queues pull requests for the consumer's own goroutine, which
+            # serves the waiting ones by priority: requests that arrive together (one
+            # read) are all queued before the next turn delivers to the lowest number
+            source.continue_later()
+        else:
+            source.kick()
 
     def _choose(self) -> WaitingRequest | None:
         """overflow / pinned_client: the request the next message may go to."""
