@@ -10,7 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jetstream_testing.client_suites import KINDS, Outcome, Suite, compare, make_shim, read_junit, run_suite
+from jetstream_testing.client_suites import (
+    KINDS,
+    Outcome,
+    Suite,
+    compare,
+    make_shim,
+    read_junit,
+    run_suite,
+)
 
 REPORT = """<?xml version="1.0"?><testsuites><testsuite>
 <testcase classname="tests.test_js.KVTest" name="test_kv_direct"/>
