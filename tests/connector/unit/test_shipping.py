@@ -56,3 +56,12 @@ def test_plain_pickle_and_cloudpickle_give_back_the_same_state(name: str) -> Non
 def test_a_missing_module_outside_spark_names_the_connector() -> None:
     with pytest.raises(ModuleNotFoundError, match="spark_jetstream_absent"):
         load_shipped("spark_jetstream_absent", "Nothing")
+
+
+def test_a_class_made_at_run_time_pickles_by_value() -> None:
+    """As the version tests make a data source with one Spark API removed: no module
+    holds it, so cloudpickle carries the class itself."""
+    made = type("JetStreamDataSource", (JetStreamDataSource,), {})
+    copy = pickle.loads(cloudpickle.dumps(made(READ)))
+    assert type(copy).__name__ == "JetStreamDataSource" and type(copy) is not JetStreamDataSource
+    assert copy.options == READ
