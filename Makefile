@@ -74,10 +74,11 @@ MATRIX_TESTS := $(addprefix tests/connector/integration/,test_spark_versions.py 
 .PRECIOUS: $(SPARK_VENVS)/%/.deps-installed $(SPARK_VENVS)/%/.installed
 
 test-spark-versions: $(addprefix spark-version-,$(SPARK_VERSIONS))
+	@echo "the version matrix passed on pyspark $(SPARK_VERSIONS)"
 
 spark-version-%: $(SPARK_VENVS)/%/.installed
 	@start=$$(date +%s); \
-	JS_TEST_SERVERS=$(MATRIX_SERVERS) $(SPARK_VENVS)/$*/bin/pytest -q -p no:cacheprovider -m spark_matrix $(MATRIX_TESTS); \
+	JS_TEST_SERVERS=$(MATRIX_SERVERS) $(SPARK_VENVS)/$*/bin/pytest -q -p no:cacheprovider $(PYTEST_WORKERS) -m spark_matrix $(MATRIX_TESTS); \
 	status=$$?; echo "pyspark $*: exit $$status in $$(( $$(date +%s) - start ))s"; exit $$status
 
 $(SPARK_VENVS)/%/.deps-installed: Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh

@@ -7,8 +7,9 @@
 For each scenario (jetstream_testing.hostile.SCENARIOS) and server (the bundled
 server, nats-server), a fresh server process with the same config; a probe client
 times PING round trips while the hostile client works; prints the worst round trip
-(how long everyone else was held), the median, the server's RSS afterwards and what
-the hostile client saw, as a Markdown table. Wiring only; the suite lives in
+(how long everyone else was held), the median, the most CPU the bundled server's
+loop spent within one round trip (what a quiet machine would show), the server's
+RSS afterwards and what the hostile client saw, as a Markdown table. Wiring only; the suite lives in
 jetstream_testing.hostile. Exit status 0 when every scenario ran, 1 when one failed.
 """
 
@@ -28,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def progress(f: Figure) -> None:
-        print(f"{f.server:11} {f.worst_rtt_ms:8.0f} ms {f.rss_mib:7.0f} MiB  {f.scenario}: {f.outcome}",
+        cpu = "" if f.loop_cpu_ms is None else f" (loop CPU {f.loop_cpu_ms:.0f} ms)"
+        print(f"{f.server:11} {f.worst_rtt_ms:8.0f} ms{cpu} {f.rss_mib:7.0f} MiB  {f.scenario}: {f.outcome}",
               file=sys.stderr, flush=True)
 
     kinds = [k.strip() for k in args.servers.split(",") if k.strip()]

@@ -41,10 +41,11 @@ from spark_jetstream.options import OptionError, ReadOptions
 from spark_jetstream.options.table import Scope, option_value
 from spark_jetstream.read.arrow_rows import read_schema
 from spark_jetstream.read.batch_reader import JetStreamBatchReader, PushdownBatchReader
+from spark_jetstream.shipping import Shipped
 from spark_jetstream.spark_features import SparkFeatures, detect
 
 
-class JetStreamDataSource(DataSource):
+class JetStreamDataSource(Shipped, DataSource):
     """`spark.read/readStream/write/writeStream.format("jetstream")`."""
 
     features: SparkFeatures | None = None  # None: what the running PySpark offers

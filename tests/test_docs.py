@@ -100,6 +100,13 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
     RunBy(r"jetstream dashboard( --server \S+( --port \d+)?| --creds FILE)?", _DASHBOARD,
           "def test_cli_commands", "serves until stopped: the test starts it (with a server's "
           "URL; a user's credentials in tests/cli/test_cli_dashboard.py), reads its page, stops it"),
+    RunBy(r"python -m jobs\.hostile( --quick --servers bundled)?", "tests/jobs/test_hostile_quick.py",
+          '"-m", "jobs.hostile", "--quick", "--servers", "bundled"',
+          "every scenario, small, on the bundled server (the full run is the same code, larger, on both)"),
+    RunBy(r"python -m jobs\.client_suites --natspy PATH( --python313 PYTHON)?",
+          "tests/jobs/test_client_suites.py", "def test_the_command_needs_a_checkout",
+          "a developer command (it needs a nats.py checkout CI has not): its shim, its report reading "
+          "and its refusal without a checkout are tested"),
     RunBy(r"python -m jobs\.benchmark --markdown \S+ --plot \S+", _BENCH,
           '"--markdown", str(report), "--plot", str(plot)', "--markdown and --plot, written and read back"),
     RunBy(r"python -m spark_jetstream\.options --update docs/options\.md",
@@ -155,6 +162,8 @@ MAKE_TARGETS: dict[str, tuple[str, str, str]] = {
     "lint": ("$(BIN)/lint-imports", "Makefile", "\t$(BIN)/ruff check server testing cli spark_jetstream jobs tests\n\t$(BIN)/lint-imports\n\t$(BIN)/mypy\n\t$(BIN)/pytest"),
     "bench": ("-m jobs.benchmark", _BENCH, 'main(["--quick"'),
     "bench-quick": ("-m jobs.benchmark --quick", _BENCH, 'main(["--quick"'),
+    "test-spark-versions": ("the version matrix passed on pyspark", ".ci/run",
+                            'make test-spark-versions SPARK_VERSIONS="4.0.5"'),
 }
 MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
 

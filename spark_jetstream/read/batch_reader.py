@@ -49,11 +49,12 @@ from spark_jetstream.read.offsets import (
 )
 from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
 from spark_jetstream.read.pushdown import Pushdown, push_filters
+from spark_jetstream.shipping import Shipped
 
 log = logging.getLogger(__name__)
 
 
-class JetStreamBatchReader(DataSourceReader):
+class JetStreamBatchReader(Shipped, DataSourceReader):
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
         self.pushdown = Pushdown()

@@ -43,6 +43,7 @@ from spark_jetstream.read.offsets import (
     data_loss_message,
     stream_state,
 )
+from spark_jetstream.shipping import Shipped
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ AUTO_MIN_MESSAGES: Final = 150_000
 
 
 @dataclass(frozen=True)
-class SeqRangePartition(InputPartition):
+class SeqRangePartition(Shipped, InputPartition):
     """Messages of `stream` with start < seq <= end that match `subjects`."""
 
     index: int

@@ -91,6 +91,7 @@ from spark_jetstream.read.offsets import (
     stream_state,
 )
 from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.shipping import Shipped
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class Limits:
         return cls(options.max_messages_per_trigger, options.max_bytes_per_trigger, options.min_messages_per_trigger)
 
 
-class StreamReaderCore(DataSourceStreamReader):
+class StreamReaderCore(Shipped, DataSourceStreamReader):
     def __init__(self, options: ReadOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self.options = options
         self._clock = clock

@@ -26,6 +26,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from spark_jetstream.options import OptionError, WriteOptions
+from spark_jetstream.shipping import Shipped
 from spark_jetstream.write.commit_report import report_commit
 from spark_jetstream.write.msg_ids import id_scope, streaming_scope
 from spark_jetstream.write.schema import WriteColumns, validate_write_schema
@@ -34,7 +35,7 @@ from spark_jetstream.write.sink_task import publish_batches, summarize
 log = logging.getLogger(__name__)
 
 
-class JetStreamBatchWriter(DataSourceArrowWriter):
+class JetStreamBatchWriter(Shipped, DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, Any], schema: StructType, overwrite: bool) -> None:
         if overwrite:
             raise OptionError(

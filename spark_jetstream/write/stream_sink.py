@@ -49,12 +49,14 @@ from spark_jetstream.write.sink_task import publish_batches, summarize
 
 __all__ = ["RowStreamWriter", "StreamSink", "rows_to_batches"]
 
+from spark_jetstream.shipping import Shipped
+
 log = logging.getLogger(__name__)
 
 ROWS_PER_BATCH: Final = 8192  # rows gathered into one record batch by the row-based writer
 
 
-class StreamSink(DataSourceStreamWriter):
+class StreamSink(Shipped, DataSourceStreamWriter):
     """What both stream writers share: options, columns, the task's scope, commit and abort."""
 
     def __init__(self, options: Mapping[str, Any], schema: StructType, overwrite: bool) -> None:

@@ -50,6 +50,9 @@ TIMES = ["2024-01-01T00:00:00Z", "2999-12-31T23:59:59.999999999Z", "yesterday", 
          "2024-13-45T99:99:99Z", ""]
 
 
+MAX_TURNS = 100_000  # loop turns a request may take before the fuzzer moves on
+
+
 def _deep(depth: int) -> Any:
     value: Any = 1
     for _ in range(depth):
@@ -245,6 +248,9 @@ class Fuzzer:
         self.last_input = (subject, (headers or b"") + body)
         self.replies = []
         self.broker.publish(subject, "_R.1", headers, body)
+        for _ in range(MAX_TURNS):  # a request in steps (a large create) goes on over loop turns
+            if not self.clock.turn():
+                break
         return self.replies
 
     def one(self) -> None:

@@ -6,7 +6,12 @@ nats-server, the same generated config: default limits, or raised ones where
 the scenario says so). While it runs, a `Probe` client on its own thread sends
 PING and times each PONG; the worst round trip is how long the server held every
 other client. After the scenario, the server's resident memory is read from
-/proc. `run_suite` returns one `Figure` per scenario and server, and
+/proc. For the bundled server (its event loop is the process's main thread) the
+probe also reads that thread's CPU time (/proc/<pid>/schedstat) around each round
+trip: the most CPU the loop spent while one PING waited is the stall a quiet
+machine would show (on a loaded one the wall-clock figure is inflated by the time
+the server waited for a core; a loop blocked on I/O, not on the CPU, shows only
+in the wall-clock figure). `run_suite` returns one `Figure` per scenario and server, and
 `format_table` prints them; nothing here asserts a time: the command reports,
 the test suite (tests/jobs) checks only that every scenario runs and what each
 outcome is.
@@ -50,10 +55,11 @@ class Sizes:
     stream_subjects: int
     create_subjects: int
     filter_subjects: int
+    streams: int  # created one after another (memory streams)
 
 
-FULL: Final = Sizes(1 << 20, 200_000, 2_000, 64 << 20, 50_000, 50_000, 10_000, 1_000)
-QUICK: Final = Sizes(64 << 10, 5_000, 100, 4 << 20, 2_000, 2_000, 500, 100)
+FULL: Final = Sizes(1 << 20, 200_000, 2_000, 64 << 20, 50_000, 50_000, 10_000, 1_000, 2_000)
+QUICK: Final = Sizes(64 << 10, 5_000, 100, 4 << 20, 2_000, 2_000, 500, 100, 100)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class Figure:
     server: str
     worst_rtt_ms: float  # the probe's longest PING round trip while the scenario ran
     median_rtt_ms: float
+    loop_cpu_ms: float | None  # the most loop CPU time within one round trip (bundled only)
     rss_mib: float  # the server's resident memory right after the scenario
     outcome: str  # what the hostile client saw (refused, answered, closed...)
 
@@ -71,6 +78,9 @@ class Raw:
 
     def __init__(self, port: int, connect: dict[str, Any] | None = None, timeout: float = READ_TIMEOUT_S) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        # a request is two writes, then a wait: without this, Nagle holds the second
+        # until the server's delayed ack (40 ms a request)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.info = json.loads(self.line()[5:])
         opts = {"verbose": False, "pedantic": False, "headers": True, "protocol": 1, **(connect or {})}
@@ -133,24 +143,36 @@ class Raw:
         self.sock.close()
 
 
-class Probe:
-    """Another client: PING, wait for PONG, again, on its own thread."""
+def thread_cpu_ns(pid: int) -> int:
+    """CPU time of the main thread of process `pid` (the first field of its schedstat)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
 
-    def __init__(self, port: int) -> None:
+
+class Probe:
+    """Another client: PING, wait for PONG, again, on its own thread. With
+    `loop_pid`, also the CPU time that process's main thread spent in each round trip."""
+
+    def __init__(self, port: int, loop_pid: int | None = None) -> None:
         self.raw = Raw(port)
         self.raw.ping()
+        self.loop_pid = loop_pid
         self.rtts: list[float] = []
+        self.cpu_ns: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        pid = self.loop_pid
         while not self._stop.is_set():
-            start = time.perf_counter()
             try:
+                cpu = thread_cpu_ns(pid) if pid is not None else 0
+                start = time.perf_counter()
                 self.raw.ping()
+                self.rtts.append(time.perf_counter() - start)
+                if pid is not None:
+                    self.cpu_ns.append(thread_cpu_ns(pid) - cpu)
             except OSError:
                 return
-            self.rtts.append(time.perf_counter() - start)
             time.sleep(PROBE_INTERVAL_S)
 
     def __enter__(self) -> Probe:
@@ -381,6 +403,23 @@ def pull_batch(port: int, sizes: Sizes, raw: Raw) -> str:
     return _count_until_status(raw, "$JS.API.CONSUMER.MSG.NEXT.H.P", b'{"batch":1000000,"no_wait":true}')
 
 
+def many_streams(port: int, sizes: Sizes, _: Any) -> str:
+    """Create `sizes.streams` memory streams one after another: does a create cost
+    more when many streams exist? The mean of the first and of the last tenth."""
+    raw = Raw(port)
+    took: list[float] = []
+    for i in range(sizes.streams):
+        start = time.perf_counter()
+        made = raw.request(f"$JS.API.STREAM.CREATE.MS{i}", {
+            "name": f"MS{i}", "subjects": [f"ms{i}.>"], "storage": "memory"})
+        took.append(time.perf_counter() - start)
+        if "error" in made:
+            return f"stream {i}: error {made['error'].get('err_code')}"
+    tenth = max(1, len(took) // 10)
+    first, last = statistics.mean(took[:tenth]) * 1000, statistics.mean(took[-tenth:]) * 1000
+    return f"{first:.1f} ms per create for the first {tenth}, {last:.1f} ms for the last {tenth}"
+
+
 def permission_tricks(port: int, sizes: Sizes, _: Any) -> str:
     """Each trick: refused (-ERR) or not."""
     results = []
@@ -433,6 +472,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario("STREAM.CREATE with 10,000 subjects",
              api_scenario("$JS.API.STREAM.CREATE.M", lambda s: {
                  "name": "M", "subjects": [f"m.{i}.>" for i in range(s.create_subjects)]})),
+    Scenario("2,000 stream creates, one after another", many_streams),
     Scenario("STREAM.SNAPSHOT of a full stream",
              api_scenario("$JS.API.STREAM.SNAPSHOT.H", lambda s: {"deliver_subject": "_INBOX.snap"}),
              setup=filled),
@@ -446,7 +486,7 @@ def run_scenario(kind: str, scenario: Scenario, sizes: Sizes, workdir: Path) -> 
     try:
         assert server.proc is not None
         state = scenario.setup(server.port, sizes) if scenario.setup is not None else None
-        with Probe(server.port) as probe:
+        with Probe(server.port, server.proc.pid if kind == "bundled" else None) as probe:
             try:
                 outcome = scenario.attack(server.port, sizes, state)
             except (OSError, AssertionError, ValueError) as exc:
@@ -454,7 +494,9 @@ def run_scenario(kind: str, scenario: Scenario, sizes: Sizes, workdir: Path) -> 
             time.sleep(0.2)  # a close's work may come after the attacker's last answer
         rss = rss_mib(server.proc.pid) if server.running else 0.0
         rtts = probe.rtts or [0.0]
-        return Figure(scenario.name, kind, max(rtts) * 1000, statistics.median(rtts) * 1000, rss, outcome)
+        loop_cpu = max(probe.cpu_ns, default=0) / 1e6 if kind == "bundled" else None
+        return Figure(scenario.name, kind, max(rtts) * 1000, statistics.median(rtts) * 1000, loop_cpu,
+                      rss, outcome)
     finally:
         server.stop()
 
@@ -475,10 +517,13 @@ def run_suite(kinds: list[str], sizes: Sizes, only: str | None = None,
 
 
 def format_table(figures: list[Figure]) -> str:
-    """A Markdown table: scenario, server, worst and median probe round trip, RSS, outcome."""
-    lines = ["| scenario | server | worst stall (ms) | median RTT (ms) | RSS after (MiB) | outcome |",
-             "|---|---|---:|---:|---:|---|"]
+    """A Markdown table: scenario, server, worst and median probe round trip, the worst
+    loop CPU in one round trip (bundled only), RSS, outcome."""
+    lines = ["| scenario | server | worst stall (ms) | median RTT (ms) | worst loop CPU (ms) "
+             "| RSS after (MiB) | outcome |",
+             "|---|---|---:|---:|---:|---:|---|"]
     for f in figures:
+        cpu = "-" if f.loop_cpu_ms is None else f"{f.loop_cpu_ms:.0f}"
         lines.append(f"| {f.scenario} | {f.server} | {f.worst_rtt_ms:.0f} | {f.median_rtt_ms:.1f} "
-                     f"| {f.rss_mib:.0f} | {f.outcome.replace('|', '/')} |")
+                     f"| {cpu} | {f.rss_mib:.0f} | {f.outcome.replace('|', '/')} |")
     return os.linesep.join(lines)

@@ -33,6 +33,7 @@ import asyncio
 import base64
 import contextlib
 import errno
+import json
 import os
 import random
 import subprocess
@@ -227,6 +228,40 @@ async def test_kill_9_under_load(server_kind: str, store_dir: Path) -> None:
         assert not ledger.violations, ledger.violations[:10]
         print(f"{server_kind}: {rounds} kills survived, {checked} messages checked, "
               f"{sum(len(c) for c in ledger.confirmed.values())} confirmed acks kept")
+    finally:
+        srv.stop()
+
+
+async def test_kill_9_right_after_stream_creates(server_kind: str, store_dir: Path) -> None:
+    """A stream create does not fsync (as nats-server, without sync_always): what it
+    wrote is the OS's, so a create that was answered survives a kill -9 that comes
+    right after it, with more creates in flight."""
+    base = int(os.environ.get("JS_CRASH_SEED", time.time_ns() % 1_000_000))
+    srv = start_server(server_kind, store_dir)
+    answered: dict[str, list[str]] = {}
+    try:
+        for rnd in range(3):
+            rng = random.Random(base + rnd)
+            print(f"create-kill round {rnd} seed {base + rnd}")
+            nc = await _connect(srv.url)
+            for i in range(rng.randrange(5, 40)):
+                name = f"R{rnd}_{i}"
+                await create(nc, name=name, subjects=[f"r{rnd}.{i}.>"], storage="file")
+                answered[name] = [f"r{rnd}.{i}.>"]
+            for i in range(rng.randrange(0, 10)):  # in flight when the kill comes
+                await nc.publish(f"$JS.API.STREAM.CREATE.X{rnd}_{i}", json.dumps(
+                    {"name": f"X{rnd}_{i}", "subjects": [f"x{rnd}.{i}"], "storage": "file"}).encode())
+            await nc.flush()
+            srv.kill()
+            await nc.close()
+            srv.restart()
+            nc = await _connect(srv.url)
+            names = (await api(nc, "STREAM.NAMES"))["streams"] or []
+            missing = sorted(set(answered) - set(names))
+            assert not missing, f"seed {base + rnd}: answered creates lost: {missing}"
+            for name in rng.sample(sorted(answered), 5):
+                assert (await info(nc, name=name))["config"]["subjects"] == answered[name]
+            await nc.close()
     finally:
         srv.stop()
 

@@ -122,6 +122,26 @@ async def test_info_subjects_filter_and_deleted_details(nc: NATS) -> None:
     assert (resp["total"], resp["offset"], resp["limit"]) == (0, 0, 0)
 
 
+async def test_info_subjects_pages_as_nats_server(nc: NATS) -> None:
+    await create(nc)
+    for subject in ("s.c", "s.a", "s.b", "s.a", "s.d"):
+        await pub(nc, subject)
+    raw = await nc.request("$JS.API.STREAM.INFO.S", b'{"subjects_filter":">"}', timeout=5)
+    # in subject order, as nats-server writes a map
+    assert b'"subjects":{"s.a":2,"s.b":1,"s.c":1,"s.d":1}' in raw.data
+    resp = await info(nc, subjects_filter=">", offset=1)
+    assert resp["state"]["subjects"] == {"s.b": 1, "s.c": 1, "s.d": 1}
+    assert (resp["total"], resp["offset"], resp["limit"]) == (4, 1, 100000)
+    resp = await info(nc, subjects_filter=">", offset=9)  # past the end: no subjects
+    assert "subjects" not in resp["state"]
+    assert (resp["total"], resp["offset"], resp["limit"]) == (4, 9, 100000)
+    resp = await info(nc, subjects_filter="x.>", offset=2)  # nothing matches: no paging
+    assert "subjects" not in resp["state"]
+    assert (resp["total"], resp["offset"], resp["limit"]) == (0, 0, 0)
+    resp = await info(nc, subjects_filter=">", offset=-3)
+    assert (resp["total"], resp["offset"], len(resp["state"]["subjects"])) == (4, 0, 4)
+
+
 async def test_names_and_list_paging(nc: NATS) -> None:
     for i in range(5):
         await create(nc, name=f"N{i}", subjects=[f"n{i}.>"])

@@ -272,7 +272,9 @@ async def test_sync_always_ack_waits_for_the_disk_thread_not_the_loop(
     engine.start(router)
 
     try:
-        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        made = router.request(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        await until(lambda: bool(made))  # answered once its files are fsynced (sync_always)
+        resp = made[0].json()
         assert "error" not in resp, resp
         config = {"durable_name": "C", "ack_policy": "explicit"}
         created = router.request(API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config})

@@ -137,3 +137,51 @@ def test_fuzzed_requests_always_answer_json_or_status() -> None:
         router.unsubscribe(max(router._subs))  # the inbox just made
 
     check()
+
+
+def test_a_handler_in_steps_takes_one_step_per_turn_while_the_others_wait() -> None:
+    engine, router = make()
+    clock = engine.clock
+    assert isinstance(clock, FakeClock)
+    done: list[int] = []
+
+    def in_steps(host: ApiHost, req: ApiRequest) -> Any:
+        for i in range(3):
+            done.append(i)
+            yield
+        return {"steps": len(done)}
+
+    table = RouteTable((Route("TEST.STEPS", in_steps, "test_steps"), *ROUTES))
+    first, waiting = router.inbox("first"), router.inbox("waiting")
+    dispatch(engine, "$JS.API.TEST.STEPS", "first", None, b"", table)
+    assert done == [0] and not first.messages  # the first step in the request's own turn
+    dispatch(engine, "$JS.API.INFO", "waiting", None, b"", table)
+    dispatch(engine, "$JS.API.STREAM.NAMES", "waiting", None, b"", table)
+    assert clock.turn() == 1 and done == [0, 1]
+    assert clock.turn() == 1 and done == [0, 1, 2] and not first.messages
+    clock.turn()  # the last step: answered
+    assert first.json()["steps"] == 3 and not waiting.messages
+    clock.turn()  # then the waiting requests, one per turn, in order
+    assert [m.json()["type"] for m in waiting.take()] == [response_type("account_info")]
+    clock.turn()
+    assert [m.json()["type"] for m in waiting.take()] == [response_type("stream_names")]
+    assert not engine.api_queue.busy and not engine.api_queue.waiting
+    dispatch(engine, "$JS.API.INFO", "waiting", None, b"", table)  # nothing waits: at once
+    assert len(waiting.take()) == 1
+
+
+def test_requests_waiting_past_the_queue_limit_are_dropped(monkeypatch: Any) -> None:
+    from jetstream_server.jetstream.api import dispatch as dispatch_module
+
+    monkeypatch.setattr(dispatch_module, "API_QUEUE_LIMIT", 3)
+    engine, router = make()
+
+    def forever(host: ApiHost, req: ApiRequest) -> Any:
+        while True:
+            yield
+
+    table = RouteTable((Route("TEST.FOREVER", forever, "test_forever"), *ROUTES))
+    dispatch(engine, "$JS.API.TEST.FOREVER", None, None, b"", table)
+    for _ in range(5):
+        dispatch(engine, "$JS.API.INFO", "r", None, b"", table)
+    assert len(engine.api_queue.waiting) == 2  # three queued, dropped at the fourth, then two more

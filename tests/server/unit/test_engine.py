@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 from router_double import RouterDouble
+from waits import until
 
 from jetstream_server.app.loop_clock import LoopClock
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
+from jetstream_server.jetstream.api import streams as streams_api
 from jetstream_server.jetstream.engine import JetStream
 from jetstream_server.jetstream.settings import EngineSettings
 from jetstream_server.store.base import StoredMessage
@@ -528,7 +530,9 @@ async def test_group_commit_fsyncs_on_the_disk_thread(
     engine = JetStream(Settings(store_dir=str(tmp_path), sync_always=True), clock)
     engine.start(router)
     try:
-        resp = router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        made = router.request(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
+        await until(lambda: bool(made))  # answered once its files are fsynced (sync_always)
+        resp = made[0].json()
         assert "error" not in resp, resp
         threads: list[str] = []
         real_fsync = os.fsync
@@ -560,3 +564,81 @@ async def test_group_commit_fsyncs_on_the_disk_thread(
     finally:
         engine.close()
         clock.shutdown()
+
+
+def test_the_overlap_check_of_a_create_costs_its_own_subjects_not_every_stream(env: Env) -> None:
+    # every stream's subjects live in one index, kept as streams come and go:
+    # creating stream N looks its subjects up there, it does not scan N streams
+    filters = env.engine._stream_filters
+
+    def visits_of_create(name: str) -> int:
+        env.create(name=name, subjects=[f"{name}.>", f"x.{name}.*"], storage="memory")
+        return filters._initial - filters.budget
+
+    env.create(name="A0", subjects=["A0.>", "x.A0.*"], storage="memory")
+    second = visits_of_create("A1")
+    for i in range(2, 300):
+        env.create(name=f"A{i}", subjects=[f"A{i}.>", f"x.A{i}.*"], storage="memory")
+    assert visits_of_create("LAST") == second <= 4
+    err = env.api("STREAM.CREATE.B", {"name": "B", "subjects": ["x.A7.q"], "storage": "memory"})["error"]
+    assert err["err_code"] == 10065
+    assert env.api("STREAM.DELETE.A7")["success"]
+    env.create(name="B", subjects=["x.A7.q"], storage="memory")  # freed by the delete
+    config = env.info("A8")["config"]
+    assert "error" not in env.api("STREAM.UPDATE.A8", {**config, "subjects": ["A8.>", "x.A8.*", "y"]})
+    refused = env.api("STREAM.UPDATE.A8", {**config, "subjects": ["A8.>", "A9.z"]})
+    assert refused["error"]["err_code"] == 10065
+    assert env.api("STREAM.CREATE.C", {"name": "C", "subjects": ["y"], "storage": "memory"})["error"]
+
+
+def test_a_create_of_many_subjects_works_in_bounded_turns(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 24: STREAM.CREATE with 10,000 subjects held the loop; its checks and
+    # subscriptions now go SUBJECTS_PER_TURN a loop turn, other API requests waiting
+    monkeypatch.setattr(streams_api, "SUBJECTS_PER_TURN", 100)
+    env.create(name="O", subjects=["o.>"], storage="memory")
+    subjects = [f"m.{i}.>" for i in range(1000)]
+    made, waiting = env.router.inbox("made"), env.router.inbox("waiting")
+    body = json.dumps({"name": "M", "subjects": subjects, "storage": "memory"}).encode()
+    env.router.publish(API + "STREAM.CREATE.M", "made", None, body)
+    env.router.publish(API + "STREAM.INFO.O", "waiting", None, b"")
+    subscribed: list[int] = []
+    turns = 0
+    while not made.messages:
+        before = len(env.router._subs)
+        assert env.clock.turn() == 1
+        turns += 1
+        subscribed.append(len(env.router._subs) - before)
+    # validation, overlap check and subscriptions: ten steps of 100 subjects each
+    assert turns >= 27 and max(subscribed) <= 101 and sum(subscribed) == 1000
+    answer = made.json()
+    assert answer["did_create"] and answer["config"]["subjects"] == subjects
+    assert not waiting.messages
+    env.clock.turn()
+    assert waiting.json()["config"]["name"] == "O"
+    assert env.pub("m.999.x")["seq"] == 1  # the last subject is served
+    bad = subjects[:950] + ["o.x"] + subjects[950:]
+    body = json.dumps({"name": "N", "subjects": [s.replace("m.", "n.") for s in bad]}).encode()
+    env.router.publish(API + "STREAM.CREATE.N", "made", None, body)
+    while env.clock.turn():
+        pass
+    assert made.json()["error"]["err_code"] == 10065 and "N" not in env.engine.streams
+
+
+def test_an_update_to_many_subjects_works_in_bounded_turns(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streams_api, "SUBJECTS_PER_TURN", 100)
+    env.create(name="U", subjects=["u.0"], storage="memory")
+    config = {**env.info("U")["config"], "subjects": [f"u.{i}" for i in range(1000)]}
+    updated = env.router.inbox("updated")
+    env.router.publish(API + "STREAM.UPDATE.U", "updated", None, json.dumps(config).encode())
+    subscribed = []
+    while not updated.messages:
+        before = len(env.router._subs)
+        assert env.clock.turn() == 1
+        subscribed.append(len(env.router._subs) - before)
+    assert max(subscribed) <= 101 and len(subscribed) >= 20
+    assert updated.json()["config"]["subjects"] == config["subjects"]
+    assert env.pub("u.999")["seq"] == 1

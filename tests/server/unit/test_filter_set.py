@@ -72,3 +72,31 @@ def test_hostile_set_ends_within_budget() -> None:
     subjects = [f"*.b{i}" for i in range(20000)] + [f"k{i}.a" for i in range(20000)]
     with pytest.raises(BudgetExceeded):  # ended by its count of node visits
         first_collision(subjects)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(filters, min_size=1, max_size=12), st.data())
+def test_removal_answers_as_if_never_added(stored: list[str], data: st.DataObject) -> None:
+    # the engine's index of every stream's subjects lives long: streams come and go
+    kept = list(stored)
+    fs = FilterSet()
+    for subject in stored:
+        fs.add(subject)
+    for subject in data.draw(st.lists(st.sampled_from(stored), unique=True)):
+        assert fs.remove(subject)
+        kept.remove(subject)
+    assert not fs.remove("never.added")
+    for query in data.draw(st.lists(filters, min_size=1, max_size=5)):
+        fs.renew_budget()
+        assert fs.collides(query) == any(filters_overlap(query, k) for k in kept), (kept, query)
+    for subject in kept:
+        fs.remove(subject)
+    assert not fs._root.children  # empty branches pruned
+
+
+def test_renewed_budget_per_check() -> None:
+    fs = FilterSet(budget=10)
+    fs.add("a.b")
+    for _ in range(20):  # a long-lived set: each check has its own budget
+        fs.renew_budget(10)
+        assert fs.collides("a.*") and not fs.collides("b.*")

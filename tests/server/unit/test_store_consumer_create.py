@@ -12,7 +12,6 @@ new directories on the loop: FSYNC_S each.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 from pathlib import Path
@@ -20,42 +19,26 @@ from typing import Any
 
 import pytest
 from disk_probe import LagMeter, SlowFsync
-from router_double import RouterDouble
+from loop_engine import API, LoopEngine
 from waits import until
-
-from jetstream_server.app.loop_clock import LoopClock
-from jetstream_server.jetstream.engine import JetStream
-from jetstream_server.jetstream.settings import EngineSettings
 
 pytestmark = pytest.mark.asyncio
 
-API = "$JS.API."
 FSYNC_S = 0.3
 
 
-class Env:
+class Env(LoopEngine):
     def __init__(self, store_dir: Path, sync_always: bool) -> None:
-        self.clock = LoopClock(asyncio.get_running_loop())
-        self.router = RouterDouble()
-        settings = EngineSettings(store_dir=str(store_dir), sync_always=sync_always)
-        self.engine = JetStream(settings, self.clock)
-        self.engine.start(self.router)
-        self.obs = store_dir / "jetstream" / "$G" / "streams" / "S" / "obs"
-        resp = self.router.request_json(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
-        assert "error" not in resp, resp
+        super().__init__(store_dir, sync_always)
+        self.obs = self.streams / "S" / "obs"
+        # with sync_always, answered once its files are fsynced on the disk thread
+        self.stream_made = self.router.request(API + "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"]})
 
     async def create(self, config: dict[str, Any]) -> tuple[Any, bool]:
         """Send a create; its answer, and whether it came before the call returned."""
-        answers = self.router.request(
-            API + "CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config}
-        )
-        at_once = bool(answers)
-        await until(lambda: bool(answers))
-        return answers[0].json(), at_once
-
-    def close(self) -> None:
-        self.engine.close()
-        self.clock.shutdown()
+        await until(lambda: bool(self.stream_made))
+        assert "error" not in self.stream_made[0].json()
+        return await self.ask("CONSUMER.CREATE.S.C", {"stream_name": "S", "config": config})
 
 
 @pytest.mark.parametrize("sync_always", [False, True])

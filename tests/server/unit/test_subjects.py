@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import random
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jetstream_server.core import subjects
 from jetstream_server.core.subjects import (
+    CACHE_SUBJECT_MAX,
+    DEEP_TOKENS,
     SubjectIndex,
     filter_matches,
     filters_overlap,
@@ -181,7 +186,7 @@ def test_cache_is_bounded() -> None:
     assert len(index._cache) <= 100
 
 
-filter_tokens = st.sampled_from(["a", "b", "c", "*"])
+filter_tokens = st.sampled_from(["a", "b", "c", "*", "**", "a*"])
 filters = st.builds(
     lambda toks, tail: ".".join(toks + ([">"] if tail else [])),
     st.lists(filter_tokens, min_size=1, max_size=4),
@@ -193,6 +198,11 @@ literals = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=5).ma
 @settings(max_examples=150, deadline=None)
 @given(st.lists(filters, min_size=1, max_size=15), st.lists(literals, min_size=1, max_size=20), st.randoms())
 def test_index_agrees_with_filter_matches(fs: list[str], subjects: list[str], rnd: random.Random) -> None:
+    check_index_agrees(fs, subjects, rnd)
+
+
+def check_index_agrees(fs: list[str], subjects: list[str], rnd: random.Random) -> SubjectIndex[int]:
+    """Insert `fs`, remove half, and compare every match with `filter_matches`."""
     index: SubjectIndex[int] = SubjectIndex()
     live: dict[int, str] = {}
     for i, f in enumerate(fs):
@@ -205,6 +215,7 @@ def test_index_agrees_with_filter_matches(fs: list[str], subjects: list[str], rn
     for s in subjects:
         expected = sorted(i for i, f in live.items() if filter_matches(f, s))
         assert sorted(index.match(s).plain) == expected
+    return index
 
 
 def test_long_subjects_validate_without_a_loop_per_character() -> None:
@@ -226,3 +237,110 @@ def test_literal_filters_take_no_trie_nodes() -> None:
     assert index.match("x.y").plain == ["c"] and index.match("x.y").queues == {"q": ["b"]}
     assert index.remove(long, "a") and not index.match(long)
     assert sorted(index.values()) == ["b", "c"] and len(index) == 2
+
+
+def test_deep_wildcard_filters_take_no_trie_nodes() -> None:
+    # 512k tokens, as a raised max_control_line allows: kept whole, not a node per token
+    index: SubjectIndex[str] = SubjectIndex()
+    all_stars = ".".join(["*"] * 500_000) + ".>"
+    mixed = ".".join(["*", "k"] * 100_000)
+    index.insert(all_stars, "stars")
+    index.insert(mixed, "mixed", queue="q")
+    index.insert("a.*", "shallow")
+    assert index.deep_filters == 2 and len(index) == 3
+    assert index._deep[all_stars].pick is None  # only wildcards: matched by count, never split
+    assert index._root.pwc is None and index._root.children is not None
+    assert list(index._root.children) == ["a"]  # the trie holds the shallow filter alone
+    deep_subject = ".".join(["k"] * 500_001)
+    assert index.match(deep_subject).plain == ["stars"]
+    assert index.match(".".join(["k"] * 200_000)).queues == {"q": ["mixed"]}
+    assert not index.match(".".join(["k"] * 199_999) + ".x")  # a literal token differs
+    assert not index.match(".".join(["k"] * 500_000))  # `>` needs one more token
+    assert index.match("a.b").plain == ["shallow"]
+    assert sorted(index.values()) == ["mixed", "shallow", "stars"]
+    assert index.remove(all_stars, "stars") and not index.remove(all_stars, "stars")
+    assert index.remove(mixed, "mixed", queue="q") and index.deep_filters == 0
+    assert not index._deep_exact and not index._deep_fwc
+    assert not index.match(deep_subject) and len(index) == 1
+
+
+def test_the_trie_is_never_deeper_than_deep_tokens() -> None:
+    index: SubjectIndex[str] = SubjectIndex()
+    at_limit = ".".join(["*"] * DEEP_TOKENS)
+    index.insert(at_limit, "trie")
+    index.insert(at_limit + ".x", "deep")
+    assert index.deep_filters == 1
+    depth, node = 0, index._root
+    while node.pwc is not None:
+        node, depth = node.pwc, depth + 1
+    assert depth == DEEP_TOKENS and not (node.children or node.fwc or node.pwc)
+    assert index.match(".".join(["a"] * DEEP_TOKENS)).plain == ["trie"]
+    assert index.match(".".join(["a"] * DEEP_TOKENS) + ".x").plain == ["deep"]
+
+
+def test_deep_results_are_dropped_from_the_cache_when_a_deep_filter_changes() -> None:
+    index: SubjectIndex[str] = SubjectIndex()
+    deep_subject = ".".join(["t"] * (DEEP_TOKENS + 1))
+    index.insert(">", "all")
+    assert index.match(deep_subject).plain == ["all"]  # cached before any deep filter
+    index.insert("x.y", "other")
+    index.insert(".".join(["*"] * (DEEP_TOKENS + 1)), "deep")
+    assert index.match(deep_subject).plain == ["all", "deep"]
+    index.remove(".".join(["*"] * (DEEP_TOKENS + 1)), "deep")
+    assert index.match(deep_subject).plain == ["all"]
+
+
+def test_subjects_longer_than_the_cache_limit_are_not_cached() -> None:
+    index: SubjectIndex[str] = SubjectIndex()
+    index.insert("_INBOX.*.*", "inbox")
+    index.insert(">", "all")
+    long = "_INBOX." + "x" * CACHE_SUBJECT_MAX + ".1"
+    assert index.match(long).plain == ["all", "inbox"]
+    assert not index._cache and not index._heads and not index._prefixes
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(filters, min_size=1, max_size=15), st.lists(literals, min_size=1, max_size=20), st.randoms())
+def test_deep_filters_agree_with_filter_matches(fs: list[str], subjects_: list[str], rnd: random.Random) -> None:
+    # with the deep limit at 2 tokens, most random filters are deep ones
+    with mock.patch.object(subjects, "DEEP_TOKENS", 2):
+        deep = [f for f in fs if f.count(".") >= 2 and ("*" in f.split(".") or f.endswith(">"))]
+        index = check_index_agrees(fs, subjects_, rnd)
+        assert index.deep_filters <= len(set(deep))
+        assert not any(f.count(".") >= 2 for f in _trie_filters(index))
+
+
+def _trie_filters(index: SubjectIndex[int]) -> list[str]:
+    """The filters the trie holds, rebuilt from its nodes."""
+    out, stack = [], [(index._root, "")]
+    while stack:
+        node, path = stack.pop()
+        if node.plain or node.queues:
+            out.append(path)
+        kids = dict(node.children or {})
+        if node.pwc is not None:
+            kids["*"] = node.pwc
+        if node.fwc is not None:
+            kids[">"] = node.fwc
+        stack.extend((child, f"{path}.{tok}" if path else tok) for tok, child in kids.items())
+    return out
+
+
+def test_a_plain_literal_subscription_adds_no_object_for_the_collector() -> None:
+    # a full collection walks every tracked object: 200,000 subscriptions on one
+    # connection must not bring 400,000 index objects besides themselves
+    index: SubjectIndex[int] = SubjectIndex()
+    gc.collect()
+    before = len(gc.get_objects())
+    for i in range(10_000):
+        index.insert(f"storm.{i}.x", i)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100
+    index.insert("storm.1.x", -1)  # a second value, a queue member: then a node
+    index.insert("storm.2.x", -2, queue="q")
+    assert sorted(index.match("storm.1.x").plain) == [-1, 1]
+    assert index.match("storm.2.x").plain == [2] and index.match("storm.2.x").queues == {"q": [-2]}
+    assert index.match("storm.3.x").plain == [3]
+    assert index.remove("storm.1.x", 1) and index.match("storm.1.x").plain == [-1]
+    assert not index.remove("storm.3.x", 3, queue="q") and index.remove("storm.3.x", 3)
+    assert not index.match("storm.3.x") and len(index) == 10_000

@@ -302,12 +302,10 @@ class Monitoring:
 def _reserved(engines: Sequence[JetStream]) -> dict[str, int]:
     """What nats-server reserves: the `max_bytes` of every stream that sets one,
     by storage ("memory", "file")."""
-    out = {"memory": 0, "file": 0}
-    for engine in engines:
-        for stream in engine.streams.values():
-            if stream.config.max_bytes > 0:
-                out[stream.config.storage] = out.get(stream.config.storage, 0) + stream.config.max_bytes
-    return out
+    return {
+        storage: sum(engine.store_limits.reserved(storage) for engine in engines)
+        for storage in ("memory", "file")
+    }
 
 
 def _limits(limits: JetStreamLimits) -> dict[str, int]:

@@ -103,6 +103,19 @@ class FakeClock:
             timer.callback()
         self._now_ns = target
 
+    def turn(self) -> int:
+        """One loop turn: run the timers due now that were set before it (not those
+        they set, which wait for the next turn); how many ran."""
+        due: list[_FakeTimer] = []
+        while self._timers and self._timers[0].due_ns <= self._now_ns:
+            due.append(heapq.heappop(self._timers))
+        ran = 0
+        for timer in due:
+            if not timer.cancelled:
+                timer.callback()
+                ran += 1
+        return ran
+
     @property
     def pending_timers(self) -> int:
         return sum(1 for t in self._timers if not t.cancelled)

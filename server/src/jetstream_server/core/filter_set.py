@@ -14,6 +14,9 @@ event loop. `FilterSet` keeps the filters in a token trie instead:
   visits; `BudgetExceeded` ends the check (the caller answers with an error)
   instead of holding the loop.
 
+A set may live long (the engine's index of every stream's subjects): `remove`
+takes a filter out again, and each check starts with `renew_budget`.
+
 `first_collision(filters)` and `first_nested(filters)` return the pair
 nats-server reports (its loops compare in list order: the first `i` that
 collides with a later `j`, the first such `j`).
@@ -27,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from jetstream_server.core.steps import Steps, drive
 from jetstream_server.core.subjects import FWC, PWC, TSEP, filters_overlap, is_subset_filter
 
 DEFAULT_BUDGET: Final = 300_000  # node visits per check: a few tenths of a second at most
@@ -60,6 +64,31 @@ class FilterSet:
                 child = node.children[token] = _Node()
             node = child
         node.ends += 1
+
+    def remove(self, subject: str) -> bool:
+        """Take one `subject` out (pruning the nodes left empty); False when the
+        set does not hold it."""
+        path: list[tuple[_Node, str]] = []
+        node = self._root
+        for token in subject.split(TSEP):
+            child = node.children.get(token)
+            if child is None:
+                return False
+            path.append((node, token))
+            node = child
+        if not node.ends:
+            return False
+        node.ends -= 1
+        for parent, token in reversed(path):
+            child = parent.children[token]
+            if child.ends or child.children:
+                break
+            del parent.children[token]
+        return True
+
+    def renew_budget(self, budget: int = DEFAULT_BUDGET) -> None:
+        """A new check of a long-lived set starts with a full budget."""
+        self.budget = self._initial = budget
 
     def _spend(self, visits: int) -> None:
         self.budget -= visits
@@ -129,12 +158,22 @@ class FilterSet:
 def first_collision(subjects: Sequence[str], budget: int = DEFAULT_BUDGET) -> tuple[int, int] | None:
     """The first pair `(i, j)`, `i < j`, of colliding filters in list order, as
     nats-server's nested loop finds it; None when no two collide."""
+    return drive(first_collision_steps(subjects, len(subjects) + 1, budget))
+
+
+def first_collision_steps(
+    subjects: Sequence[str], step: int, budget: int = DEFAULT_BUDGET
+) -> Steps[tuple[int, int] | None]:
+    """`first_collision`, `step` subjects at a time: yields between steps (a caller
+    working in loop turns), returns the pair."""
     found: int | None = None
     later = FilterSet(budget)
     for i in range(len(subjects) - 1, -1, -1):
         if later.collides(subjects[i]):
             found = i
         later.add(subjects[i])
+        if i and i % step == 0:
+            yield
     if found is None:
         return None
     for j in range(found + 1, len(subjects)):

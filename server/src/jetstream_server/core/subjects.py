@@ -26,19 +26,38 @@ ack subjects (``$JS.ACK.<9 tokens>`` under ``$JS.ACK.>``), a new subject per
 message, are served this way by (first `d` tokens, token count), or by the
 first `d` tokens alone when only the last token is left out (no count
 needed then); any insert or remove clears these caches.
+
+Deep filters: a wildcard filter of more than `DEEP_TOKENS` tokens (legal once
+`max_control_line` is raised: 1 MB of ``*.`` is 512k tokens) is not put in the
+trie, which would cost a node per token and a Python step per token on every
+insert, match and removal. It is kept whole, grouped by its token count (or,
+ending in ``>``, by the count before it), with the positions of its literal
+tokens: a subject matches it when the counts agree and the subject's tokens at
+those positions (picked in C by `operator.itemgetter`) equal the filter's.
+Only a subject of more than `DEEP_TOKENS` tokens can match a deep filter, so
+every other subject never looks at them; the trie is never deeper than
+`DEEP_TOKENS`, so a walk splits a subject into at most that many tokens.
+Inserting or removing a deep filter is C-speed work on its text (a split, a
+count) and clears the result cache if it holds a deep subject.
+
+Subjects longer than `CACHE_SUBJECT_MAX` bytes are matched but never cached
+(a cache of 4,096 one-megabyte subjects would hold gigabytes).
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import re
-from collections.abc import Hashable, Iterable
-from typing import Final, Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Final, Generic, TypeVar
 
 PWC: Final = "*"
 FWC: Final = ">"
 TSEP: Final = "."
 CACHE_MAX: Final = 4096
+DEEP_TOKENS: Final = 64  # a wildcard filter with more tokens is kept outside the trie
+CACHE_SUBJECT_MAX: Final = 4096  # longer subjects are matched but not cached
 
 # validation runs in C (str methods, one regex), never a Python loop per character:
 # a subject may be as long as `max_control_line`, which users raise
@@ -214,6 +233,33 @@ class MatchResult(Generic[T]):
         return len(self.plain) + sum(len(m) for m in self.queues.values())
 
 
+class _DeepFilter(Generic[T]):
+    """A wildcard filter of more than `DEEP_TOKENS` tokens, matched whole.
+
+    `pick` takes the tokens at the positions of the filter's literal tokens out of
+    a subject's tokens (None when every token is a wildcard: the count decides);
+    `expect` is what it takes out of the filter's own."""
+
+    __slots__ = ("entry", "pick", "expect")
+
+    def __init__(self, filter_subject: str, fwc: bool) -> None:
+        self.entry: _Node[T] = _Node()
+        self.pick: Callable[[list[str]], Any] | None = None
+        self.expect: Any = None
+        if filter_subject.replace(PWC + TSEP, "") in (PWC, FWC):
+            return  # only wildcard tokens (`*.*. ... .>`): the token count decides
+        tokens = filter_subject.split(TSEP)
+        if fwc:
+            tokens.pop()
+        # positions of the literal tokens, found in C (no Python step per token)
+        positions = list(
+            itertools.compress(range(len(tokens)), map(operator.ne, tokens, itertools.repeat(PWC)))
+        )
+        if positions:
+            self.pick = operator.itemgetter(*positions)
+            self.expect = self.pick(tokens)
+
+
 _MAX_DEPTHS: Final = 4
 _SCAN_MAX: Final = 64  # a cache larger than this is dropped whole when a wildcard filter changes
 
@@ -252,7 +298,9 @@ class SubjectIndex(Generic[T]):
 
     def __init__(self, cache_max: int = CACHE_MAX) -> None:
         self._root: _Node[T] = _Node()
-        self._literals: dict[str, _Node[T]] = {}
+        # a literal filter's subscriptions: the one plain value itself (one object per
+        # subscription for the garbage collector to walk, not three), else a node
+        self._literals: dict[str, T | _Node[T]] = {}
         self._cache: dict[str, MatchResult[T]] = {}
         # (first d tokens, number of tokens) -> result of the trie, for subjects
         # whose further tokens do not matter (see the module docstring); `_depths`
@@ -263,18 +311,28 @@ class SubjectIndex(Generic[T]):
         self._heads: dict[str, MatchResult[T]] = {}
         self._cache_max = cache_max
         self._count = 0
+        # deep filters (module docstring): filter -> its entry, and the same grouped
+        # by token count (`_deep_exact`) or, ending in `>`, by the count before it
+        self._deep: dict[str, _DeepFilter[T]] = {}
+        self._deep_exact: dict[int, dict[str, _DeepFilter[T]]] = {}
+        self._deep_fwc: dict[int, dict[str, _DeepFilter[T]]] = {}
+        self._deep_cached = False  # the result cache may hold a subject of > DEEP_TOKENS
 
     def __len__(self) -> int:
         return self._count
 
+    @property
+    def deep_filters(self) -> int:
+        """How many deep filters (kept outside the trie) there are."""
+        return len(self._deep)
+
     def insert(self, filter_subject: str, value: T, queue: str | None = None) -> None:
         if not has_wildcard(filter_subject):
-            entry = self._literals.get(filter_subject)
-            if entry is None:
-                entry = self._literals[filter_subject] = _Node()
-            if entry.add(value, queue):
-                self._count += 1
-                self._cache.pop(filter_subject, None)
+            self._insert_literal(filter_subject, value, queue)
+            return
+        ntokens = filter_subject.count(TSEP) + 1
+        if ntokens > DEEP_TOKENS:
+            self._insert_deep(filter_subject, ntokens, value, queue)
             return
         node = self._root
         for token in filter_subject.split(TSEP):
@@ -300,14 +358,12 @@ class SubjectIndex(Generic[T]):
 
     def remove(self, filter_subject: str, value: T, queue: str | None = None) -> bool:
         if not has_wildcard(filter_subject):
-            entry = self._literals.get(filter_subject)
-            if entry is None or not entry.discard(value, queue):
-                return False
-            if not (entry.plain or entry.queues):
-                del self._literals[filter_subject]
-            self._count -= 1
-            self._cache.pop(filter_subject, None)
-            return True
+            return self._remove_literal(filter_subject, value, queue)
+        deep = self._deep.get(filter_subject)
+        if deep is not None:
+            return self._remove_deep(filter_subject, deep, value, queue)
+        if filter_subject.count(TSEP) >= DEEP_TOKENS:
+            return False  # a deep filter nobody holds
         path: list[tuple[_Node[T], str]] = []
         node: _Node[T] | None = self._root
         for token in filter_subject.split(TSEP):
@@ -343,6 +399,108 @@ class SubjectIndex(Generic[T]):
         self._invalidate(filter_subject)
         return True
 
+    def _insert_literal(self, subject: str, value: T, queue: str | None) -> None:
+        literals = self._literals
+        entry = literals.get(subject)
+        if entry is None:
+            if queue is None:
+                literals[subject] = value  # the common case: no node, no set
+                self._count += 1
+                self._cache.pop(subject, None)
+                return
+            entry = literals[subject] = _Node()
+        elif type(entry) is not _Node:
+            if queue is None and (entry is value or entry == value):
+                return
+            node: _Node[T] = _Node()
+            node.add(entry, None)  # type: ignore[arg-type]
+            entry = literals[subject] = node
+        if entry.add(value, queue):  # type: ignore[union-attr]
+            self._count += 1
+            self._cache.pop(subject, None)
+
+    def _remove_literal(self, subject: str, value: T, queue: str | None) -> bool:
+        literals = self._literals
+        entry = literals.get(subject)
+        if entry is None:
+            return False
+        if type(entry) is not _Node:
+            if queue is not None or not (entry is value or entry == value):
+                return False
+            del literals[subject]
+        else:
+            if not entry.discard(value, queue):  # type: ignore[union-attr]
+                return False
+            if not (entry.plain or entry.queues):  # type: ignore[union-attr]
+                del literals[subject]
+        self._count -= 1
+        self._cache.pop(subject, None)
+        return True
+
+    def _deep_group(self, filter_subject: str, ntokens: int) -> dict[str, _DeepFilter[T]]:
+        """The group a deep filter belongs to (made when missing)."""
+        if filter_subject.endswith(TSEP + FWC):
+            return self._deep_fwc.setdefault(ntokens - 1, {})
+        return self._deep_exact.setdefault(ntokens, {})
+
+    def _insert_deep(self, filter_subject: str, ntokens: int, value: T, queue: str | None) -> None:
+        deep = self._deep.get(filter_subject)
+        if deep is None:
+            fwc = filter_subject.endswith(TSEP + FWC)
+            deep = self._deep[filter_subject] = _DeepFilter(filter_subject, fwc)
+            self._deep_group(filter_subject, ntokens)[filter_subject] = deep
+        if deep.entry.add(value, queue):
+            self._count += 1
+            self._drop_deep_results()
+
+    def _remove_deep(
+        self, filter_subject: str, deep: _DeepFilter[T], value: T, queue: str | None
+    ) -> bool:
+        entry = deep.entry
+        if not entry.discard(value, queue):
+            return False
+        self._count -= 1
+        if not (entry.plain or entry.queues):
+            del self._deep[filter_subject]
+            fwc = filter_subject.endswith(TSEP + FWC)
+            groups = self._deep_fwc if fwc else self._deep_exact
+            key = filter_subject.count(TSEP) + (0 if fwc else 1)
+            group = groups[key]
+            del group[filter_subject]
+            if not group:
+                del groups[key]
+        self._drop_deep_results()
+        return True
+
+    def _drop_deep_results(self) -> None:
+        """A deep filter came or went: cached results of deep subjects are stale (the
+        trie's prefix caches are not: they describe the trie alone)."""
+        if self._deep_cached:
+            self._cache.clear()
+            self._deep_cached = False
+
+    def _deep_match(self, subject: str, ntokens: int) -> list[_Node[T]]:
+        """The entries of the deep filters a subject of `ntokens` tokens matches."""
+        tokens: list[str] | None = None
+        found: list[_Node[T]] = []
+        groups = []
+        exact = self._deep_exact.get(ntokens)
+        if exact:
+            groups.append(exact)
+        for before, group in self._deep_fwc.items():
+            if before < ntokens:
+                groups.append(group)
+        for group in groups:
+            for deep in group.values():
+                pick = deep.pick
+                if pick is not None:
+                    if tokens is None:
+                        tokens = subject.split(TSEP)
+                    if pick(tokens) != deep.expect:
+                        continue
+                found.append(deep.entry)
+        return found
+
     def _invalidate(self, filter_subject: str) -> None:
         """A wildcard filter came or went: the trie's caches are stale, and so are
         the cached subjects it matches (all of them dropped when there are many:
@@ -370,8 +528,17 @@ class SubjectIndex(Generic[T]):
         literal = self._literals.get(subject)
         if literal is not None:
             result = _with_entry(result, literal)
-        elif not whole:
+            whole = True
+        if self._deep:
+            ntokens = subject.count(TSEP) + 1
+            if ntokens > DEEP_TOKENS:
+                for entry in self._deep_match(subject, ntokens):
+                    result = _with_entry(result, entry)
+                whole = True
+        if not whole or len(subject) > CACHE_SUBJECT_MAX:
             return result
+        if not self._deep_cached and subject.count(TSEP) >= DEEP_TOKENS:
+            self._deep_cached = True
         cache = self._cache
         if len(cache) >= self._cache_max:
             # drop the oldest half; dicts keep insertion order
@@ -402,7 +569,9 @@ class SubjectIndex(Generic[T]):
                     cached = prefixes.get((subject[:pos] if depth else "", n))
                     if cached is not None:
                         return cached, False
-        result, depth = self._walk(subject)
+        result, depth = self._walk(subject, n)
+        if len(subject) > CACHE_SUBJECT_MAX:
+            return result, True  # (not cached by `match` either)
         if depth == n - 1 and dot > 0:
             heads = self._heads
             if len(heads) >= self._cache_max:
@@ -421,14 +590,15 @@ class SubjectIndex(Generic[T]):
             return result, False
         return result, True
 
-    def _walk(self, subject: str) -> tuple[MatchResult[T], int]:
-        """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per token.
+    def _walk(self, subject: str, n: int) -> tuple[MatchResult[T], int]:
+        """Trie walk: literal child, ``*`` child (explored later) and ``>`` child per
+        token, for a subject of `n` tokens.
 
         Also returns how many leading tokens the result depends on: one past the
         deepest token looked up in a node that has literal children (the result
-        holds for every subject with those first tokens and as many tokens)."""
-        tokens = subject.split(TSEP)
-        n = len(tokens)
+        holds for every subject with those first tokens and as many tokens).
+        The trie is at most `DEEP_TOKENS` deep: no more tokens are split off."""
+        tokens = subject.split(TSEP, DEEP_TOKENS)
         depth = 0
         plain: list[T] = []
         queues: dict[str, list[T]] | None = None
@@ -473,7 +643,12 @@ class SubjectIndex(Generic[T]):
 
     def values(self) -> Iterable[T]:
         for entry in self._literals.values():
-            yield from _entry_values(entry)
+            if type(entry) is _Node:
+                yield from _entry_values(entry)
+            else:
+                yield entry  # type: ignore[misc]
+        for deep in self._deep.values():
+            yield from _entry_values(deep.entry)
         stack = [self._root]
         while stack:
             node = stack.pop()
@@ -494,8 +669,12 @@ def _entry_values(node: _Node[T]) -> Iterable[T]:
             yield from members
 
 
-def _with_entry(result: MatchResult[T], entry: _Node[T]) -> MatchResult[T]:
-    """`result` (shared, read-only) plus the values of a literal filter's entry."""
+def _with_entry(result: MatchResult[T], entry: T | _Node[T]) -> MatchResult[T]:
+    """`result` (shared, read-only) plus the values of a filter's entry (a node, or
+    a literal filter's one plain value)."""
+    if type(entry) is not _Node:
+        return MatchResult([*result.plain, entry], result.queues)  # type: ignore[list-item]
+    assert isinstance(entry, _Node)
     plain = list(result.plain)
     if entry.plain:
         plain.extend(entry.plain)

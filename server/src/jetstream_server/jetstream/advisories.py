@@ -133,9 +133,10 @@ def consumer_unpinned(out: Publisher, now_ns: int, account: str | None, stream: 
 
 
 def api_audit(out: Publisher, now_ns: int, server: str, client: dict[str, Any] | None,
-              subject: str, request: bytes, response: dict[str, Any],
+              subject: str, request: bytes, response: dict[str, Any] | str,
               domain: str | None = None) -> bool:
-    """A `$JS.API` request was answered (`response`: the JSON object sent)."""
+    """A `$JS.API` request was answered (`response`: the JSON object sent, or its
+    text when the answer was encoded already)."""
     if not out.has_interest(API_AUDIT):
         return False
     return send(out, API_AUDIT, "api_audit", now_ns, {
@@ -143,6 +144,6 @@ def api_audit(out: Publisher, now_ns: int, server: str, client: dict[str, Any] |
         "client": client,
         "subject": subject,
         "request": request.decode("utf-8", "replace") or None,
-        "response": json.dumps(response, separators=(",", ":")),
+        "response": response if isinstance(response, str) else json.dumps(response, separators=(",", ":")),
         "domain": domain or None,
     })

@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,11 @@ from jetstream_server.core.account_limits import AccountLimits
 from jetstream_server.core.clock import Clock, Offload
 from jetstream_server.core.filter_set import BudgetExceeded, FilterSet
 from jetstream_server.core.router import Router
+from jetstream_server.core.steps import Steps, drive
 from jetstream_server.jetstream import advisories, persistence, reports
 from jetstream_server.jetstream.api.consumers import restore_consumers
 from jetstream_server.jetstream.api.dispatch import API_PREFIX, dispatch
-from jetstream_server.jetstream.api.host import ApiStats
+from jetstream_server.jetstream.api.host import ApiQueue, ApiStats
 from jetstream_server.jetstream.api.views import stream_info
 from jetstream_server.jetstream.atomic_batch import AtomicBatches
 from jetstream_server.jetstream.consumer.acks import ACK_SUBJECT, AckInbox
@@ -126,9 +128,14 @@ class JetStream:
         # snapshots being sent and restores being received (snapshot/): ended at close
         self.transfers: set[Transfer] = set()
         self.api_stats = ApiStats()
+        self.api_queue = ApiQueue()
         # stream directories found at start that did not load: name -> why
         self.unloaded: dict[str, str] = {}
         self._stream_subs: dict[str, list[int]] = {}
+        # every served stream's subjects in one trie, kept as streams come, change
+        # and go: a create's overlap check costs its own subjects, not every stream's
+        self._stream_filters = FilterSet()
+        self._filtered: dict[str, tuple[str, ...]] = {}
         self._api_subs: list[int] = []
 
     # -- lifecycle ---------------------------------------------------------------
@@ -164,6 +171,7 @@ class JetStream:
         for name in list(self.streams):
             stream = self.streams.pop(name)
             self._unsubscribe_stream(name)
+            self.store_limits.untrack(stream)
             try:
                 stream.store.sync()
                 stream.stop()
@@ -231,19 +239,33 @@ class JetStream:
         return persistence.stream_dir(store_dir, name, self.account)
 
     def check_overlap(self, config: StreamConfig, ignore: str | None = None) -> None:
-        # every other stream's subjects in one trie: linear, not streams x subjects^2
-        others = FilterSet()
-        for other in self.streams.values():
-            if other.name != ignore:
-                for theirs in other.config.subjects:
-                    others.add(theirs)
+        """Does `config` take a subject of another stream (`ignore`: the stream
+        being updated)? One look-up per subject in the index of every stream's
+        subjects, within one budget of trie visits."""
+        drive(self._overlap_steps(config, ignore, len(config.subjects) + 1))
+
+    def _overlap_steps(
+        self, config: StreamConfig, ignore: str | None, step: int
+    ) -> Steps[None]:
+        """`check_overlap`, yielding after each `step` subjects."""
+        filters = self._stream_filters
+        own = self._filtered.get(ignore, ()) if ignore is not None else ()
+        for subject in own:
+            filters.remove(subject)
         try:
-            if any(others.collides(mine) for mine in config.subjects):
-                raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+            filters.renew_budget()
+            for i, mine in enumerate(config.subjects):
+                if filters.collides(mine):
+                    raise ApiError(Err.STREAM_SUBJECT_OVERLAP)
+                if i and i % step == 0:
+                    yield
         except BudgetExceeded:
             raise ApiError(
                 Err.STREAM_INVALID_CONFIG, err="too many subjects to check for overlaps"
             ) from None
+        finally:
+            for subject in own:
+                filters.add(subject)
 
     def prepare_config(self, config: StreamConfig) -> StreamConfig:
         """The checks that need the other streams (mirror and source sizes,
@@ -252,16 +274,26 @@ class JetStream:
         Sourcing.check(config, self.streams)
         return config
 
-    def create_stream(self, config: StreamConfig) -> Stream:
+    def create_stream_steps(
+        self, config: StreamConfig, step: int
+    ) -> Steps[tuple[Stream, Callable[[], None] | None]]:
+        """A new stream, served once done; with `sync_always`, also the job (for
+        the disk thread) that makes its files survive a power cut, which the
+        create is to be answered after (without it nothing is fsynced, as
+        nats-server: what was written survives a process kill). Yields after
+        each `step` subjects of its overlap check and of its subscriptions: the
+        API runs the steps in loop turns, nothing else of the API in between
+        (api/dispatch.py)."""
         # nats-server checks the account's limits before the subjects
         self.store_limits.check_reservation(config)
-        self.check_overlap(config)
+        yield from self._overlap_steps(config, None, step)
         directory = self.stream_dir(config.name, config.storage)
         created = self.clock.now_ns()
+        fsyncs: list[Path] = []
         if directory is not None:
             self._refuse_unloaded(config.name, directory)
             try:
-                persistence.create_stream_dir(
+                fsyncs = persistence.create_stream_dir(
                     directory, persistence.StreamMeta(config=config.to_json(), created_ns=created)
                 )
             except OSError as exc:
@@ -276,30 +308,39 @@ class JetStream:
                 persistence.remove_stream_dir(directory)
             logger.exception("could not create the store of stream %s", config.name)
             raise ApiError(Err.STREAM_CREATE, err=str(exc)) from exc
-        stream = self._register(config, store, directory, created)
+        stream = yield from self._register_steps(config, store, directory, created, step)
         logger.info("created stream %s", config.name)
         advisories.stream_action(self.router, self.clock.now_ns(), config.name, "create",
                                  self.settings.domain or None)
-        return stream
+        if fsyncs and self.settings.sync_always:
+            return stream, functools.partial(persistence.fsync_paths, fsyncs)
+        return stream, None
 
-    def update_stream(self, stream: Stream, config: StreamConfig) -> None:
+    def update_stream_steps(self, stream: Stream, config: StreamConfig, step: int) -> Steps[None]:
+        """Give `stream` its new config, yielding after each `step` subjects of
+        its overlap check and of its new subscriptions (as a create)."""
         stream.config.check_update(config)
-        self.check_overlap(config, ignore=stream.name)
+        yield from self._overlap_steps(config, stream.name, step)
         self.store_limits.check_reservation(config, ignore=stream.name)
         if stream.directory is not None:
             persistence.write_meta(
                 stream.directory,
                 persistence.StreamMeta(config=config.to_json(), created_ns=stream.created_ns),
+                sync=self.settings.sync_always,  # as nats-server: fsynced with sync_always only
             )
         subjects_changed = config.subjects != stream.config.subjects
         if not config.allow_atomic:
             self.atomic_batches.drop_stream(stream.name)
         if not config.allow_batched:
             self.fast_batches.drop_stream(stream.name)
-        stream.update_config(config)
+        self.store_limits.untrack(stream)
+        try:
+            stream.update_config(config)
+        finally:
+            self.store_limits.track(stream)
         if subjects_changed:
             self._unsubscribe_stream(stream.name)
-            self._subscribe_stream(stream)
+            yield from self._subscribe_steps(stream, step)
         self.sourcing.attach(stream)  # a removed mirror promotes the stream; sources follow the config
         advisories.stream_action(self.router, self.clock.now_ns(), stream.name, "modify",
                                  self.settings.domain or None)
@@ -308,6 +349,7 @@ class JetStream:
         self.sourcing.detach(stream.name)
         self._unsubscribe_stream(stream.name)
         self.streams.pop(stream.name, None)
+        self.store_limits.untrack(stream)
         self.atomic_batches.drop_stream(stream.name)
         self.fast_batches.drop_stream(stream.name)
         self.pipeline.drop_stream(stream)
@@ -336,12 +378,19 @@ class JetStream:
         self, config: StreamConfig, store: StreamStore, directory: Path | None, created: int
     ) -> Stream:
         """A stream listed and subscribed, with the account's per-publish limit check."""
+        return drive(self._new_stream_steps(config, store, directory, created, len(config.subjects) + 1))
+
+    def _new_stream_steps(
+        self, config: StreamConfig, store: StreamStore, directory: Path | None, created: int,
+        step: int,
+    ) -> Steps[Stream]:
         stream = Stream(
             config, store, self.clock, directory=directory, created_ns=created,
             account_check=self.store_limits.publish_check(),
         )
         self.streams[config.name] = stream
-        self._subscribe_stream(stream)
+        self.store_limits.track(stream)
+        yield from self._subscribe_steps(stream, step)
         return stream
 
     def _register(
@@ -349,7 +398,13 @@ class JetStream:
     ) -> Stream:
         """A new stream (created or restored) served, and an origin that waiting
         mirrors and sources start copying from."""
-        stream = self._new_stream(config, store, directory, created)
+        return drive(self._register_steps(config, store, directory, created, len(config.subjects) + 1))
+
+    def _register_steps(
+        self, config: StreamConfig, store: StreamStore, directory: Path | None, created: int,
+        step: int,
+    ) -> Steps[Stream]:
+        stream = yield from self._new_stream_steps(config, store, directory, created, step)
         self.sourcing.attach(stream)
         self.sourcing.stream_created(stream)
         return stream
@@ -372,15 +427,27 @@ class JetStream:
         )
 
     def _subscribe_stream(self, stream: Stream) -> None:
+        drive(self._subscribe_steps(stream, len(stream.config.subjects) + 1))
+
+    def _subscribe_steps(self, stream: Stream, step: int) -> Steps[None]:
+        """Subscribe the stream's subjects and index them, yielding after each `step`."""
         # a partial, not a closure: one Python frame less per published message
         handler = functools.partial(self.intake.publish, stream)
-        self._stream_subs[stream.name] = [
-            self.router.subscribe(subject, handler) for subject in stream.config.subjects
-        ]
+        subjects = tuple(stream.config.subjects)
+        sids = self._stream_subs[stream.name] = []
+        self._filtered[stream.name] = subjects
+        subscribe, add = self.router.subscribe, self._stream_filters.add
+        for i, subject in enumerate(subjects):
+            sids.append(subscribe(subject, handler))
+            add(subject)
+            if i and i % step == 0:
+                yield
 
     def _unsubscribe_stream(self, name: str) -> None:
         for sid in self._stream_subs.pop(name, []):
             self.router.unsubscribe(sid)
+        for subject in self._filtered.pop(name, ()):
+            self._stream_filters.remove(subject)
 
     # -- restores (snapshot/restore.py) ----------------------------------------------
     def stage_restore(self, config: StreamConfig) -> tuple[StreamStore, Path | None]:

@@ -35,6 +35,7 @@ Invariant: limits of -1 (or a server limit of 0 or less) never refuse anything.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 from jetstream_server.core.account_limits import AccountLimits
@@ -46,7 +47,15 @@ UNLIMITED = AccountLimits()
 
 
 class StoreLimits:
-    """One account's store usage and the limits that bound it (see module docstring)."""
+    """One account's store usage and the limits that bound it (see module docstring).
+
+    Usage and reservations are running totals, not sums over the streams: the
+    engine `track`s a stream when it is served (created, loaded, restored, its
+    config updated) and `untrack`s it when it goes or before its config
+    changes; a tracked stream's store reports every change of its messages and
+    bytes (`StreamStore.on_change`, as nats-server's stores report theirs).
+    A check, a publish and `$JS.API.INFO` cost the same with 5 or 5,000
+    streams."""
 
     def __init__(
         self,
@@ -64,20 +73,51 @@ class StoreLimits:
         # server when several accounts have JetStream): the server's store
         # limits are checked against their sum
         self.peers: list[StoreLimits] = []
+        self._bytes: dict[Storage, int] = {"memory": 0, "file": 0}
+        self._reserved: dict[Storage, int] = {"memory": 0, "file": 0}
+        self.messages = 0  # in every tracked stream
+        # what each tracked stream counts for: its storage and reservation
+        self._tracked: dict[str, tuple[Storage, int]] = {}
+
+    # -- running totals ------------------------------------------------------------
+    def track(self, stream: Stream) -> None:
+        """`stream` counts from now on: its reservation, its store's bytes and
+        messages (and every change its store reports)."""
+        if stream.name in self._tracked:
+            self.untrack(stream)
+        cfg = stream.config
+        storage, reserved = cfg.storage, max(cfg.max_bytes, 0)
+        self._tracked[stream.name] = (storage, reserved)
+        self._reserved[storage] += reserved
+        store = stream.store
+        self._bytes[storage] += store.stored_bytes()
+        self.messages += store.state().msgs
+        store.on_change = functools.partial(self._changed, storage)
+
+    def untrack(self, stream: Stream) -> None:
+        """`stream` no longer counts (deleted, closed, or about to change its config)."""
+        tracked = self._tracked.pop(stream.name, None)
+        if tracked is None:
+            return
+        storage, reserved = tracked
+        self._reserved[storage] -= reserved
+        store = stream.store
+        store.on_change = None
+        self._bytes[storage] -= store.stored_bytes()
+        self.messages -= store.state().msgs
+
+    def _changed(self, storage: Storage, msgs: int, size: int) -> None:
+        self._bytes[storage] += size
+        self.messages += msgs
 
     # -- usage ---------------------------------------------------------------------
     def usage(self, storage: Storage) -> int:
         """Bytes this account stores in `storage`."""
-        return sum(
-            s.store.stored_bytes() for s in self.streams.values() if s.config.storage == storage
-        )
+        return self._bytes[storage]
 
     def reserved(self, storage: Storage) -> int:
         """Bytes this account's streams reserve with their `max_bytes`."""
-        return sum(
-            s.config.max_bytes for s in self.streams.values()
-            if s.config.storage == storage and s.config.max_bytes > 0
-        )
+        return self._reserved[storage]
 
     def server_usage(self, storage: Storage) -> int:
         """Bytes stored by every account of the server."""
@@ -95,11 +135,11 @@ class StoreLimits:
         config against the account's limits, and its `max_bytes` against what is
         left of the account's and the server's store."""
         storage = config.storage
-        reserved_here = sum(
-            max(s.config.max_bytes, 0)
-            for s in self.streams.values()
-            if s.config.storage == storage and s.name != ignore
-        )
+        reserved_here = self._reserved[storage]
+        if ignore is not None:
+            own = self._tracked.get(ignore)
+            if own is not None and own[0] == storage:
+                reserved_here -= own[1]
         acc = self.account
         if ignore is None:
             _check_max_bytes(acc, storage, config.max_bytes)

@@ -6,14 +6,16 @@
     <store_dir>/jetstream/$G/streams/<name>/LOCK, index.snap   it owns these too)
     <store_dir>/jetstream/$G/streams/<name>/obs/        consumer state (consumers)
 
-Invariants: `meta.json` is replaced atomically (write a temp file, fsync it,
-rename over the old one, fsync the directory), so after a crash it is either
-the old or the new version, never a torn one; a failed write leaves no temp
-file behind. A directory created here is fsynced into its parent (and the
-parent into its own), so a stream or consumer that was confirmed still has
-its directory after a power cut. A directory without a readable `meta.json`
-is not a stream: it is reported and skipped, never deleted, and a create of
-the same name is refused (engine).
+Invariants: `meta.json` is replaced atomically (write a temp file, rename over
+the old one), so after a crash it is either the old or the new version, never
+a torn one; a failed write leaves no temp file behind. What is written here is
+in the OS's hands before the call returns, so a process kill loses nothing. For
+power cuts: `write_json_atomic` and `make_dirs` fsync (the file, then each
+directory into its parent); a stream create, as nats-server's, does not fsync
+by itself and returns the fsyncs instead (`create_stream_dir`), which the
+engine runs on its disk thread before answering when `sync_always` is on. A
+directory without a readable `meta.json` is not a stream: it is reported and
+skipped, never deleted, and a create of the same name is refused (engine).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from jetstream_server.store.file import MSGS_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +63,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def make_dirs(path: Path) -> None:
-    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+def missing_dirs(path: Path) -> list[Path]:
+    """The directories `mkdir -p path` would create, deepest first."""
     missing: list[Path] = []
     probe = path
-    while not probe.exists():
+    while not probe.exists() and probe.parent != probe:
         missing.append(probe)
-        if probe.parent == probe:
-            break
         probe = probe.parent
+    return missing
+
+
+def make_dirs(path: Path) -> None:
+    """`mkdir -p` that fsyncs each directory it creates into its parent."""
+    missing = missing_dirs(path)
     path.mkdir(parents=True, exist_ok=True)
     for created in reversed(missing):
         fsync_dir(created.parent)
@@ -103,23 +111,41 @@ def write_bytes_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def create_stream_dir(directory: Path, meta: StreamMeta) -> None:
-    """A new stream's directory with its meta.json; nothing is left behind on failure.
-    The directory must not exist (the engine never creates over existing data)."""
-    make_dirs(directory.parent)
+def create_stream_dir(directory: Path, meta: StreamMeta) -> list[Path]:
+    """A new stream's directory with its meta.json and the file store's `msgs`
+    directory (so the store makes none of its own), written as nats-server
+    writes them: handed to the OS, not fsynced, which no process kill can undo.
+    Returns the fsyncs (the meta file, then directories deepest first) that make
+    the create survive a power cut as well: the engine runs them on the disk
+    thread with `sync_always`. Nothing is left behind on failure. The directory
+    must not exist (the engine never creates over existing data)."""
+    created = missing_dirs(directory.parent)
+    directory.parent.mkdir(parents=True, exist_ok=True)
     directory.mkdir()
     try:
-        fsync_dir(directory.parent)
-        write_meta(directory, meta)
+        (directory / MSGS_DIR).mkdir()
+        write_meta(directory, meta, sync=False)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
-        fsync_dir(directory.parent)
         raise
+    dirs = [directory, directory.parent, *(p.parent for p in created)]
+    return [directory / META_FILE, *dirs]
 
 
-def write_meta(directory: Path, meta: StreamMeta) -> None:
+def fsync_paths(paths: list[Path]) -> None:
+    """fsync each file or directory in order (any thread); the first failure raises."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_meta(directory: Path, meta: StreamMeta, *, sync: bool = True) -> None:
+    """Replace a stream's meta.json (atomically; fsynced with `sync`)."""
     write_json_atomic(
-        directory / META_FILE, {"config": meta.config, "created_ns": meta.created_ns}
+        directory / META_FILE, {"config": meta.config, "created_ns": meta.created_ns}, sync=sync
     )
 
 

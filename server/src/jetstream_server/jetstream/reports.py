@@ -1,8 +1,10 @@
 """What an engine reports about its account: `$JS.API.INFO`'s usage and `/jsz`.
 
 Snapshots computed on demand from the account's `StoreLimits` (limits.py:
-the streams, their usage and reservations, the limits) and the engine's
-settings; field names are nats-server's. Nothing here changes state.
+the streams, the running totals of their usage, messages and reservations,
+the limits) and the engine's settings; field names are nats-server's. No
+store is asked: an answer costs the same with 5 or 5,000 streams (the
+consumer count aside, one `len` per stream). Nothing here changes state.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ def jsz(
 ) -> dict[str, Any]:
     """The account's part of `/jsz` (nats-server's field names)."""
     streams = limits.streams.values()
-    states = [s.store.state() for s in streams]
     return {
         "config": {
             "max_memory": settings.max_memory_store,
@@ -49,7 +50,7 @@ def jsz(
         "storage": limits.usage("file"),
         "streams": len(streams),
         "consumers": sum(len(s.consumers) for s in streams),
-        "messages": sum(st.msgs for st in states),
-        "bytes": sum(st.bytes for st in states),
+        "messages": limits.messages,
+        "bytes": limits.usage("memory") + limits.usage("file"),
         "api": {"level": API_LEVEL, "total": api_total, "errors": api_errors},
     }

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from jetstream_server.store.message import StoredMessage
+
 if TYPE_CHECKING:
     from jetstream_server.store.runs import MessageRun
 
@@ -54,17 +56,6 @@ def message_size(
     overheads of one storage type (memory by default)."""
     hlen = len(headers) if headers else 0
     return subject_len(subject) + hlen + len(data) + overhead[1 if hlen else 0]
-
-
-class StoredMessage(NamedTuple):
-    """One stored message. A typed tuple rather than a frozen dataclass: one is
-    built per publish and per read, and a tuple is built in a third of the time."""
-
-    subject: str
-    seq: int
-    timestamp_ns: int
-    headers: bytes | None
-    data: bytes
 
 
 @dataclass(slots=True)
@@ -121,6 +112,11 @@ class StreamStore(ABC):
     # -- writing -------------------------------------------------------------
     overhead: tuple[int, int] = MEMORY_OVERHEAD
     """Per-message overhead (without headers, with headers) of this backend."""
+
+    on_change: Callable[[int, int], None] | None = None
+    """Told `(messages, bytes)` by which `state()`'s counts changed after each
+    write and removal (None: nobody listens). The engine keeps its account's
+    usage from it, as nats-server's stores report theirs (storeUpdates)."""
 
     def msg_size(self, subject: str, headers: bytes | None, data: bytes) -> int:
         """Bytes this message would count for in this store (`state().bytes`)."""

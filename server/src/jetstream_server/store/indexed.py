@@ -19,6 +19,9 @@ storage only, through these hooks:
 - `_skip(last_seq)`: `skip_msgs` moves `last_seq` over absent sequences
   (default: nothing; file: one record that recovery replays).
 
+Every write and removal through the contract tells `on_change` by how many
+messages and bytes the state moved (the engine's running usage totals).
+
 Purge semantics follow nats-server 2.15 (checked against the real server):
 with no subject (or ">"), `up_to_seq` is `compact(up_to_seq)` (so beyond
 `last_seq` it moves `last_seq` up) and `keep` compacts up to the `keep`-th
@@ -103,6 +106,15 @@ class IndexedStore(StreamStore):
     def _floor(self, seq: int) -> int:
         return self._index.floor(seq)
 
+    def _floor_reported(self, seq: int) -> int:
+        """`_floor`, with the change it made told to `on_change`."""
+        index = self._index
+        msgs, size = index.msgs, index.bytes
+        removed = self._floor(seq)
+        if self.on_change is not None and (index.msgs != msgs or index.bytes != size):
+            self.on_change(index.msgs - msgs, index.bytes - size)
+        return removed
+
     def _removed(self) -> None:
         """Called after messages were removed from the index (file: drop dead blocks)."""
 
@@ -141,6 +153,8 @@ class IndexedStore(StreamStore):
             index.release_if_unused(sid)
             raise
         index.append(subject, timestamp_ns, size, sid=sid, value=value)
+        if self.on_change is not None:
+            self.on_change(1, size)
         return seq
 
     def skip_to(self, seq: int) -> None:
@@ -152,7 +166,7 @@ class IndexedStore(StreamStore):
         if seq < index.last_seq + 1:
             raise ValueError(f"skip_to({seq}) would move back below last sequence {index.last_seq}")
         if seq > index.last_seq + 1:
-            self._floor(seq)
+            self._floor_reported(seq)
 
     def skip_msgs(self, seq: int, count: int) -> None:
         self._check_open()
@@ -164,7 +178,7 @@ class IndexedStore(StreamStore):
         last = seq + count - 1
         _check_floor(last + 1)
         if index.msgs == 0:
-            self._floor(last + 1)  # nothing below: as a purge past the last sequence
+            self._floor_reported(last + 1)  # nothing below: as a purge past the last sequence
             return
         self._skip(last)
         index.advance_last(last)
@@ -177,18 +191,24 @@ class IndexedStore(StreamStore):
         if not self._index.present(seq):
             return False
         self._drop((seq,), erase)
-        self._index.remove(seq)
+        size = self._index.remove(seq)
         self._removed()
+        if self.on_change is not None:
+            self.on_change(-1, -size)
         return True
 
     def _remove_many(self, seqs: Sequence[int]) -> Purged:
         if not seqs:
             return Purged(0)
         self._drop(seqs, False)
-        remove = self._index.remove
+        index = self._index
+        before = index.bytes
+        remove = index.remove
         for seq in seqs:
             remove(seq)
         self._removed()
+        if self.on_change is not None:
+            self.on_change(-len(seqs), index.bytes - before)
         return Purged(len(seqs), seqs)
 
     def purge(
@@ -216,7 +236,7 @@ class IndexedStore(StreamStore):
                 if keep >= index.msgs:
                     return Purged(0)
                 return Purged(self.compact(index.seq_keeping_newest(keep)))
-            return Purged(self._floor(index.last_seq + 1))
+            return Purged(self._floor_reported(index.last_seq + 1))
         sids = index.resolve(subject)  # None: the filter happens to match every subject
         total = index.msgs if sids is None else index.total_msgs(sids)
         limit = total
@@ -235,10 +255,10 @@ class IndexedStore(StreamStore):
         self._check_open()
         _check_floor(seq)
         if seq <= 0:
-            return self._floor(self._index.last_seq + 1)
+            return self._floor_reported(self._index.last_seq + 1)
         if seq <= self._index.first_seq:
             return 0
-        return self._floor(seq)
+        return self._floor_reported(seq)
 
     # -- reading ---------------------------------------------------------------
     def load(self, seq: int) -> StoredMessage | None:

@@ -30,7 +30,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from jetstream_server.store.base import StoredMessage
+from jetstream_server.store.message import StoredMessage
 
 
 class MessageRun(Sequence[StoredMessage]):

@@ -13,20 +13,22 @@ the request counters and the transfers in progress. What it asks: the
 stream lifecycle (create, update, delete, with the checks that need the other
 streams) and restores (a staging store, then adopting it as a stream).
 
-Invariants: handlers change streams only through `create_stream`,
-`update_stream` and `delete_stream` (which keep the engine's subscriptions
+Invariants: handlers change streams only through `create_stream_steps`,
+`update_stream_steps` and `delete_stream` (which keep the engine's subscriptions
 in step); everything they send goes through `router`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Router
+from jetstream_server.core.steps import Steps
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.limits import StoreLimits
@@ -45,6 +47,15 @@ class ApiStats:
     errors: int = 0
 
 
+@dataclass(slots=True)
+class ApiQueue:
+    """Requests waiting while one works over several loop turns (api/dispatch.py):
+    (subject, reply, headers, payload, origin, route table), in arrival order."""
+
+    busy: bool = False
+    waiting: deque[tuple[Any, ...]] = field(default_factory=deque)
+
+
 class ApiHost(Protocol):
     settings: EngineSettings  # domain, server name, jetstream limits, sync_always, max_pending
     clock: Clock
@@ -52,6 +63,7 @@ class ApiHost(Protocol):
     consumer_host: ConsumerHost  # what consumers created by the API deliver through
     store_limits: StoreLimits  # usage, reservations and the account's limits
     api_stats: ApiStats
+    api_queue: ApiQueue  # requests waiting behind one that works in turns
     transfers: set[Transfer]  # snapshots and restores in progress (ended when the server stops)
 
     @property
@@ -64,9 +76,17 @@ class ApiHost(Protocol):
         what a mirror inherits from its origin); raises ApiError."""
         ...
 
-    def create_stream(self, config: StreamConfig) -> Stream: ...
+    def create_stream_steps(
+        self, config: StreamConfig, step: int
+    ) -> Steps[tuple[Stream, Callable[[], None] | None]]:
+        """Create the stream in steps of `step` subjects (core/steps.py); returns the
+        new stream and the fsyncs (a job for the disk thread) to run before its
+        create is answered, None when there are none."""
+        ...
 
-    def update_stream(self, stream: Stream, config: StreamConfig) -> None: ...
+    def update_stream_steps(self, stream: Stream, config: StreamConfig, step: int) -> Steps[None]:
+        """Give `stream` its new config, in steps of `step` subjects."""
+        ...
 
     def delete_stream(self, stream: Stream) -> None: ...
 

@@ -1,7 +1,8 @@
 """How the API answers: the JSON reply, and the audit advisory of an answered request.
 
 `respond` publishes a response body as compact JSON to the request's reply
-subject (nothing without one). `audit` sends nats-server's
+subject (nothing without one); a large answer goes out over turns instead
+(api/spliced.py). `audit` sends nats-server's
 ``$JS.EVENT.ADVISORY.API`` for a counted request, only when someone listens,
 with the requesting client as the session told it (`ClientOrigin`: the
 router's `origin` when the request came in; None for an internal request).
@@ -9,22 +10,22 @@ router's `origin` when the request came in; None for an internal request).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jetstream_server.core.router import ClientOrigin
 from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.api.host import ApiHost
+from jetstream_server.jetstream.api.spliced import encode
 
 
 def respond(host: ApiHost, reply: str | None, body: dict[str, Any]) -> None:
     """Publish `body` as JSON to `reply` (nothing when there is no reply)."""
     if reply:
-        host.router.publish(reply, None, None, json.dumps(body, separators=(",", ":")).encode())
+        host.router.publish(reply, None, None, encode(body).encode())
 
 
 def audit(
-    host: ApiHost, subject: str, request: bytes, response: dict[str, Any],
+    host: ApiHost, subject: str, request: bytes, response: dict[str, Any] | str,
     origin: ClientOrigin | None,
 ) -> None:
     """The API audit advisory for an answered request (only when someone listens)."""

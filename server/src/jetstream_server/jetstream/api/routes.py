@@ -12,8 +12,10 @@ dotted string). When several patterns match, the most specific wins (more
 literal tokens first, then more tokens): `CONSUMER.DURABLE.CREATE.S.D`
 is a durable create, not a named create of stream `DURABLE`.
 
-A handler returns the response body (without "type"), or None when it
-answers by itself (CONSUMER.MSG.NEXT delivers messages and statuses,
+A handler returns the response body (without "type"), a `SplicedAnswer`
+(a body too large to encode in one turn: api/spliced.py), or None when it
+answers by itself; or it is a generator of steps returning one of those (its
+work in loop turns: core/steps.py) (CONSUMER.MSG.NEXT delivers messages and statuses,
 DIRECT.GET answers with messages). Raising `ApiError` produces the error
 envelope; `error_fields` are the zero-valued fields nats-server keeps in an
 error response of that type.
@@ -30,13 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
+from jetstream_server.core.steps import Steps
 from jetstream_server.jetstream.api import account, clustered, consumers, direct, snapshots, streams
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
+from jetstream_server.jetstream.api.spliced import SplicedAnswer
 
-ApiHandler = Callable[[ApiHost, ApiRequest], "dict[str, Any] | None"]
+ApiBody: TypeAlias = "dict[str, Any] | SplicedAnswer | None"
+ApiHandler: TypeAlias = Callable[[ApiHost, ApiRequest], "ApiBody | Steps[ApiBody]"]
 
 _PAGED_ZERO: Final[Mapping[str, object]] = {"total": 0, "offset": 0, "limit": 0}
 

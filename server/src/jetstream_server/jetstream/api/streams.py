@@ -8,10 +8,15 @@ raised as `ApiError` with nats-server's codes; shapes follow the real server
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import logging
+import weakref
+from typing import Any, Final
 
+from jetstream_server.core.steps import Steps
 from jetstream_server.jetstream.api import views
 from jetstream_server.jetstream.api.host import ApiHost, lookup_stream
+from jetstream_server.jetstream.api.replies import audit, respond
 from jetstream_server.jetstream.api.request import (
     MSG_DELETE_FIELDS,
     MSG_GET_FIELDS,
@@ -27,6 +32,7 @@ from jetstream_server.jetstream.api.request import (
     str_field,
     uint_field,
 )
+from jetstream_server.jetstream.api.spliced import ENTRIES_PER_TURN, SplicedAnswer
 from jetstream_server.jetstream.api.views import (
     STREAM_LIST_LIMIT,
     STREAM_NAMES_LIMIT,
@@ -34,29 +40,39 @@ from jetstream_server.jetstream.api.views import (
     stored_message_json,
     stream_matches_subject,
 )
-from jetstream_server.jetstream.errors import ApiError, Err
+from jetstream_server.jetstream.errors import ApiError, Err, client_reason
 from jetstream_server.jetstream.ranges import check_count, check_seq
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig, validate_stream_name
 from jetstream_server.jetstream.versioning import with_dynamic
 
+logger = logging.getLogger(__name__)
+
+CREATE_RESPONSE = "io.nats.jetstream.api.v1.stream_create_response"
+SUBJECTS_PER_TURN: Final = 2048  # a create's subjects checked and subscribed per loop turn
 STREAM_NAME_REQUIRED = "stream name is required and can not contain '.', '*', '>', '\\', '/'"
 
 
-def _config_from_request(host: ApiHost, req: ApiRequest) -> StreamConfig:
+def _config_steps(host: ApiHost, req: ApiRequest) -> Steps[StreamConfig]:
+    """The request's config, checked (its subjects `SUBJECTS_PER_TURN` a step)."""
     body = request_body(req)
     name = req.params[0]
     if body.get("name", "") != name:
         if not body.get("name"):
             validate_stream_name(name)
         raise ApiError(Err.STREAM_MISMATCH)
-    config = StreamConfig.from_json(body)
+    config = StreamConfig.from_json(body, validate=False)
+    config = yield from config.validation(SUBJECTS_PER_TURN)
     config = config.within(host.settings.limits, window_given=bool(body.get("duplicate_window")))
     return host.prepare_config(config)
 
 
-def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
-    config = _config_from_request(host, req)
+def stream_create(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any] | None]:
+    """Create a stream (or answer as if for an identical one), in steps of
+    `SUBJECTS_PER_TURN` subjects (the dispatcher runs one per loop turn). With
+    `sync_always` the answer waits for its files' fsyncs on the disk thread; a
+    failed fsync takes the stream away again and answers 10049."""
+    config = yield from _config_steps(host, req)
     if config.sealed:
         raise ApiError(Err.STREAM_INVALID_CONFIG, err="stream configuration for create can not be sealed")
     if config.mirror_direct and config.mirror is None:
@@ -65,43 +81,93 @@ def stream_create(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
     if existing is not None:
         if not existing.config.same_as(config):
             raise ApiError(Err.STREAM_NAME_EXIST)
-        stream = existing
-    else:
-        stream = host.create_stream(config)
+        waiting = _SYNCING.get(existing)
+        if waiting is not None:  # the same create again while the first one's files are synced
+            waiting.append(req)
+            return None
+        return _created(host, existing)
+    stream, job = yield from host.create_stream_steps(config, SUBJECTS_PER_TURN)
+    if job is None:
+        return _created(host, stream)
+    _SYNCING[stream] = []
+    host.clock.run_off_loop(job, functools.partial(_after_fsyncs, host, req, stream))
+    return None
+
+
+# streams whose create waits for its fsyncs -> identical creates that came meanwhile
+_SYNCING: weakref.WeakKeyDictionary[Stream, list[ApiRequest]] = weakref.WeakKeyDictionary()
+
+
+def _created(host: ApiHost, stream: Stream) -> dict[str, Any]:
     info = views.stream_info(stream, host.clock.now_ns())
     return {**info, "config": with_dynamic(info["config"]), "did_create": True}
 
 
-def stream_update(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def _after_fsyncs(host: ApiHost, req: ApiRequest, stream: Stream, result: object) -> None:
+    """Answer a create (and the identical ones that came meanwhile) once its files
+    are durable; if they could not be made so, the stream goes again."""
+    requests = [req, *_SYNCING.pop(stream, [])]
+    if host.streams.get(stream.name) is not stream:  # deleted meanwhile, or the server stops
+        result = result if isinstance(result, BaseException) else LookupError("deleted meanwhile")
+    if isinstance(result, BaseException):
+        why = client_reason(result) if isinstance(result, (OSError, LookupError)) else type(result).__name__
+        logger.error("stream %s: fsync of its new files failed: %s", stream.name, result)
+        if host.streams.get(stream.name) is stream:
+            host.delete_stream(stream)
+        error = ApiError(Err.STREAM_CREATE, err=f"stream {stream.name} not created: {why}")
+        response: dict[str, Any] = {"type": CREATE_RESPONSE, "error": error.to_json()}
+        host.api_stats.errors += len(requests)
+    else:
+        response = {"type": CREATE_RESPONSE, **_created(host, stream)}
+    for each in requests:
+        respond(host, each.reply, response)
+        audit(host, each.subject, each.payload, response, each.origin)
+
+
+def stream_update(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any]]:
+    """Update a stream's config, in steps of `SUBJECTS_PER_TURN` subjects (as a create)."""
     if not request_body(req).get("name"):
         # nats-server checks the config before it compares the names
         raise ApiError(Err.STREAM_INVALID_CONFIG, err=STREAM_NAME_REQUIRED)
-    config = _config_from_request(host, req)
+    config = yield from _config_steps(host, req)
     stream = lookup_stream(host, config.name)
-    host.update_stream(stream, config)
+    yield from host.update_stream_steps(stream, config, SUBJECTS_PER_TURN)
     info = views.stream_info(stream, host.clock.now_ns())
     return {**info, "config": with_dynamic(info["config"])}
 
 
-def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any]:
+def stream_info(host: ApiHost, req: ApiRequest) -> dict[str, Any] | SplicedAnswer:
+    """A stream's info; with `subjects_filter`, the matching subjects and their
+    counts, paged as nats-server pages them: `SUBJECTS_INFO_LIMIT` subjects from
+    `offset` in subject order, `total`/`offset`/`limit` set only when some subject
+    matches, no `subjects` when the page is empty. A page of over
+    `ENTRIES_PER_TURN` subjects is encoded over turns (api/spliced.py)."""
     body = optional_body(req, STREAM_INFO_FIELDS)
     stream = lookup_stream(host, req.params[0])
     subjects_filter = str_field(body, "subjects_filter")
-    deleted_details = bool(body.get("deleted_details"))
-    info = views.stream_info(stream, host.clock.now_ns(), subjects_filter, deleted_details)
     paged: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+    counts: dict[str, int] = {}
+    page: list[str] = []
     if subjects_filter:
-        subjects = info["state"].get("subjects", {})
-        offset = offset_of(body)
-        names = sorted(subjects)
-        page = names[offset: offset + SUBJECTS_INFO_LIMIT]
-        if subjects:
-            info["state"]["subjects"] = {name: subjects[name] for name in page}
-        paged = {"total": len(names), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
+        counts = stream.store.subject_counts(None if subjects_filter == ">" else subjects_filter)
+        if counts:
+            offset = offset_of(body)
+            paged = {"total": len(counts), "offset": offset, "limit": SUBJECTS_INFO_LIMIT}
+            # in subject order, as nats-server's JSON writes a map (and pages it)
+            page = sorted(counts)[offset: offset + SUBJECTS_INFO_LIMIT]
+    spliced = SplicedAnswer(page, counts.__getitem__) if len(page) > ENTRIES_PER_TURN else None
+    subjects: object = (
+        spliced.placeholder if spliced is not None else {name: counts[name] for name in page}
+    )
+    info = views.stream_info(stream, host.clock.now_ns(), subjects, bool(body.get("deleted_details")))
     info["config"] = with_dynamic(info["config"])
     # a single nats-server names itself the stream's leader (only in this answer)
     ts = info.pop("ts")
-    return {**paged, **info, "cluster": {"leader": host.settings.server_name}, "ts": ts}
+    answer = {**paged, **info, "cluster": {"leader": host.settings.server_name}, "ts": ts}
+    if spliced is None:
+        return answer
+    spliced.body = answer
+    return spliced
 
 
 def _filtered_streams(host: ApiHost, body: dict[str, Any]) -> list[Stream]:

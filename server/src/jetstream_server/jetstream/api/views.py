@@ -19,8 +19,10 @@ SUBJECTS_INFO_LIMIT = 100_000
 
 
 def stream_state(
-    stream: Stream, subjects_filter: str = "", deleted_details: bool = False
+    stream: Stream, subjects: object = None, deleted_details: bool = False
 ) -> dict[str, Any]:
+    """A stream's state as STREAM.INFO answers it; `subjects` (a subject -> count
+    mapping, or what stands for it) goes where nats-server puts it."""
     st = stream.store.state()
     empty_fresh = st.msgs == 0 and st.last_seq == 0
     out: dict[str, Any] = {
@@ -33,10 +35,8 @@ def stream_state(
     }
     if st.num_subjects:
         out["num_subjects"] = st.num_subjects
-    if subjects_filter:
-        counts = stream.store.subject_counts(None if subjects_filter == ">" else subjects_filter)
-        if counts:
-            out["subjects"] = counts
+    if subjects:
+        out["subjects"] = subjects
     if st.num_deleted:
         if deleted_details:
             out["deleted"] = stream.store.deleted()
@@ -50,12 +50,12 @@ def stream_state(
 
 
 def stream_info(
-    stream: Stream, now_ns: int, subjects_filter: str = "", deleted_details: bool = False
+    stream: Stream, now_ns: int, subjects: object = None, deleted_details: bool = False
 ) -> dict[str, Any]:
     out = {
         "config": stream.config.to_json(),
         "created": rfc3339_ns(stream.created_ns),
-        "state": stream_state(stream, subjects_filter, deleted_details),
+        "state": stream_state(stream, subjects, deleted_details),
     }
     if stream.sourcing_info is not None:
         out.update(stream.sourcing_info())  # `mirror` / `sources`, with their lag

@@ -55,7 +55,9 @@ from typing import Any, Final
 
 from jetstream_server.jetstream.persistence import (
     fsync_dir,
+    fsync_paths,
     make_dirs,
+    missing_dirs,
     write_bytes_atomic,
     write_json_atomic,
 )
@@ -196,17 +198,13 @@ class ConsumerStore:
             return None
         files = list(dict.fromkeys(p for p in paths if not p.is_dir()))
         dirs = sorted(set(paths) - set(files), key=lambda p: len(p.parts), reverse=True)
-        return functools.partial(_fsync_paths, files + dirs)
+        return functools.partial(fsync_paths, files + dirs)
 
     def _make_dirs(self) -> None:
         if self._deferred is None:
             make_dirs(self.directory)
             return
-        missing: list[Path] = []
-        probe = self.directory
-        while not probe.exists() and probe.parent != probe:
-            missing.append(probe)
-            probe = probe.parent
+        missing = missing_dirs(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         for created in missing:
             self._deferred.extend((created, created.parent))
@@ -332,13 +330,6 @@ class ConsumerStore:
         self._close_log()
         shutil.rmtree(self.directory, ignore_errors=True)
         fsync_dir(self.directory.parent)
-
-
-def _fsync_paths(paths: list[Path]) -> None:
-    """fsync each file or directory (any thread); the first failure raises."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        _fsync_close(fd)
 
 
 def _fsync_close(fd: int) -> None:
