@@ -1,0 +1,151 @@
+"""Reading through an operator's pull consumer (option consumer) with Spark, as a user with only
+the rights on that consumer, on both servers.
+
+The users are what docs/permissions.md's "Read-only: through an operator's consumer" block grants
+(`analyst`: consumer info, pull and ack on consumer FEED of stream IN, nothing else), and the same
+minus one right each (`nonext`: no pull, `noack`: no ack, `noinfo`: no consumer info). Both
+servers start with the same generated config file; `admin` makes the stream and the consumer, as
+an operator would. A streaming AvailableNow query reads every message exactly once over two runs
+and leaves the consumer acknowledged up to the end, unchanged otherwise; a user lacking a right
+gets one error naming the subject; a consumer that cannot give exactly-once is refused naming
+its setting; a batch read shows what the consumer would deliver next and acknowledges nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from jetstream_testing.process import ServerProcess
+
+pytestmark = [pytest.mark.spark]
+
+ConfigServer = Callable[..., ServerProcess]
+
+# docs/permissions.md, "Read-only: through an operator's consumer" (the analyst block there is this one)
+CONFIG = """
+authorization {
+  users = [
+    { user: admin, password: admin }
+    { user: analyst, password: analyst, permissions: {
+        publish: [
+          "$JS.API.CONSUMER.INFO.IN.FEED", "$JS.API.CONSUMER.MSG.NEXT.IN.FEED", "$JS.ACK.IN.FEED.>"
+        ]
+        subscribe: "_INBOX.>"
+      } }
+    { user: nonext, password: nonext, permissions: {
+        publish: ["$JS.API.CONSUMER.INFO.IN.FEED", "$JS.ACK.IN.FEED.>"]
+        subscribe: "_INBOX.>"
+      } }
+    { user: noack, password: noack, permissions: {
+        publish: ["$JS.API.CONSUMER.INFO.IN.FEED", "$JS.API.CONSUMER.MSG.NEXT.IN.FEED"]
+        subscribe: "_INBOX.>"
+      } }
+    { user: noinfo, password: noinfo, permissions: {
+        publish: ["$JS.API.CONSUMER.MSG.NEXT.IN.FEED", "$JS.ACK.IN.FEED.>"]
+        subscribe: "_INBOX.>"
+      } }
+  ]
+}
+"""
+
+ACK_WAIT_S = 5.0
+
+
+@pytest.fixture
+async def srv(config_server: ConfigServer) -> Any:
+    proc = config_server(CONFIG)
+    nc = await nats.connect(proc.url, user="admin", password="admin", max_reconnect_attempts=0)
+    js = nc.jetstream()
+    await js.add_stream(name="IN", subjects=["in.>"])
+    for i in range(30):
+        await js.publish(f"in.{i % 3}", f"m{i + 1}".encode(), headers={"K": str(i)} if i % 2 else None)
+    await js.add_consumer("IN", ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT, ack_wait=ACK_WAIT_S))
+    yield proc, js
+    await nc.close()
+
+
+def source(spark: Any, url: str, user: str, *, stream: Any = None, **options: str) -> Any:
+    r = (spark.readStream if stream is None else stream).format("jetstream").option("servers", url)
+    r = r.option("user", user).option("password", user).option("stream", "IN").option("consumer", "FEED")
+    for key, value in {"requestTimeout": "5s", **options}.items():
+        r = r.option(key, value)
+    return r.load()
+
+
+def run_available_now(spark: Any, url: str, user: str, checkpoint: Path, sink: Any, **options: str) -> None:
+    query = (
+        source(spark, url, user, **options).writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None, query.exception()
+
+
+async def test_available_now_reads_each_message_once_with_only_the_consumer_rights(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any, tmp_path: Path
+) -> None:
+    proc, js = srv
+    before = (await js.consumer_info("IN", "FEED")).config
+    seen: list[tuple[int, str, bytes]] = []
+    batches: list[int] = []
+
+    def sink(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        rows = [(r.seq, r.subject, bytes(r.data)) for r in df.collect()]
+        if rows:
+            batches.append(len(rows))
+        seen.extend(rows)
+
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, maxMessagesPerTrigger="7")
+    for i in range(7):
+        await js.publish("in.9", f"late{i}".encode())
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, maxMessagesPerTrigger="7")
+
+    assert sorted(s for s, _, _ in seen) == list(range(1, 38))  # each message once
+    assert sorted(seen)[:2] == [(1, "in.0", b"m1"), (2, "in.1", b"m2")]
+    assert max(batches) <= 7 and len(batches) >= 6
+    info = await js.consumer_info("IN", "FEED")
+    assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (37, 0, 0)
+    assert info.config == before  # never changed
+    assert (await js.stream_info("IN")).state.consumer_count == 1  # nothing created
+
+
+async def test_a_missing_right_is_one_error_naming_it(spark: Any, srv: Any, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    proc, js = srv
+    for user, subject in (
+        ("nonext", r"\$JS\.API\.CONSUMER\.MSG\.NEXT\.IN\.FEED"),
+        ("noack", r"\$JS\.ACK\.IN\.FEED\."),
+        ("noinfo", r"\$JS\.API\.CONSUMER\.INFO\.IN\.FEED"),
+    ):
+        with pytest.raises(Exception, match=rf"Permissions Violation for Publish to .*{subject}"):
+            run_available_now(spark, proc.url, user, tmp_path / user, lambda df, i: df.count())
+    # nothing acknowledged: what `noack` pulled before its ack was refused falls due again
+    assert (await js.consumer_info("IN", "FEED")).ack_floor.stream_seq == 0
+
+
+async def test_a_push_consumer_is_refused_naming_its_deliver_subject(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any, tmp_path: Path
+) -> None:
+    proc, js = srv
+    await js.delete_consumer("IN", "FEED")
+    await js.add_consumer("IN", ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT,
+                                               deliver_subject="push.feed"))
+    with pytest.raises(Exception, match=r"consumer 'FEED' on stream 'IN' \(option consumer\) has deliver_subject 'push.feed' "
+                       r"\(a push consumer\)"):
+        run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: df.count())
+
+
+async def test_a_batch_read_shows_what_comes_next_and_acknowledges_nothing(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any
+) -> None:
+    proc, js = srv
+    df = source(spark, proc.url, "analyst", stream=spark.read, endingOffsets="12")
+    assert sorted(r.seq for r in df.collect()) == list(range(1, 13))
+    assert sorted(r.seq for r in df.collect()) == list(range(1, 13))  # handed back: the same again
+    # pending, but due again at once (-NAK), never acknowledged
+    assert (await js.consumer_info("IN", "FEED")).ack_floor.stream_seq == 0
