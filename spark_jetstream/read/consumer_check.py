@@ -21,7 +21,9 @@ Warned about: `replay_policy: original` (delivers at the original pace: slow),
 `inactive_threshold` on a durable (the server deletes it after that long idle,
 with what it held pending), a paused consumer.
 
-Settings: ack `all` or `explicit`; the longest redelivery wait (`ack_wait`, or
+Settings: the filter (recorded in each offset: a query refuses a consumer
+whose filter changed since its checkpoint was written, see
+`refuse_changed_filter`); ack `all` or `explicit`; the longest redelivery wait (`ack_wait`, or
 the largest `backoff` step: a restart waits that long at most for what a
 crashed run left pending); `max_ack_pending` (0: no limit), and the pull
 request limits `max_batch`, `max_bytes`, `max_expires`.
@@ -35,7 +37,13 @@ from typing import Any, Final
 
 from spark_jetstream.read.durable import consumer_filters
 
-__all__ = ["DEFAULT_ACK_WAIT_S", "ConsumerRefusedError", "ConsumerSettings", "check_consumer"]
+__all__ = [
+    "DEFAULT_ACK_WAIT_S",
+    "ConsumerRefusedError",
+    "ConsumerSettings",
+    "check_consumer",
+    "refuse_changed_filter",
+]
 
 NS: Final = 1_000_000_000
 DEFAULT_ACK_WAIT_S: Final = 30.0  # nats-server's default ack_wait
@@ -56,6 +64,7 @@ class ConsumerSettings:
     max_request_batch: int = 0  # 0: no limit
     max_request_bytes: int = 0
     max_request_expires_s: float = 0.0
+    filters: tuple[str, ...] = ()  # filter subjects, sorted; () for all of the stream's subjects
 
 
 def _seconds(ns: Any) -> float:
@@ -126,4 +135,22 @@ def check_consumer(
         max_request_batch=max(0, int(config.get("max_batch", 0) or 0)),
         max_request_bytes=max(0, int(config.get("max_bytes", 0) or 0)),
         max_request_expires_s=_seconds(config.get("max_expires")),
+        filters=have,
     ), warnings
+
+
+def refuse_changed_filter(stream: str, consumer: str, recorded: tuple[str, ...] | None, now: tuple[str, ...],
+                          when: str) -> None:
+    """`ConsumerRefusedError` when the consumer's filter is not the `recorded` one (None: nothing
+    recorded, nothing to compare): the query's offsets count the messages of one filter, and
+    another filter changes which messages a replayed or a later batch holds."""
+    if recorded is None or tuple(recorded) == tuple(now):
+        return
+    def shown(filters: tuple[str, ...]) -> str:
+        return str(list(filters)) if filters else "all subjects"
+    raise ConsumerRefusedError(
+        f"consumer {consumer!r} on stream {stream!r} (option consumer) has filter {shown(now)} "
+        f"(filter_subject / filter_subjects), but {when} it was {shown(recorded)}: the query's offsets "
+        "hold what one filter delivers, and exactly-once needs that filter on every run; ask its "
+        "operator to restore the filter, or read the new one with a new checkpoint location"
+    )

@@ -10,6 +10,9 @@ to executors inside the input partitions (carried.py). Offsets stay stream
 sequences in Spark's checkpoint.
 
 `ConsumerFeed` (one stream, one consumer; driver memory only):
+- `state()`: the consumer's info, checked (consumer_check.py) on every
+  look, its filter compared with the first look's; `check_filter(recorded)`
+  compares it with the filter a checkpoint's offset recorded.
 - `start()`: where a new query starts: the consumer's ack floor (the
   consumer's deliver policy decided it).
 - `plan(start, max_messages, max_bytes)`: acks what is held at or below
@@ -67,6 +70,7 @@ from spark_jetstream.read.consumer_check import (
     ConsumerRefusedError,
     ConsumerSettings,
     check_consumer,
+    refuse_changed_filter,
 )
 from spark_jetstream.read.consumer_pull import Delivered, ack_sync, nak, pull
 from spark_jetstream.read.durable import consumer_info
@@ -171,11 +175,21 @@ class ConsumerFeed:
                 f"{self.where} not found (option consumer): the connector reads through a consumer an "
                 "operator made and never creates one; see docs/permissions.md"
             )
+        # checked on every look: an operator may change the consumer while the query runs
+        settings, warnings = check_consumer(info, self.stream, self.consumer, self.subjects)
         if self._settings is None:
-            self._settings, warnings = check_consumer(info, self.stream, self.consumer, self.subjects)
             for warning in warnings:
                 log.warning("%s", warning)
+        else:
+            refuse_changed_filter(self.stream, self.consumer, self._settings.filters, settings.filters,
+                                  "when this query started")
+        self._settings = settings
         return ConsumerState.from_info(info)
+
+    def check_filter(self, recorded: tuple[str, ...] | None) -> None:
+        """Refuse the consumer when its filter is not the one a checkpoint `recorded` (None: none)."""
+        refuse_changed_filter(self.stream, self.consumer, recorded, self.settings.filters,
+                              "when the query's checkpoint was written")
 
     @property
     def settings(self) -> ConsumerSettings:

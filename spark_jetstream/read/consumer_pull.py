@@ -76,9 +76,12 @@ def parse_ack_reply(reply: bytes) -> tuple[int, int, int]:
     """(delivery count, stream sequence, timestamp ns) of an ack subject."""
     tokens = reply.split(b".")
     base = 4 if len(tokens) == 9 else 6
-    if len(tokens) not in (9, 11) and len(tokens) < 12:
-        raise NatsError(f"not an ack subject: {reply[:200]!r}")
-    return int(tokens[base]), int(tokens[base + 1]), int(tokens[base + 3])
+    try:
+        if len(tokens) not in (9, 11) and len(tokens) < 12:
+            raise ValueError
+        return int(tokens[base]), int(tokens[base + 1]), int(tokens[base + 3])
+    except ValueError:
+        raise NatsError(f"not an ack subject: {reply[:200]!r}") from None
 
 
 def _delivered(frame: Frame) -> Delivered:

@@ -52,13 +52,16 @@ class Offset:
     Reading through a consumer (option `consumer`), `"counts": {"A": 250}`
     is how many messages the batch that ends at this offset holds: a replay
     after a crash pulls them again and knows when it has them all, or how
-    many the stream lost meanwhile (consumer_feed.py).
+    many the stream lost meanwhile (consumer_feed.py); `"filter": ["a.>"]`
+    is the consumer's filter (`[]`: none), which a later run must find
+    unchanged (consumer_check.refuse_changed_filter).
     """
 
     seqs: tuple[tuple[str, int], ...] = ()
     owner: str | None = None
     starts: tuple[tuple[str, int], ...] = ()
     counts: tuple[tuple[str, int], ...] = ()
+    filters: tuple[str, ...] | None = None  # option consumer: the consumer's filter
 
     @classmethod
     def of(
@@ -67,10 +70,11 @@ class Offset:
         owner: str | None = None,
         starts: Mapping[str, int] | None = None,
         counts: Mapping[str, int] | None = None,
+        filters: Sequence[str] | None = None,
     ) -> Offset:
         return cls(
             tuple(sorted(seqs.items())), owner, tuple(sorted((starts or {}).items())),
-            tuple(sorted((counts or {}).items())),
+            tuple(sorted((counts or {}).items())), None if filters is None else tuple(sorted(filters)),
         )
 
     def as_map(self) -> dict[str, int]:
@@ -95,6 +99,8 @@ class Offset:
             value["starts"] = dict(self.starts)
         if self.counts:
             value["counts"] = dict(self.counts)
+        if self.filters is not None:
+            value["filter"] = list(self.filters)
         return value
 
     def json(self) -> str:
@@ -119,8 +125,13 @@ class Offset:
                 if not isinstance(raw_counts, Mapping):
                     raise TypeError
                 counts = {str(k): int(v) for k, v in raw_counts.items()}
+                raw_filters = data.get("filter")
+                if raw_filters is not None and (isinstance(raw_filters, str) or not isinstance(raw_filters, Sequence)):
+                    raise TypeError
+                filters = None if raw_filters is None else [str(f) for f in raw_filters]
             else:
                 seqs, owner, starts, counts = {str(data["stream"]): int(data["seq"])}, None, {}, {}
+                filters = None
         except (KeyError, TypeError, ValueError):
             raise OffsetError(
                 f"not a jetstream offset (expected {{'streams': {{S: N, ...}}}}): {data!r}"
@@ -135,7 +146,7 @@ class Offset:
                 f"the checkpoint holds an offset of stream {held} but option stream is {wanted}; "
                 "use a new checkpoint location to read another stream"
             )
-        return cls.of(seqs, owner, starts, counts)
+        return cls.of(seqs, owner, starts, counts, filters)
 
 
 @dataclass(frozen=True, slots=True)

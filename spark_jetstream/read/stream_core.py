@@ -49,7 +49,9 @@ it is pickled to executors only for `read`, without its connection):
   info is ever asked for. The start is the consumer's ack floor; the end of a
   batch is the highest sequence the driver pulled for it (at most the limits,
   `BATCH_MESSAGES` / `BATCH_BYTES` by default, whatever Spark's read limit),
-  and the offset records the batch's message count (`counts`); partitions
+  and the offset records the batch's message count (`counts`) and the
+  consumer's filter (`filter`: a later run refuses a consumer whose filter
+  changed, before it reads or plans anything); partitions
   carry the messages (carried.py); `commit` acknowledges them; a replay whose
   messages do not all come back is data loss (failOnDataLoss); `stop` hands
   back what the driver held. minMessagesPerTrigger counts what the consumer
@@ -367,12 +369,15 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
         """The offset of `ends` (option consumer: with each batch's message count; a position that
         did not move keeps its count, so the offset's JSON stays the same)."""
         counts: dict[str, int] = {}
+        filters: tuple[str, ...] | None = None
         if self._feed is not None:
+            self._feed.check_filter(given.filters)
+            filters = self._feed.settings.filters
             for stream, end in ends.items():
                 kept = given.count_of(stream) if given.get(stream) == end else self._counts.get(end)
                 if kept is not None:
                     counts[stream] = kept
-        return Offset.of(ends, owner, starts, counts).to_dict()
+        return Offset.of(ends, owner, starts, counts, filters).to_dict()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         if not self._latest:
@@ -396,6 +401,7 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
             if stream not in opts.streams or lo is None or hi == lo:
                 continue  # not read, or the batch that records where the query starts
             if self._feed is not None:
+                self._feed.check_filter(hi_off.filters)
                 parts += self._carried(self._feed, lo, hi, hi_off.count_of(stream), len(parts))
                 continue
             if hi < lo:
