@@ -149,3 +149,21 @@ async def test_a_batch_read_shows_what_comes_next_and_acknowledges_nothing(  # t
     assert sorted(r.seq for r in df.collect()) == list(range(1, 13))  # handed back: the same again
     # pending, but due again at once (-NAK), never acknowledged
     assert (await js.consumer_info("IN", "FEED")).ack_floor.stream_seq == 0
+
+
+async def test_a_filter_changed_between_runs_is_refused_naming_it(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any, tmp_path: Path
+) -> None:
+    proc, js = srv
+    await js.delete_consumer("IN", "FEED")
+    config = ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT, filter_subject="in.0")
+    await js.add_consumer("IN", config)
+    seen: list[int] = []
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: seen.extend(r.seq for r in df.collect()))
+    assert sorted(seen) == list(range(1, 31, 3))
+    config.filter_subject = "in.1"  # the operator changes the filter (an update, allowed by the server)
+    await js.add_consumer("IN", config)
+    with pytest.raises(Exception, match=r"consumer 'FEED' on stream 'IN' \(option consumer\) has filter \['in.1'\] "
+                       r"\(filter_subject / filter_subjects\), but when the query's checkpoint was written it was "
+                       r"\['in.0'\]"):
+        run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: df.count())
