@@ -392,8 +392,10 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "ack floor; the driver pulls each micro-batch (at most maxMessagesPerTrigger, default "
            "100000, maxBytesPerTrigger, default 32 MiB, and the consumer's max_ack_pending) and "
            "acknowledges it once the batch commits. Batch: what the consumer would deliver next "
-           "(handed back unacknowledged). One stream; excludes durable, readMode, filterPushdown and "
-           "the starting options. See docs/permissions.md."),
+           "(handed back unacknowledged, at once due again). One stream; option subjects, if given, must "
+           "equal its filter; excludes durable, readMode, filterPushdown and the starting options. "
+           "A consumer that cannot give exactly-once (push, ack none, max_deliver not -1, a changed "
+           "filter, ...) is refused naming the setting. See docs/permissions.md."),
     Option("startingOffsets", PerStream(Position(("earliest", "latest"))), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it); "
            "or per stream, as JSON: `{\"ORDERS\": 1200, \"EVENTS\": \"latest\"}` (a stream not "
