@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from spark_jetstream.read.consumer_check import ConsumerRefusedError, check_consumer, refuse_changed_filter
+from spark_jetstream.read.consumer_check import (
+    ConsumerRefusedError,
+    check_consumer,
+    refuse_changed_filter,
+)
 
 NS = 1_000_000_000
 
