@@ -16,7 +16,9 @@ runs it before it needs the connector. It imports the object's module and,
 when that fails, puts on `sys.path` the archives in Spark's files directory
 that hold the `spark_jetstream` package, then imports again. Plain `pickle`
 (and `copy`) pickle the same call by reference, where the connector is
-installed. `load_shipped` uses only the standard library and pyspark.
+installed. `load_shipped` uses only the standard library and pyspark. A
+class that its module and name do not lead to (made at run time with
+`type()`, as tests do) pickles as usual instead.
 """
 
 from __future__ import annotations
@@ -76,10 +78,22 @@ class Shipped:
 
     __slots__ = ()
 
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+    def __reduce_ex__(self, protocol: Any) -> Any:
         cls = type(self)
+        if not _found_by_name(cls):
+            # a class made at run time (a subclass built with `type()`): no name to import it by,
+            # so pickle it as usual (cloudpickle carries such a class by value)
+            return object.__reduce_ex__(self, protocol)
         state = self.__getstate__()  # type: ignore[attr-defined]  # object's (3.11+), or the class's own
         return load_shipped, (cls.__module__, cls.__qualname__), state
+
+
+def _found_by_name(cls: type) -> bool:
+    """Whether `cls` is what its module and qualified name lead to (in this process)."""
+    found: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is cls
 
 
 def _pickle_loader_by_value() -> None:

@@ -70,8 +70,8 @@ async def srv(config_server: ConfigServer) -> Any:
     await nc.close()
 
 
-def source(spark: Any, url: str, user: str, *, stream: Any = None, **options: str) -> Any:
-    r = (spark.readStream if stream is None else stream).format("jetstream").option("servers", url)
+def source(spark: Any, url: str, user: str, *, stream: Any = None, fmt: str = "jetstream", **options: str) -> Any:
+    r = (spark.readStream if stream is None else stream).format(fmt).option("servers", url)
     r = r.option("user", user).option("password", user).option("stream", "IN").option("consumer", "FEED")
     for key, value in {"requestTimeout": "5s", **options}.items():
         r = r.option(key, value)
@@ -167,3 +167,37 @@ async def test_a_filter_changed_between_runs_is_refused_naming_it(  # type: igno
                        r"\(filter_subject / filter_subjects\), but when the query's checkpoint was written it was "
                        r"\['in.0'\]"):
         run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: df.count())
+
+
+async def test_the_spark_4_0_path_reads_each_message_once(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any, tmp_path: Path
+) -> None:
+    """The legacy stream reader (Spark 4.0/4.1: `latestOffset()` without arguments, Spark's
+    AvailableNow wrapper: one micro-batch per run), driven on this Spark by a source claiming 4.0."""
+    from test_spark_versions import SPARK_40, source_claiming
+
+    spark.dataSource.register(source_claiming(SPARK_40, "jetstream_consumer_as_4_0"))
+    proc, js = srv
+    seen: list[int] = []
+
+    def sink(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        seen.extend(r.seq for r in df.collect())
+
+    def query(**trigger: Any) -> Any:
+        return (source(spark, proc.url, "analyst", fmt="jetstream_consumer_as_4_0").writeStream.foreachBatch(sink)
+                .option("checkpointLocation", str(tmp_path / "c")).trigger(**trigger).start())
+
+    first = query(availableNow=True)
+    first.awaitTermination(240)
+    assert first.exception() is None, first.exception()
+    assert sorted(seen) == list(range(1, 31))
+    for i in range(5):
+        await js.publish("in.9", f"late{i}".encode())
+    running = query(processingTime="100 milliseconds")
+    try:
+        running.processAllAvailable()
+    finally:
+        running.stop()
+    assert sorted(seen) == list(range(1, 36))  # each once
+    info = await js.consumer_info("IN", "FEED")
+    assert (info.ack_floor.stream_seq, info.num_pending) == (35, 0)
