@@ -22,6 +22,7 @@ import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from jetstream_testing.process import ServerProcess
+from spark_jetstream.spark_features import detect
 
 pytestmark = [pytest.mark.spark]
 
@@ -87,6 +88,7 @@ def run_available_now(spark: Any, url: str, user: str, checkpoint: Path, sink: A
     assert query.exception() is None, query.exception()
 
 
+@pytest.mark.spark_matrix
 async def test_available_now_reads_each_message_once_with_only_the_consumer_rights(  # type: ignore[no-untyped-def]
     spark: Any, srv: Any, tmp_path: Path
 ) -> None:
@@ -101,20 +103,30 @@ async def test_available_now_reads_each_message_once_with_only_the_consumer_righ
             batches.append(len(rows))
         seen.extend(rows)
 
-    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, maxMessagesPerTrigger="7")
+    limits = detect().read_limits  # before Spark 4.2: no per-trigger limits, one micro-batch per run
+    per_trigger = {"maxMessagesPerTrigger": "7"} if limits else {}
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, **per_trigger)
     for i in range(7):
         await js.publish("in.9", f"late{i}".encode())
-    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, maxMessagesPerTrigger="7")
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, **per_trigger)
 
     assert sorted(s for s, _, _ in seen) == list(range(1, 38))  # each message once
     assert sorted(seen)[:2] == [(1, "in.0", b"m1"), (2, "in.1", b"m2")]
-    assert max(batches) <= 7 and len(batches) >= 6
+    assert (max(batches) <= 7 and len(batches) >= 6) if limits else batches == [30, 7]
     info = await js.consumer_info("IN", "FEED")
+    if not limits:
+        # Spark 4.0/4.1 end an AvailableNow run without the call that acknowledges its last
+        # micro-batch: handed back at stop, acknowledged (not read again) when the next run starts
+        assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (30, 7, 0)
+        run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink)
+        assert len(seen) == 37
+        info = await js.consumer_info("IN", "FEED")
     assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (37, 0, 0)
     assert info.config == before  # never changed
     assert (await js.stream_info("IN")).state.consumer_count == 1  # nothing created
 
 
+@pytest.mark.spark_matrix
 async def test_a_missing_right_is_one_error_naming_it(spark: Any, srv: Any, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     proc, js = srv
     for user, subject in (
@@ -140,6 +152,7 @@ async def test_a_push_consumer_is_refused_naming_its_deliver_subject(  # type: i
         run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: df.count())
 
 
+@pytest.mark.spark_matrix
 async def test_a_batch_read_shows_what_comes_next_and_acknowledges_nothing(  # type: ignore[no-untyped-def]
     spark: Any, srv: Any
 ) -> None:
