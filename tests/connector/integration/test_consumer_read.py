@@ -214,3 +214,32 @@ async def test_the_spark_4_0_path_reads_each_message_once(  # type: ignore[no-un
     assert sorted(seen) == list(range(1, 36))  # each once
     info = await js.consumer_info("IN", "FEED")
     assert (info.ack_floor.stream_seq, info.num_pending) == (35, 0)
+
+
+async def test_a_failed_batch_is_replayed_with_exactly_its_messages(  # type: ignore[no-untyped-def]
+    spark: Any, srv: Any, tmp_path: Path
+) -> None:
+    """The query fails in batch 2 after the driver pulled it, before its commit; stopping hands
+    the held messages back (-NAK, no wait for the ack wait). The restarted query replays batch 2
+    with exactly the messages the failed attempt had, and reads the rest once."""
+    proc, js = srv
+    limits = detect().read_limits
+    per_trigger = {"maxMessagesPerTrigger": "8"} if limits else {}
+    fail_in = 2 if limits else 0
+    attempts: dict[int, list[list[int]]] = {}
+    done: list[int] = []
+
+    def sink(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        rows = sorted(r.seq for r in df.collect())
+        attempts.setdefault(batch_id, []).append(rows)
+        if batch_id == fail_in and len(attempts[batch_id]) == 1:
+            raise RuntimeError("the sink fails once")
+        done.extend(rows)
+
+    with pytest.raises(Exception, match="the sink fails once"):
+        run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, **per_trigger)
+    assert (await js.consumer_info("IN", "FEED")).ack_floor.stream_seq < 30
+    run_available_now(spark, proc.url, "analyst", tmp_path / "c", sink, **per_trigger)
+    failed, replayed = attempts[fail_in]
+    assert failed == replayed and failed  # the planned range, whole
+    assert sorted(done) == list(range(1, 31))  # each message once
