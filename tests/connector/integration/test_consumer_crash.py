@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from child_process import kill_group, start_child
-from sink_helpers import connect, create_stream, publish_acked, read_all, stream_info
-from test_exactly_once_crash import seed
+from sink_helpers import connect, read_all, stream_info
+from test_exactly_once_crash import prepare_streams, seed
 
 from jetstream_testing.process import ServerProcess
 
@@ -41,9 +41,7 @@ def test_sigkill_between_pull_and_commit_then_restart_gives_each_input_once(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     rng = random.Random(seed())
-    create_stream(server.url, "IN", ["in.>"])
-    create_stream(server.url, "OUT", ["out.>"], duplicate_window=600 * 10**9)
-    publish_acked(server.url, [(f"in.{i % 7}", f"msg-{i}".encode()) for i in range(N)])
+    prepare_streams(server.url, N)
     with connect(server.url) as conn:  # the operator's consumer: a short ack wait keeps the restart quick
         config = {"durable_name": "FEED", "ack_policy": "explicit", "ack_wait": 2 * 10**9}
         conn.js_api("CONSUMER.CREATE.IN.FEED", {"stream_name": "IN", "config": config})

@@ -71,6 +71,14 @@ async def srv(config_server: ConfigServer) -> Any:
     await nc.close()
 
 
+async def remake_feed(js: Any, **config: Any) -> ConsumerConfig:
+    """The operator deletes FEED and makes it again with `config`."""
+    await js.delete_consumer("IN", "FEED")
+    made = ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT, **config)
+    await js.add_consumer("IN", made)
+    return made
+
+
 def source(spark: Any, url: str, user: str, *, stream: Any = None, fmt: str = "jetstream", **options: str) -> Any:
     r = (spark.readStream if stream is None else stream).format(fmt).option("servers", url)
     r = r.option("user", user).option("password", user).option("stream", "IN").option("consumer", "FEED")
@@ -144,9 +152,7 @@ async def test_a_push_consumer_is_refused_naming_its_deliver_subject(  # type: i
     spark: Any, srv: Any, tmp_path: Path
 ) -> None:
     proc, js = srv
-    await js.delete_consumer("IN", "FEED")
-    await js.add_consumer("IN", ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT,
-                                               deliver_subject="push.feed"))
+    await remake_feed(js, deliver_subject="push.feed")
     with pytest.raises(Exception, match=r"consumer 'FEED' on stream 'IN' \(option consumer\) has deliver_subject 'push.feed' "
                        r"\(a push consumer\)"):
         run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: df.count())
@@ -168,9 +174,7 @@ async def test_a_filter_changed_between_runs_is_refused_naming_it(  # type: igno
     spark: Any, srv: Any, tmp_path: Path
 ) -> None:
     proc, js = srv
-    await js.delete_consumer("IN", "FEED")
-    config = ConsumerConfig(durable_name="FEED", ack_policy=AckPolicy.EXPLICIT, filter_subject="in.0")
-    await js.add_consumer("IN", config)
+    config = await remake_feed(js, filter_subject="in.0")
     seen: list[int] = []
     run_available_now(spark, proc.url, "analyst", tmp_path / "c", lambda df, i: seen.extend(r.seq for r in df.collect()))
     assert sorted(seen) == list(range(1, 31, 3))
