@@ -385,6 +385,17 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
            "offset (created and marked if missing; one made by another application or with another "
            "filter is refused); a new query without checkpoint starts from its ack floor."),
+    Option("consumer", Name("consumer name"), None, R,
+           "Read through this existing durable pull consumer of `stream` (made by an operator; "
+           "never created, changed or deleted): needs only `$JS.API.CONSUMER.INFO`, "
+           "`$JS.API.CONSUMER.MSG.NEXT` and `$JS.ACK` on it. Streaming: the query starts after its "
+           "ack floor; the driver pulls each micro-batch (at most maxMessagesPerTrigger, default "
+           "100000, maxBytesPerTrigger, default 32 MiB, and the consumer's max_ack_pending) and "
+           "acknowledges it once the batch commits. Batch: what the consumer would deliver next "
+           "(handed back unacknowledged, at once due again). One stream; option subjects, if given, must "
+           "equal its filter; excludes durable, readMode, filterPushdown and the starting options. "
+           "A consumer that cannot give exactly-once (push, ack none, max_deliver not -1, a changed "
+           "filter, ...) is refused naming the setting. See docs/permissions.md."),
     Option("startingOffsets", PerStream(Position(("earliest", "latest"))), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it); "
            "or per stream, as JSON: `{\"ORDERS\": 1200, \"EVENTS\": \"latest\"}` (a stream not "

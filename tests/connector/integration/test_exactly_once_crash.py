@@ -41,6 +41,15 @@ def seed() -> int:
     return value
 
 
+def prepare_streams(url: str, n: int) -> None:
+    """Stream IN with `n` messages `msg-<i>` on subjects `in.<i % 7>`; stream OUT (a 10-minute
+    duplicate window) for the pipeline's output on `out.>`."""
+    create_stream(url, "IN", ["in.>"])
+    create_stream(url, "OUT", ["out.>"], duplicate_window=600 * 10**9)
+    publish_acked(url, [(f"in.{i % 7}", f"msg-{i}".encode()) for i in range(n)])
+    assert int(stream_info(url, "IN")["state"]["messages"]) == n
+
+
 def start_child(
     url: str, checkpoint: Path, log: Path, variant: str = "narrow", *settings: str
 ) -> subprocess.Popen[bytes]:
@@ -55,10 +64,7 @@ def test_sigkill_at_random_points_then_restart_gives_each_input_once(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     rng = random.Random(seed())
-    create_stream(server.url, "IN", ["in.>"])
-    create_stream(server.url, "OUT", ["out.>"], duplicate_window=600 * 10**9)
-    publish_acked(server.url, [(f"in.{i % 7}", f"msg-{i}".encode()) for i in range(N)])
-    assert int(stream_info(server.url, "IN")["state"]["messages"]) == N
+    prepare_streams(server.url, N)
     checkpoint = tmp_path / "checkpoint"
     log = tmp_path / "child.log"
 
