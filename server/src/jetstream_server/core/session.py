@@ -587,6 +587,7 @@ class Session:
             data = P.encode_msg(subject, sub.sid_b, reply, payload)
             self.out_bytes += len(payload)
         self.out_msgs += 1
+        # `send`'s queueing, inlined: this runs once per delivered message
         self._out.append(data)
         self._out_bytes += len(data)
         if self._out_bytes > self._max_pending:
@@ -614,13 +615,7 @@ class Session:
             return
         self.out_msgs += len(run)
         self.out_bytes += carried
-        self._out.append(data)
-        self._out_bytes += len(data)
-        if self._out_bytes > self._max_pending:
-            self._close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)
-        elif not self._signalled:
-            self._signalled = True
-            self._output_ready()
+        self.send(data)
 
     def forget_sub(self, sub: Subscription) -> None:
         if self.subs.get(sub.sid) is sub:

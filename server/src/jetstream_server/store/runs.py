@@ -43,7 +43,7 @@ class MessageRun(Sequence[StoredMessage]):
 
     __slots__ = ("seqs", "sizes", "next_seq", "blocked_size")
 
-    def __init__(self, seqs: array, sizes: array, next_seq: int, blocked_size: int = 0) -> None:
+    def __init__(self, seqs: array[int], sizes: array[int], next_seq: int, blocked_size: int = 0) -> None:
         self.seqs = seqs
         self.sizes = sizes
         self.next_seq = next_seq
@@ -117,7 +117,7 @@ class ListRun(MessageRun):
     __slots__ = ("msgs",)
 
     def __init__(
-        self, msgs: list[StoredMessage], sizes: array, next_seq: int, blocked_size: int = 0
+        self, msgs: list[StoredMessage], sizes: array[int], next_seq: int, blocked_size: int = 0
     ) -> None:
         super().__init__(array("q", [m.seq for m in msgs]), sizes, next_seq, blocked_size)
         self.msgs = msgs
