@@ -106,7 +106,7 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
     RunBy(r"python -m jobs\.hostile( --quick --servers bundled)?", "tests/jobs/test_hostile_quick.py",
           '"-m", "jobs.hostile", "--quick", "--servers", "bundled"',
           "every scenario, small, on the bundled server (the full run is the same code, larger, on both)"),
-    RunBy(r"python -m jobs\.client_suites --natspy PATH( --python313 PYTHON)?",
+    RunBy(r"python -m jobs\.client_suites( --natspy PATH( --python313 PYTHON)?)?",
           "tests/jobs/test_client_suites.py", "def test_the_command_needs_a_checkout",
           "a developer command (it needs a nats.py checkout CI has not): its shim, its report reading "
           "and its refusal without a checkout are tested"),

@@ -41,7 +41,9 @@ def test_the_page_holds_only_commands_that_this_file_runs() -> None:
 
 
 def test_make_demo_runs_the_job_with_its_defaults() -> None:
-    dry = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    # --no-print-directory: under `make test` (MAKELEVEL set) make would add "Leaving directory"
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, check=True)
     assert dry.stdout.splitlines()[-1] == JOB
 
 
