@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from child_process import kill_group, start_child
+from crash_helpers import prepare_streams, seed
 from sink_helpers import connect, read_all, stream_info
-from test_exactly_once_crash import prepare_streams, seed
 
 from jetstream_testing.process import ServerProcess
 
