@@ -34,3 +34,13 @@ def kill_group(child: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     child.wait(30)
+
+
+def run_to_success(child: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    """Wait for `child` to exit 0 within `timeout_s` (the log's tail when it does not); its
+    group is killed if it is still running when the wait ends either way."""
+    try:
+        assert child.wait(timeout_s) == 0, log.read_text()[-3000:]
+    finally:
+        if child.poll() is None:
+            kill_group(child)

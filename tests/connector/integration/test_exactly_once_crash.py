@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from child_process import kill_group
+from child_process import kill_group, run_to_success
 from crash_helpers import out_count, prepare_streams, seed, start_child
 from sink_helpers import read_stream
 
@@ -54,11 +54,7 @@ def test_sigkill_at_random_points_then_restart_gives_each_input_once(
     assert kills >= 1, "the query finished before any kill point"
 
     child = start_child(server.url, checkpoint, log)
-    try:
-        assert child.wait(300) == 0, log.read_text()[-3000:]
-    finally:
-        if child.poll() is None:
-            kill_group(child)
+    run_to_success(child, log, 300)
 
     msgs = read_stream(server.url, "OUT")
     ids = [m.msg_id for m in msgs]

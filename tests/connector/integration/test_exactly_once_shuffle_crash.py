@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from child_process import kill_group
+from child_process import kill_group, run_to_success
 from crash_helpers import out_count, seed, start_child
 from sink_helpers import connect, create_stream, publish_acked, read_all
 
@@ -76,11 +76,7 @@ def test_sigkill_while_publishing_after_a_shuffle_gives_each_input_once(
         assert now > before, "the kill did not land while a task was publishing"
 
     child = start_child(server.url, checkpoint, log, "shuffle", f"max={PER_BATCH}")
-    try:
-        assert child.wait(600) == 0, log.read_text()[-3000:]
-    finally:
-        if child.poll() is None:
-            kill_group(child)
+    run_to_success(child, log, 600)
 
     msgs = read_all(server.url, "OUT")
     ids = [m.msg_id for m in msgs]
