@@ -36,7 +36,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_jetstream.client import LeanConnection, connect
 from spark_jetstream.options import ReadOptions
-from spark_jetstream.read.carried import CarriedPartition, carry, read_carried
+from spark_jetstream.read.carried import CarriedPartition, carry, read_input_partition
 from spark_jetstream.read.consumer_feed import BATCH_BYTES, BATCH_MESSAGES, ConsumerFeed
 from spark_jetstream.read.offsets import (
     DataLossError,
@@ -47,7 +47,7 @@ from spark_jetstream.read.offsets import (
     seq_for_time,
     stream_state,
 )
-from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions
 from spark_jetstream.read.pushdown import Pushdown, push_filters
 from spark_jetstream.shipping import Shipped
 
@@ -125,11 +125,7 @@ class JetStreamBatchReader(Shipped, DataSourceReader):
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, CarriedPartition):
-            yield from read_carried(partition, self.options.include_headers)
-            return
-        assert isinstance(partition, SeqRangePartition)
-        yield from read_partition(self.options.connection, partition, self.options.include_headers)
+        yield from read_input_partition(self.options.connection, partition, self.options.include_headers)
 
 
 class PushdownBatchReader(JetStreamBatchReader):

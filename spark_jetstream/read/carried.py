@@ -24,9 +24,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from spark_jetstream.client.msg_runs import Chunk
+from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 from spark_jetstream.read.consumer_pull import Delivered
-from spark_jetstream.read.partitions import partition_count
+from spark_jetstream.read.partitions import SeqRangePartition, partition_count, read_partition
 
 __all__ = ["PARTITION_BYTES", "CarriedPartition", "carry", "read_carried"]
 
@@ -86,3 +87,15 @@ def read_carried(partition: CarriedPartition, include_headers: bool) -> Iterator
     """The partition's messages as one Arrow batch."""
     if len(partition.chunk):
         yield chunk_to_batch(partition.chunk, partition.stream, arrow_schema(include_headers))
+
+
+def read_input_partition(
+    connection: ConnectionOptions, partition: object, include_headers: bool
+) -> Iterator[pa.RecordBatch]:
+    """An executor's read of either kind of input partition: messages carried from the
+    driver (an operator's consumer), or a range of sequences read from the stream."""
+    if isinstance(partition, CarriedPartition):
+        yield from read_carried(partition, include_headers)
+        return
+    assert isinstance(partition, SeqRangePartition)
+    yield from read_partition(connection, partition, include_headers)

@@ -77,7 +77,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_jetstream.client import LeanConnection, NatsError, connect
 from spark_jetstream.options import ReadOptions
-from spark_jetstream.read.carried import CarriedPartition, carry, read_carried
+from spark_jetstream.read.carried import CarriedPartition, carry, read_input_partition
 from spark_jetstream.read.consumer_feed import BATCH_BYTES, BATCH_MESSAGES, ConsumerFeed
 from spark_jetstream.read.durable import MirrorGuard, claim_durable, mirror_commit
 from spark_jetstream.read.filtered import count_matching, nth_matching_seq
@@ -92,7 +92,7 @@ from spark_jetstream.read.offsets import (
     split_budget,
     stream_state,
 )
-from spark_jetstream.read.partitions import SeqRangePartition, plan_partitions, read_partition
+from spark_jetstream.read.partitions import plan_partitions
 from spark_jetstream.shipping import Shipped
 
 log = logging.getLogger(__name__)
@@ -440,11 +440,7 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
                      max_per_partition=opts.max_messages_per_partition, first_index=first)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, CarriedPartition):
-            yield from read_carried(partition, self.options.include_headers)
-            return
-        assert isinstance(partition, SeqRangePartition)
-        yield from read_partition(self.options.connection, partition, self.options.include_headers)
+        yield from read_input_partition(self.options.connection, partition, self.options.include_headers)
 
     def commit(self, end: dict[str, Any]) -> None:
         if self._feed is not None:
