@@ -19,6 +19,12 @@ Invariants:
   after a reconnect (a restarting server loads its streams first), and while
   a stream captures the subject (a cluster electing the stream's leader:
   client/streams.py asks); otherwise it fails at once naming the subject.
+- A message that gets no answer at all (a stream leader killed with the
+  message in flight, or a follower that drops it during the election:
+  nats-server answers neither) is re-sent, with its `Nats-Msg-Id`, after
+  `RESEND_AFTER_S` without any ack, then after twice that, and so on: the
+  dedup window drops a copy that was stored after all. A frame without a
+  `Nats-Msg-Id` is never re-sent on silence (a copy would be stored twice).
 - Nothing is retried past `ack_timeout_s` without progress, nor more than
   `MAX_RECONNECTS` reconnects in one task.
 - `stats.streams` holds every stream a pub ack named (the sink's real
@@ -49,6 +55,9 @@ SEND_CHUNK_BYTES: Final = 256 * 1024
 RETRY_DELAY_S: Final = 0.1
 ELECTION_RETRY_DELAY_S: Final = 0.25  # a stream leader election takes a few seconds
 MAX_RECONNECTS: Final = 20  # per task: a server that keeps dropping us is not a blip
+# silence (no ack at all) before unacked frames are re-sent: longer than a loaded server's
+# ack latency, shorter than a leader election plus the ack timeout
+RESEND_AFTER_S: Final = 4.0
 _DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
 _STREAM_RE = re.compile(rb'"stream"\s*:\s*"([^"]*)"')
 _MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
@@ -67,6 +76,7 @@ class PublishStats:
     published: int = 0  # acked as stored
     duplicates: int = 0  # acked as duplicate (already in the stream)
     reconnects: int = 0
+    resends: int = 0  # times unacked frames were re-sent after silence
     streams: set[str] = field(default_factory=set)  # named by the pub acks
 
 
@@ -88,11 +98,13 @@ class Publisher:
         *,
         max_in_flight: int = 2048,
         ack_timeout_s: float = 30.0,
+        resend_after_s: float = RESEND_AFTER_S,
         connect: Callable[[ConnectionOptions], LeanConnection] = LeanConnection.connect,
     ) -> None:
         self._options = options
         self._max_in_flight = max(1, max_in_flight)
         self._ack_timeout_s = ack_timeout_s
+        self._resend_after_s = resend_after_s
         self._connect_fn = connect
         self._prefix = options.inbox_prefix.encode() + b"." + secrets.token_hex(10).encode() + b"."
         self._token = 0
@@ -233,11 +245,17 @@ class Publisher:
         """Read acks until at most `target` messages are unacked."""
         pending = self._pending
         deadline = time.monotonic() + self._ack_timeout_s
+        silence = self._resend_after_s
+        resend_at = time.monotonic() + silence
         while len(pending) > target:
             now = time.monotonic()
             if self._retry and self._retry[0][0] <= now:
                 self._resend_due(now)
                 continue
+            if now >= resend_at:
+                self._resend_silent(now - (deadline - self._ack_timeout_s))
+                silence *= 2
+                resend_at = now + silence
             remaining = deadline - now
             if remaining <= 0:
                 first = min(pending)
@@ -246,7 +264,7 @@ class Publisher:
                     f"message(s), the first {_frame_msg_id(pending[first])!r} to subject "
                     f"{_frame_subject(pending[first])!r}"
                 )
-            wait = remaining
+            wait = max(0.001, min(remaining, resend_at - now))
             if self._retry:
                 wait = max(0.001, min(wait, self._retry[0][0] - now))
             conn = self._conn
@@ -265,10 +283,12 @@ class Publisher:
                     raise PublishError(f"the server refused the publish: {exc}") from exc
                 self._reconnect(exc)
                 deadline = time.monotonic() + self._ack_timeout_s
+                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
                 continue
             except OSError as exc:
                 self._reconnect(exc)
                 deadline = time.monotonic() + self._ack_timeout_s
+                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
                 continue
             before = len(pending)
             sid = self._sid
@@ -294,6 +314,7 @@ class Publisher:
             self.stats.duplicates += duplicates
             if len(pending) < before:
                 deadline = time.monotonic() + self._ack_timeout_s
+                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
 
     def _note_stream(self, payload: bytes) -> None:
         m = _STREAM_RE.search(payload)
@@ -309,6 +330,28 @@ class Publisher:
             frame = self._pending.get(token)
             if frame is not None:
                 self._queue(frame)
+        self._send()
+
+    def _resend_silent(self, silent_s: float) -> None:
+        """Re-send every unacked frame that carries a `Nats-Msg-Id` (none in the retry queue)."""
+        queued = {token for _, token in self._retry}
+        frames = [
+            frame
+            for token, frame in sorted(self._pending.items())
+            if token not in queued and b"\r\nNats-Msg-Id: " in frame
+        ]
+        if not frames:
+            return
+        self.stats.resends += 1
+        log.warning(
+            "jetstream sink: no pub ack for %.1fs; re-sending %d unacked message(s) (the first %r), "
+            "the dedup window drops copies already stored",
+            silent_s,
+            len(frames),
+            _frame_msg_id(frames[0]),
+        )
+        for frame in frames:
+            self._queue(frame)
         self._send()
 
     def _retryable(self) -> bool:

@@ -61,6 +61,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsCluster]:
         yield nodes
 
 
+@pytest.fixture(autouse=True)
+def every_node_running(cluster: NatsCluster) -> None:
+    """A test that failed with a node killed must not fail the next one too: every node runs
+    and the meta layer has a leader before each test."""
+    for name in cluster.names:
+        if name not in cluster.running():
+            cluster.restart(name)
+    cluster.wait_for_meta_leader()
+
+
 def api(cluster: NatsCluster, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JetStream API call through any running node (retried through elections)."""
     urls = tuple(cluster.nodes[n].url for n in cluster.running())

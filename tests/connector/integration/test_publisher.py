@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from sink_helpers import create_stream, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess
-from spark_jetstream.client import LeanConnection
+from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError
 from spark_jetstream.options import ConnectionOptions
 from spark_jetstream.write.publisher import Publisher, PublishError, PublishTimeoutError
 
@@ -106,3 +108,72 @@ def test_server_restart_mid_publish_reconnects_and_stores_each_once(server: Serv
 def test_no_server_fails_after_the_ack_timeout_naming_the_servers() -> None:
     with pytest.raises(PublishError, match=r"could not connect to nats://127.0.0.1:1 within ackTimeout=0.3s"):
         Publisher(ConnectionOptions(servers=("nats://127.0.0.1:1",), connect_timeout_s=0.2), ack_timeout_s=0.3)
+
+
+class LossyResponder:
+    """A real subscriber standing in for a stream leader that dies with messages in flight:
+    it drops the first copy of each message and acks later copies (deduplicated by
+    Nats-Msg-Id, as a stream would), counting every copy it gets."""
+
+    def __init__(self, url: str, subject: str) -> None:
+        self.conn = LeanConnection.connect(ConnectionOptions(servers=(url,)))
+        self.sid = self.conn.subscribe(subject)
+        self.conn.flush()
+        self.copies: dict[bytes, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        stored = 0
+        while not self.stop.is_set():
+            try:
+                frames = self.conn.frames_within(0.05)
+            except NatsTimeoutError:
+                continue
+            except (NatsError, OSError):
+                return
+            for kind, _subject, sid, reply, hdr, _payload in frames:
+                if kind != b"MSG" or sid != self.sid:
+                    continue
+                msg_id = hdr.split(b"Nats-Msg-Id: ")[1].split(b"\r\n")[0] if b"Nats-Msg-Id: " in hdr else b""
+                self.copies[msg_id] = self.copies.get(msg_id, 0) + 1
+                if self.copies[msg_id] == 2:
+                    stored += 1
+                    self.conn.publish(reply.decode(), b'{"stream":"LOSSY","seq":%d}' % stored)
+                elif self.copies[msg_id] > 2:
+                    self.conn.publish(reply.decode(), b'{"stream":"LOSSY","seq":1,"duplicate":true}')
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+        self.conn.close()
+
+
+def test_messages_without_an_answer_are_resent_with_their_ids(server: ServerProcess) -> None:
+    """nats-server answers neither a publish its dying stream leader had in flight nor one a
+    follower drops during the election: after silence the publisher re-sends (same id)."""
+    lossy = LossyResponder(server.url, "lossy")
+    try:
+        ids = [f"l{i}" for i in range(20)]
+        pub = publish(server.url, [b"lossy"] * 20, ids, [b"v"] * 20, ack_timeout_s=10, resend_after_s=0.2)
+    finally:
+        lossy.close()
+    assert pub.stats.published == 20 and pub.stats.resends >= 1
+    assert all(lossy.copies[i.encode()] >= 2 for i in ids)
+
+
+def test_a_message_without_an_id_is_never_resent_on_silence(server: ServerProcess) -> None:
+    """Re-sending a message without Nats-Msg-Id could store it twice: it times out instead."""
+    lossy = LossyResponder(server.url, "lossy")
+    try:
+        pub = Publisher(ConnectionOptions(servers=(server.url,)), ack_timeout_s=1.0, resend_after_s=0.1)
+        try:
+            pub.publish_many([b"lossy"], [b"NATS/1.0\r\n\r\n"], [b"v"])
+            with pytest.raises(PublishTimeoutError):
+                pub.flush()
+        finally:
+            pub.close()
+    finally:
+        lossy.close()
+    assert lossy.copies == {b"": 1} and pub.stats.resends == 0
