@@ -190,7 +190,7 @@ def test_a_chunk_cut_keeps_the_rest_for_the_next() -> None:
     pos = runs.scan(stream, 0)
     first, second = runs.take(3), runs.take(3)
     assert (first.seqs, second.seqs, first.data, pos) == ([1, 2, 3], [4, 5, 6], [b"1", b"2", b"3"], len(stream))
-    assert second.base > 0 and second.last_seq == 6
+    assert second.starts[0] == 0 and second.buf.startswith(b"MSG a 7 ") and second.last_seq == 6
     assert runs.take(3).seqs == [7] and len(runs) == 0
 
 
