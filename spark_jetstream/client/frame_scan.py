@@ -39,6 +39,7 @@ Pure: bytes in, arrays out; no sockets, no pyarrow.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Final
 
@@ -263,19 +264,21 @@ def _clip_take(values: Ints, idx: Ints) -> Ints:
 
 
 class _Positions:
-    """Where a byte value occurs in `a`, through one reused mask (a fresh 4 MB mask per pass
-    costs its page faults every time)."""
+    """Where a byte value occurs in `a`, through one mask per thread, reused (a fresh 4 MB
+    mask per pass costs its page faults every time)."""
 
-    _mask = np.empty(0, np.bool_)
+    _local = threading.local()
 
     def __init__(self, a: npt.NDArray[np.uint8]) -> None:
         self.a = a
-        if len(_Positions._mask) < len(a):
-            _Positions._mask = np.empty(max(len(a), 1 << 20), np.bool_)
+        mask = getattr(self._local, "mask", None)
+        if mask is None or len(mask) < len(a):
+            mask = self._local.mask = np.empty(max(len(a), 1 << 20), np.bool_)
+        self.mask: npt.NDArray[np.bool_] = mask
 
     def of(self, byte: int, skip: int = 0) -> Ints:
         """Positions (from `skip` on, minus `skip`) where `a` holds `byte`."""
-        mask = _Positions._mask[: len(self.a) - skip]
+        mask = self.mask[: max(0, len(self.a) - skip)]
         np.equal(self.a[skip:], byte, out=mask)
         return np.flatnonzero(mask)
 

@@ -18,11 +18,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spark_jetstream.client import frame_scan
 from spark_jetstream.client.frames import parse_frames
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner, ack_fields
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 
 SID = b"7"
+
+
+@pytest.fixture(autouse=True, params=["buffer-wide", "frame by frame"])
+def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test with each scanner of frame_scan.py (left to itself, the scan walks these
+    small buffers frame by frame)."""
+    if request.param == "buffer-wide":
+        monkeypatch.setattr(frame_scan, "SMALL_BUFFER", 0)
+        monkeypatch.setattr(frame_scan, "LARGE_FRAME", 1 << 62)
+    else:
+        monkeypatch.setattr(frame_scan, "SMALL_BUFFER", 1 << 62)
+
+
 LAYOUTS = ("9", "11", "12")
 
 
