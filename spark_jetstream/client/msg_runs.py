@@ -11,7 +11,8 @@ scanner keeps each receive buffer whole with the run's `FrameIndex`
 (positions of each frame's parts, stream sequence and timestamp) and copies
 the frames once, when `take` joins them into a chunk.
 
-`RawChunk` is that chunk: `buf` holds whole frames back to back and `index`
+`RawChunk` is that chunk: `buf` holds whole frames back to back (and may go
+on past the last one: a chunk cut from a longer run shares its buffer) and `index`
 where each frame's subject, header block and payload are in `buf`, and its
 stream sequence and timestamp. Readers build Arrow columns from them without
 parsing again (read/arrow_rows.py). `to_chunk()` is the per-message parse of
@@ -76,7 +77,8 @@ def _line_reply(line: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class RawChunk:
-    """Whole data frames back to back, and where their parts are (`FrameIndex`, positions in `buf`)."""
+    """Whole data frames back to back, and where their parts are (`FrameIndex`, positions in `buf`;
+    `buf` may go on past the last frame)."""
 
     buf: bytes
     index: FrameIndex
@@ -98,8 +100,7 @@ class RawChunk:
         """The first `rows` frames."""
         if rows >= len(self):
             return self
-        cut = int(self.index.pos[0, rows])
-        return RawChunk(self.buf[:cut], self.index[:rows], self.with_headers)
+        return RawChunk(self.buf, self.index[:rows], self.with_headers)
 
     def up_to(self, end: int) -> RawChunk:
         """The frames with stream_seq <= end (sequences ascend: cut at the first beyond)."""
@@ -110,20 +111,19 @@ class RawChunk:
     def to_chunk(self) -> Chunk:
         """The per-message parse of every frame (the reference of the bulk parse), from the
         frames' bytes alone (not from `index`, but where each frame starts)."""
-        data, starts = self.buf, self.starts
+        data = self.buf
         subjects: list[bytes] = []
         payloads: list[bytes] = []
         hdrs: list[bytes] = []
         seqs: list[int] = []
         tss: list[int] = []
-        ends = [*starts[1:], len(data)] if starts else []
-        for start, end in zip(starts, ends, strict=True):
+        for start in self.starts:
             nl = data.find(CRLF, start)
             parts = data[start:nl].split()
             body = nl + 2
             hsize = int(parts[-2]) if parts[0] == b"HMSG" else 0
             subjects.append(parts[1])
-            payloads.append(data[body + hsize : end - 2])
+            payloads.append(data[body + hsize : body + int(parts[-1])])
             hdrs.append(data[body : body + hsize])
             seq, ts, _ = ack_fields(parts[3])
             seqs.append(seq)
@@ -215,4 +215,4 @@ class RunScanner:
         cut = int(index.pos[0, rows])
         rest = index[rows:]
         self._runs, self._count = [(data, cut, len(data), rest.shifted(-cut))], len(rest)
-        return RawChunk(data[:cut], index[:rows], self.with_headers)
+        return RawChunk(data, index[:rows], self.with_headers)  # `data` past the cut: not copied
