@@ -195,7 +195,9 @@ _KEEP: Final = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - k))) - 1) if k else 
 
 def _words(a: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """`w[i]` = the 8 bytes `a[i : i + 8]` as a little-endian integer (an overlapping view, no copy)."""
-    return np.ndarray((max(0, len(a) - 7),), dtype="<u8", buffer=a, offset=0, strides=(1,))
+    size = max(0, len(a) - 7)
+    words: npt.NDArray[np.uint64] = np.ndarray((size,), dtype="<u8", buffer=a, offset=0, strides=(1,))
+    return words
 
 
 def _load(w: npt.NDArray[np.uint64], at: Ints) -> npt.NDArray[np.uint64]:
