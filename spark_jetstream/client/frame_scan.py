@@ -190,7 +190,9 @@ def scan_simple(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
 _U64 = np.uint64
 _ZEROS: Final = _U64(0x3030303030303030)
 # _KEEP[k]: the mask of a word's last k bytes (its most significant ones)
-_KEEP: Final = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - k))) - 1) if k else 0 for k in range(9)], np.uint64)
+_KEEP: Final = np.array(
+    [((1 << 64) - 1) ^ ((1 << (8 * (8 - k))) - 1) if k else 0 for k in range(9)], np.uint64
+)
 
 
 def _words(a: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:

@@ -43,6 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_jetstream.client.frame_scan import FrameIndex
 from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk
 
@@ -168,6 +169,10 @@ _CUTS = ("subject", "subject_end", "body", "payload", "end")
 _SUBJECT, _BLOCK, _PAYLOAD = 0, 2, 3  # the pieces between those cuts that are columns
 
 
+def _any_headers(index: FrameIndex) -> bool:
+    return bool(np.any(index.field("payload") > index.field("body")))
+
+
 def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns:
     """Columns of a raw chunk from its index, with no work per message in Python.
 
@@ -193,7 +198,7 @@ def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns:
         values = pc.take(pieces, pa.array(np.arange(piece, stride * n, stride, dtype=np.int64)))
         return values.cast(pa.binary()) if large else values
 
-    has_blocks = want_headers and raw.with_headers and bool(np.any(index.field("payload") > index.field("body")))
+    has_blocks = want_headers and raw.with_headers and _any_headers(index)
     return (
         column(_SUBJECT).cast(pa.string()),
         column(_PAYLOAD),
