@@ -7,14 +7,15 @@ a `$JS.ACK.` subject (ADR-15: 9, 11 or 12 tokens) carrying the stream
 sequence, the timestamp and the number pending. `scan(buf, pos, sid)` finds
 the run of such frames that starts at `pos` and returns a `FrameIndex` (per
 frame: where it starts, where its subject starts and ends, where its body,
-payload and payload end are; its stream sequence, timestamp and pending
-count) and the position of the first byte it did not take: a frame that is
+payload and payload end are; its stream sequence and timestamp) and the position of the first byte it did not take: a frame that is
 anything else (a status, a PING, an error, another subscription's message,
 an irregular line) or that is not complete yet. The caller handles that
 frame and scans on.
 
 Two scanners with one contract, chosen per call by the size of the first
-frame (`LARGE_FRAME`): `scan_simple` walks frame by frame with `bytes`
+frame (`LARGE_FRAME`), which `scan` reads on its own first (no frame to
+take, as at a status or a frame cut by the read, costs no pass over the
+buffer): `scan_simple` walks frame by frame with `bytes`
 methods (cheap for a few large frames), `scan_fast` does no Python work per
 frame: numpy passes over the whole buffer find every CRLF, line start,
 space and dot, check every candidate line at once (op, sid, `$JS.ACK.`
@@ -29,10 +30,12 @@ on random deliveries cut at every byte); what neither accepts is parsed one
 frame at a time by the caller.
 
 A frame is taken only when it is regular: single spaces between non-empty
-tokens, the subscription's sid, a reply with 8, 10 or 11 dots after
-`$JS.ACK.`, and stream sequence, timestamp, pending, header size and size
-of 1-19 ASCII digits below 9 * 10**18 (int64 without overflow), header size
-at most the size, and the whole frame in the buffer.
+tokens, the subscription's sid, a reply of at least four dots after
+`$JS.ACK.` (read from its end as `msg_runs.ack_fields` reads it), stream
+sequence, timestamp, header size and size of 1-19 ASCII digits below
+9 * 10**18 (int64 without overflow), header size at most the size, and the
+whole frame in the buffer. (The pending count is read for the last frame
+only, by the caller.)
 
 Pure: bytes in, arrays out; no sockets, no pyarrow.
 """
@@ -58,7 +61,9 @@ SMALL_BUFFER: Final = 2048
 
 ACK_PREFIX: Final = b"$JS.ACK."
 MAX_DIGITS: Final = 19
-_LAYOUT_DOTS: Final = (8, 10, 11)  # 9, 11 and 12 tokens
+# ADR-15's layouts have 9, 11 or 12 tokens; like `msg_runs.ack_fields`, any reply with at least
+# four dots is read from its end (with 11 dots, the 12-token layout: a random token last)
+_MIN_DOTS: Final = 4
 _POS_FIELDS: Final = ("start", "subject", "subject_end", "body", "payload", "end")
 _NUM_FIELDS: Final = ("seq", "ts_ns")
 
@@ -123,17 +128,12 @@ class FrameIndex:
 
 def scan(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
     """The regular data frames of subscription `sid` from `buf[pos:]` on, and where they stop."""
-    if len(buf) - pos < SMALL_BUFFER or _first_frame_size(buf, pos) >= LARGE_FRAME:
+    first = _regular_frame(buf, pos, sid)
+    if first is None:  # nothing to take: no pass over the buffer for a status or a cut frame
+        return FrameIndex.empty(), pos
+    if len(buf) - pos < SMALL_BUFFER or first[5] + 2 - pos >= LARGE_FRAME:
         return scan_simple(buf, pos, sid)
     return scan_fast(buf, pos, sid)
-
-
-def _first_frame_size(buf: bytes, pos: int) -> int:
-    nl = buf.find(b"\r\n", pos, pos + 4096)
-    if nl < 0:
-        return LARGE_FRAME  # a line this long is no data frame of ours: the walk stops at once
-    size = buf[buf.rfind(b" ", pos, nl) + 1 : nl]
-    return nl - pos + 4 + (int(size) if size.isdigit() else 0)
 
 
 # -- one frame at a time ------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def _regular_frame(buf: bytes, pos: int, sid: bytes) -> tuple[int, ...] | None:
         return None
     reply = tokens[2]
     dots = reply.count(b".")
-    if not reply.startswith(ACK_PREFIX) or dots not in _LAYOUT_DOTS:
+    if not reply.startswith(ACK_PREFIX) or dots < _MIN_DOTS:
         return None
     parts = reply.rsplit(b".", 5)
     o = 1 if dots == 11 else 0
@@ -321,7 +321,7 @@ def scan_fast(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
     dots = found.of(46)
     after = np.searchsorted(dots, sp3)  # the reply's dots: indices below `after`
     ndots = after - np.searchsorted(dots, sp2 + 1)
-    ok &= (ndots == 8) | (ndots == 10) | (ndots == 11)
+    ok &= ndots >= _MIN_DOTS
     o = (ndots == 11).astype(np.int64)  # the 12-token layout: a random token after pending
 
     def dot(k: Ints) -> Ints:  # the k-th dot from the reply's end (1: the last)

@@ -31,6 +31,8 @@ def reply(layout: str, seq: int, ts: int = TS, pending: int = 0) -> str:
         return f"$JS.ACK.S.sjr_c.1.{seq}.{seq}.{ts}.{pending}"
     if layout == "11":
         return f"$JS.ACK.dom.ACCHASH.S.sjr_c.1.{seq}.{seq}.{ts}.{pending}"
+    if layout == "10":  # no ADR-15 layout: read from the end as ack_fields reads it
+        return f"$JS.ACK.x.S.sjr_c.1.{seq}.{seq}.{ts}.{pending}"
     return f"$JS.ACK.dom.ACCHASH.S.sjr_c.1.{seq}.{seq}.{ts}.{pending}.r{seq % 11}"
 
 
@@ -57,7 +59,7 @@ NOT_OURS = [
     b"MSG s 7 $JS.ACK.S.c.1.5x.5.5.0 1\r\nx\r\n",  # a sequence that is no number
     b"MSG s 7 $JS.ACK.S.c.1.5.5.99999999999999999999.0 1\r\nx\r\n",  # 20 digits
     b"MSG s 7 $JS.ACK.S.c.1.5.5.9300000000000000000.0 1\r\nx\r\n",  # above int64
-    b"MSG s 7 $JS.ACK.S.c.5.5.5.0 1\r\nx\r\n",  # 7 dots: no layout
+    b"MSG s 7 $JS.ACK.5.0 1\r\nx\r\n",  # 3 dots: too few for a sequence, a timestamp and a count
     b"HMSG s 7 $JS.ACK.S.c.1.5.5.5.0 12 3\r\nNATS/1.0\r\n\r\n\r\n",  # header size above the size
     b"MSG s 7 _INBOX.not.an.ack.reply.a.b.c.d 1\r\nx\r\n",
 ]
@@ -67,7 +69,7 @@ HEADERS = [b"", b"", b"NATS/1.0\r\nNats-Msg-Id: m-1\r\n\r\n", b"NATS/1.0\r\nA: 1
 
 @st.composite
 def deliveries(draw: st.DrawFn) -> bytes:
-    layout = draw(st.sampled_from(("9", "11", "12")))
+    layout = draw(st.sampled_from(("9", "11", "12", "10")))
     seq = draw(st.integers(1, 10**12))
     parts = []
     for _ in range(draw(st.integers(1, 30))):
@@ -151,6 +153,9 @@ def test_large_frames_are_walked_and_small_buffers_too(monkeypatch: pytest.Monke
     assert len(scan(big, 0, SID)[0]) == 3 and len(scan(small, 0, SID)[0]) == 399
     assert len(scan(small[:500], 0, SID)[0]) > 0
     assert calls == ["simple", "fast", "simple"]
+    status = b"HMSG _INBOX.x 7 28 28\r\nNATS/1.0 404 No Messages\r\n\r\n\r\n"
+    index, stop = scan(status + small, 0, SID)  # nothing to take: no scanner runs
+    assert (len(index), stop, calls) == (0, 0, ["simple", "fast", "simple"])
 
 
 def test_index_concat_and_cut() -> None:
