@@ -69,7 +69,7 @@ MATRIX_SERVERS ?= bundled,nats-server
 # the files holding the spark_matrix tests (the others may import what older versions lack)
 MATRIX_TESTS := $(addprefix tests/connector/integration/,test_spark_versions.py test_legacy_stream_reader.py \
 	test_latest_start.py test_latest_crash.py test_exactly_once_crash.py test_spark_connect.py \
-	test_read_only.py test_pushdown.py)
+	test_read_only.py test_consumer_read.py test_pushdown.py)
 
 .PRECIOUS: $(SPARK_VENVS)/%/.deps-installed $(SPARK_VENVS)/%/.installed
 

@@ -20,7 +20,8 @@ Families (`--only`, repeatable; all but `store` in the full run, all but
   `--quick`): API requests and time, the bundled server's event-loop lag
   (`dashboard`), only when named.
 
-Wiring only; workloads live in `jobs.bench`. Every server runs in its own
+On a terminal, stderr says which family is starting and about how long the run has left
+(`jobs.bench.schedule`). Wiring only; workloads live in `jobs.bench`. Every server runs in its own
 process (`ServerProcess`), never in this one, so client and server do not
 share a GIL. Prints two tables (comparisons with ratios and the issue's
 targets; single figures) and the time each family took; with `--markdown
@@ -53,6 +54,7 @@ from typing import Any
 from jetstream_testing.process import nats_server_binary
 from jobs.bench import filestore, natspy, scale
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
+from jobs.bench.schedule import Schedule, StatusLine, step_name
 from jobs.bench.servers import KINDS, ServerDied, cpu_seconds, running
 
 log = logging.getLogger(__name__)
@@ -332,10 +334,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaled: list[scale.SizeFigures] = []
     spark: Any = None
 
+    schedule = Schedule(families, args.quick)
+    status = StatusLine()
+
     @contextlib.contextmanager
     def family(name: str) -> Iterator[None]:
+        status.show(schedule.start(name))
         t0 = time.monotonic()
         yield
+        schedule.finish(name)
         timings.append((name, time.monotonic() - t0))
         say(f"{name}: {timings[-1][1]:.0f}s")
 
@@ -355,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="jetstream-bench-") as tmp:
             root = Path(tmp)
             if families & {"natspy", "cpu"}:
-                with family(" and ".join(f for f in ("natspy", "cpu") if f in families)):
+                with family(step_name(families, ("natspy", "cpu"))):
                     run_natspy(root, sizes, families, comparisons, say)
             if "connector" in families:
                 with family("connector"):
@@ -365,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     run_filestore(root, sizes, comparisons, measures,
                                   local_spark() if sizes.store_rows > 50_000 else None, say)
             if families & {"size", "partitions"}:
-                with family(" and ".join(f for f in ("size", "partitions") if f in families)):
+                with family(step_name(families, ("size", "partitions"))):
                     scaled = run_scale(root, sizes, families, comparisons, measures, local_spark(), say)
             if "clusters" in families:
                 from jobs.bench import clusters

@@ -11,7 +11,8 @@ Wiring only (the logic is in `jobs.orders`):
    serves the dashboard, whose address it prints (for `--servers`: the
    `jetstream dashboard` command that shows it);
 2. the streams (`jobs.orders.streams`), then a deterministic sample of `--orders`
-   orders published with message ids (a re-run is rejected as duplicates);
+   orders published with message ids from a child process (a re-run is rejected
+   as duplicates); Spark's JVM starts meanwhile;
 3. two checkpointed streaming queries on local Spark, or on the cluster of
    `--master` (`jobs.orders.pipeline`): clean copy + dead letters, and windowed
    revenue per region; `--py-files` ships the connector to the executors,
@@ -20,8 +21,9 @@ Wiring only (the logic is in `jobs.orders`):
 4. with `--continuous`, a publisher keeps sending new orders and the queries run
    on a processing-time trigger until Ctrl-C (or `--duration` seconds); the
    job then stops the publisher and the queries and drains what is left;
-5. a summary table and self-checks (`jobs.orders.report`); exit 1 when the
-   counts do not add up, 0 otherwise.
+5. a summary table (with the time of each phase and each query's events/s per
+   micro-batch) and self-checks (`jobs.orders.report`); exit 1 when the counts
+   do not add up, 0 otherwise.
 
 Checkpoints live under `<data-dir>/checkpoints/<server>` so that a second run
 resumes where the first stopped and adds nothing.
@@ -37,16 +39,26 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from jobs.orders import pipeline, streams
-from jobs.orders.expected import Expected
+from jobs.orders.cpu import CpuMeter
+from jobs.orders.expected import Expected, WindowFigures
 from jobs.orders.publisher import Outcome, PublisherProcess, SampleSpec
-from jobs.orders.report import Check, ProgressListener, render_summary, totals_from
+from jobs.orders.report import (
+    Check,
+    Phases,
+    ProgressListener,
+    batch_rate_figures,
+    render_summary,
+    totals_from,
+)
 
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_CHECK_FAILED = 0, 1
+# the job's CPU readings (jobs.orders.cpu), in order
+SETUP, QUERIES = "server, streams, publishing, Spark start", "both queries"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -57,7 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--servers", help="NATS server URL(s); default: start the bundled server embedded")
     p.add_argument("--orders", type=int, default=100_000, help="orders in the sample (default 100000)")
     p.add_argument("--data-dir", default="jetstream-data", help="server store and checkpoints (default ./jetstream-data)")
-    p.add_argument("--batch-size", type=int, default=50_000, help="max messages per micro-batch")
+    p.add_argument(
+        "--batch-size", type=int, default=100_000, help="max messages per micro-batch (default 100000)"
+    )
     p.add_argument("--seed", type=int, default=7, help="seed of the order generator")
     p.add_argument("--continuous", action="store_true", help="keep running with a live publisher until Ctrl-C")
     p.add_argument("--rate", type=float, default=200.0, help="orders/s of the live publisher (--continuous)")
@@ -120,10 +134,10 @@ def embedded_server(factory: Any, store: str, http_port: int) -> Iterator[Any]:
         srv.stop()
 
 
-def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: Any) -> Outcome:
-    """Publish the sample from a child process; add what was sent to `expected`."""
-    started = time.monotonic()
-    proc = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed)).start()
+def finish_publishing(
+    proc: PublisherProcess, started: float, args: argparse.Namespace, expected: Expected, out: Any
+) -> Outcome:
+    """Wait for the sample's publisher (started at `started`); add what it sent to `expected`."""
 
     def progress(stored: int, duplicates: int) -> None:
         rate = (stored + duplicates) / max(time.monotonic() - started, 1e-9)
@@ -131,8 +145,7 @@ def publish_sample(url: str, args: argparse.Namespace, expected: Expected, out: 
         out.flush()
 
     outcome = proc.join(progress)
-    for ev in proc.events_sent():
-        expected.add(ev)
+    expected.merge(proc.expected)
     out.write(
         f"published {outcome.published:,} events of {args.orders:,} orders in {time.monotonic() - started:.1f}s: "
         f"{outcome.stored:,} stored, {outcome.duplicates:,} rejected as duplicates\n"
@@ -149,14 +162,39 @@ def live_publisher(url: str, args: argparse.Namespace, expected: Expected) -> Pu
         start_ms=expected.max_event_time_ms + 1,
         rate=args.rate * 2.6,  # about 2.6 events per order
     )
-    return PublisherProcess(url, spec)
+    return PublisherProcess(url, spec, expected.window_ms)
 
 
-def run_queries(spark: Any, cfg: pipeline.PipelineConfig) -> list[Any]:
-    queries = [pipeline.start_routed(spark, cfg), pipeline.start_revenue(spark, cfg)]
-    for q in queries:
-        q.awaitTermination()
-    return queries
+# Spark gives a Python worker it starts a fixed 10 s to connect back; on a crowded
+# machine importing pyspark can take longer. The query stops; its checkpoint lets it
+# resume where it stopped (a batch it had begun is replayed, its messages deduplicated).
+WORKER_TIMEOUT: Final = "Python worker failed to connect back"
+RESTARTS: Final = 2
+
+
+def run_queries(spark: Any, cfg: pipeline.PipelineConfig, out: Any) -> list[Any]:
+    """Run both queries to the end (every run of each, restarts included, in start order)."""
+    starters = {"routed": pipeline.start_routed, "revenue": pipeline.start_revenue}
+    return await_restarting({name: start(spark, cfg) for name, start in starters.items()}, starters, spark, cfg, out)
+
+
+def await_restarting(
+    running: dict[str, Any], starters: dict[str, Any], spark: Any, cfg: pipeline.PipelineConfig, out: Any
+) -> list[Any]:
+    """Wait for each query; restart one that Spark stopped for a slow Python worker (RESTARTS at most)."""
+    ran: list[Any] = list(running.values())
+    for name, query in running.items():
+        for attempt in range(RESTARTS + 1):
+            try:
+                query.awaitTermination()
+                break
+            except Exception as exc:
+                if WORKER_TIMEOUT not in str(exc) or attempt == RESTARTS:
+                    raise
+                out.write(f"[{name}] stopped: {WORKER_TIMEOUT} (a crowded machine); resuming from its checkpoint\n")
+                query = starters[name](spark, cfg)
+                ran.append(query)
+    return ran
 
 
 def run_continuous(
@@ -184,8 +222,7 @@ def run_continuous(
         for q in queries:
             q.stop()
     outcome = live.join()
-    for ev in live.events_sent():
-        expected.add(ev)
+    expected.merge(live.expected)
     out.write(
         f"live publisher sent {outcome.published:,} events ({outcome.duplicates:,} duplicates); "
         "draining what was published before the stop\n"
@@ -267,7 +304,7 @@ def check_counts(
                 "windows match the generator",
                 windows == closed,
                 f"{len(windows):,} windows written, {len(closed):,} closed by the watermark"
-                + ("" if windows == closed else f"; differing: {sorted(set(windows.items()) ^ set(closed.items()))[:3]}"),
+                + ("" if windows == closed else f"; differing: {differing_windows(windows, closed)[:3]}"),
             ),
         ]
     else:
@@ -280,6 +317,14 @@ def check_counts(
             )
         )
     return figures, checks
+
+
+def differing_windows(
+    written: dict[tuple[int, str], WindowFigures], expected: dict[tuple[int, str], WindowFigures]
+) -> list[tuple[tuple[int, str], WindowFigures | None, WindowFigures | None]]:
+    """(key, written, expected) of every window where the two differ, by key."""
+    keys = sorted(k for k in written.keys() | expected.keys() if written.get(k) != expected.get(k))
+    return [(k, written.get(k), expected.get(k)) for k in keys]
 
 
 def cluster_spark_session(master: str, conf: dict[str, str]) -> Any:
@@ -298,39 +343,61 @@ def cluster_spark_session(master: str, conf: dict[str, str]) -> Any:
     return builder.getOrCreate()
 
 
+def spark_session(args: argparse.Namespace) -> tuple[Any, bool]:
+    """(session, whether this job owns it): local Spark with 2 cores, or the cluster of --master.
+    A session that already exists (a notebook, the tests) is used and left running."""
+    from pyspark.sql import SparkSession
+
+    from spark_jetstream import register
+    from spark_jetstream.local import local_spark_session
+
+    owns_session = SparkSession.getActiveSession() is None
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.numRecentProgressUpdates": "100000",
+    }
+    if owns_session and not args.master:
+        # one shuffle partition per local core: the revenue query's aggregation and its state
+        # store run as one wave of tasks (a checkpoint keeps the count it was started with);
+        # a session that exists keeps its own setting
+        conf["spark.sql.shuffle.partitions"] = "2"
+    conf.update(c.split("=", 1) for c in args.conf)
+    if args.master:
+        spark = cluster_spark_session(args.master, conf)
+    else:
+        spark = local_spark_session("orders-pipeline", cores=2, conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    for path in filter(None, args.py_files.split(",")):
+        spark.sparkContext.addPyFile(path)
+    register(spark)
+    return spark, owns_session
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     out = sys.stdout
-    started = time.monotonic()
+    phases = Phases()
+    cpu = CpuMeter()
     cfg_base = pipeline.PipelineConfig(servers="", checkpoint_dir=Path())
     expected = Expected(window_ms=cfg_base.window_ms)
     with server_url(args, out) as (url, key):
-        streams.run(streams.ensure_streams(url, args.replicas))
-        before = streams.run(streams.stream_counts(url))
-        input_dupes = publish_sample(url, args, expected, out).duplicates
-
-        from pyspark.sql import SparkSession
-
-        from spark_jetstream import register
-        from spark_jetstream.local import local_spark_session
-
-        # A session that already exists (a notebook, the tests) is used and left running.
-        owns_session = SparkSession.getActiveSession() is None
-
-        conf = {
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.streaming.numRecentProgressUpdates": "100000",
-        }
-        conf.update(c.split("=", 1) for c in args.conf)
-        if args.master:
-            spark = cluster_spark_session(args.master, conf)
-        else:
-            spark = local_spark_session("orders-pipeline", cores=2, conf=conf)
-        spark.sparkContext.setLogLevel("ERROR")
-        for path in filter(None, args.py_files.split(",")):
-            spark.sparkContext.addPyFile(path)
-        register(spark)
+        with phases.timed("server and streams"):
+            streams.run(streams.ensure_streams(url, args.replicas))
+            before = streams.run(streams.stream_counts(url))
+        publishing = PublisherProcess(url, SampleSpec(orders=args.orders, seed=args.seed), expected.window_ms).start()
+        publish_started = time.monotonic()
+        # Spark's JVM starts while the child publishes: neither needs the other, and
+        # each takes seconds. The queries start only once every event is acknowledged.
+        try:
+            with phases.timed("Spark session start (while publishing)"):
+                spark, owns_session = spark_session(args)
+        except BaseException:
+            publishing.stop()
+            raise
+        with phases.timed("publishing (from the job's start)", since=publish_started):
+            input_dupes = finish_publishing(publishing, publish_started, args, expected, out).duplicates
+        cpu.mark(SETUP)
         listener = ProgressListener(out)
         spark.streams.addListener(listener)
         ran: list[Any] = []
@@ -345,19 +412,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                     max_per_batch=args.batch_size,
                     processing_time=args.trigger,
                 )
-                live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
+                with phases.timed("continuous run"):
+                    live_ran, live_dupes = run_continuous(spark, live_cfg, live, expected, args.duration, out)
+                cpu.mark("continuous run")
                 ran += live_ran
                 input_dupes += live_dupes
-            ran += run_queries(spark, cfg)
-            after = streams.run(streams.stream_counts(url))
-            figures, checks = check_counts(
-                spark, url, cfg, ran, before, after, expected, input_dupes
-            )
+            with phases.timed("both queries (Trigger.AvailableNow)"):
+                ran += run_queries(spark, cfg, out)
+            cpu.mark(QUERIES)
+            with phases.timed("checks"):
+                after = streams.run(streams.stream_counts(url))
+                figures, checks = check_counts(spark, url, cfg, ran, before, after, expected, input_dupes)
+            cpu.mark("checks")
         finally:
             spark.streams.removeListener(listener)
             if owns_session:
                 spark.stop()
-    figures.append(("elapsed", f"{time.monotonic() - started:.1f}s"))
+    figures += batch_rate_figures(ran)
+    figures += phases.figures()
+    read = totals_from(p for q in ran if q.name == "routed" for p in q.recentProgress).input_rows
+    figures += cpu.figures({QUERIES: read})
     out.write(render_summary(figures, checks))
     ok = all(c.ok for c in checks)
     out.write("all checks passed\n" if ok else "SOME CHECKS FAILED\n")

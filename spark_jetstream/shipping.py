@@ -76,10 +76,20 @@ class Shipped:
 
     __slots__ = ()
 
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+    def __reduce_ex__(self, protocol: Any) -> Any:
         cls = type(self)
+        if not _importable(cls):  # a class made at run time: pickled the usual way (by value)
+            return super().__reduce_ex__(protocol)
         state = self.__getstate__()  # type: ignore[attr-defined]  # object's (3.11+), or the class's own
         return load_shipped, (cls.__module__, cls.__qualname__), state
+
+
+def _importable(cls: type) -> bool:
+    """Whether `cls` is what its module and qualified name lead to."""
+    found: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is cls
 
 
 def _pickle_loader_by_value() -> None:

@@ -100,10 +100,13 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
     RunBy(r"jetstream dashboard( --server \S+( --port \d+)?| --creds FILE)?", _DASHBOARD,
           "def test_cli_commands", "serves until stopped: the test starts it (with a server's "
           "URL; a user's credentials in tests/cli/test_cli_dashboard.py), reads its page, stops it"),
+    RunBy(r"\.venv/bin/python -m jobs\.orders_pipeline .*", "tests/jobs/test_orders_docs.py",
+          "def test_each_job_command_of_the_page_passes_its_checks",
+          "each job command of docs/main-job.md through the job's entry point, its data dir moved"),
     RunBy(r"python -m jobs\.hostile( --quick --servers bundled)?", "tests/jobs/test_hostile_quick.py",
           '"-m", "jobs.hostile", "--quick", "--servers", "bundled"',
           "every scenario, small, on the bundled server (the full run is the same code, larger, on both)"),
-    RunBy(r"python -m jobs\.client_suites --natspy PATH( --python313 PYTHON)?",
+    RunBy(r"python -m jobs\.client_suites( --natspy PATH( --python313 PYTHON)?)?",
           "tests/jobs/test_client_suites.py", "def test_the_command_needs_a_checkout",
           "a developer command (it needs a nats.py checkout CI has not): its shim, its report reading "
           "and its refusal without a checkout are tested"),

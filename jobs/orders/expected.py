@@ -26,6 +26,14 @@ class WindowFigures:
     shipped: int = 0
     revenue_eur: Decimal = Decimal("0.00")
 
+    def __add__(self, other: WindowFigures) -> WindowFigures:
+        return WindowFigures(
+            self.created + other.created,
+            self.paid + other.paid,
+            self.shipped + other.shipped,
+            self.revenue_eur + other.revenue_eur,
+        )
+
     def add(self, event: str, amount_eur: Decimal) -> WindowFigures:
         return WindowFigures(
             created=self.created + (event == "created"),
@@ -59,6 +67,16 @@ class Expected:
         self.windows[key] = self.windows.get(key, WindowFigures()).add(
             e.event, amount_eur(e.amount_cents, e.currency)
         )
+
+    def merge(self, other: Expected) -> None:
+        """Add what `other` expects (events of another publisher, same window size)."""
+        assert other.window_ms == self.window_ms, "windows of different sizes do not add up"
+        self.total += other.total
+        self.valid += other.valid
+        self.reasons.update(other.reasons)
+        for key, figures in other.windows.items():
+            self.windows[key] = self.windows.get(key, WindowFigures()) + figures
+        self.max_event_time_ms = max(self.max_event_time_ms, other.max_event_time_ms)
 
     def closed_windows(self, watermark_ms: int) -> dict[tuple[int, str], WindowFigures]:
         """The windows an append-mode aggregate has emitted once the watermark is `watermark_ms`."""

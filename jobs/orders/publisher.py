@@ -3,10 +3,9 @@
 The job embeds the bundled server in a thread of its own process; a publisher
 in that same process would share the GIL with it. `PublisherProcess` runs
 `streams.publish` over `generator.generate(...)` in a spawned child instead
-and reports progress and the final counts through a queue. Because the
-generator is deterministic, the parent knows exactly which events were sent
-from their number alone (`published`): `events_sent()` regenerates them, to
-compute what the pipeline must produce.
+and reports progress and the final counts through a queue, with what the
+pipeline must make of the events it sent (`Expected`, built in the child as it
+sends, so the parent does not generate the sample a second time).
 
 Invariants: `join()` returns only after the child ended and reported; a child
 that fails raises `PublishFailed` with the child's error text in the parent.
@@ -14,8 +13,6 @@ that fails raises `PublishFailed` with the child's error text in the parent.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import multiprocessing
 import queue
 import signal
@@ -25,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.orders import streams
+from jobs.orders.expected import Expected, counted
 from jobs.orders.generator import START_MS, OrderEvent, generate
 
 
@@ -51,37 +49,32 @@ class Outcome:
     duplicates: int
 
 
-def _child(url: str, spec: SampleSpec, stop: Any, reports: Any) -> None:
+def _child(url: str, spec: SampleSpec, window_ms: int, stop: Any, reports: Any) -> None:
     # Ctrl-C reaches the whole process group: the parent decides when the publisher stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sent = 0
-
-    def counting() -> Iterator[OrderEvent]:
-        nonlocal sent
-        for ev in spec.events():
-            sent += 1
-            yield ev
+    expected = Expected(window_ms=window_ms)
 
     def progress(stats: streams.PublishStats) -> None:
         reports.put(("progress", stats.stored, stats.duplicates))
 
     try:
-        stats = asyncio.run(
-            streams.publish(url, counting(), stop=stop, rate=spec.rate, on_progress=progress, progress_every_s=5.0)
+        stats = streams.publish(
+            url, counted(spec.events(), expected), stop=stop, rate=spec.rate, on_progress=progress, progress_every_s=5.0
         )
-        reports.put(("done", sent, stats.stored, stats.duplicates))
+        reports.put(("done", expected.total, stats.stored, stats.duplicates, expected))
     except BaseException as exc:  # the parent re-raises it as PublishFailed
         reports.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
 class PublisherProcess:
-    def __init__(self, url: str, spec: SampleSpec) -> None:
+    def __init__(self, url: str, spec: SampleSpec, window_ms: int) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.spec = spec
         self._stop = ctx.Event()
         self._reports: Any = ctx.Queue()
-        self._proc = ctx.Process(target=_child, args=(url, spec, self._stop, self._reports), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(url, spec, window_ms, self._stop, self._reports), daemon=True)
         self.outcome: Outcome | None = None
+        self.expected = Expected(window_ms=window_ms)  # what the events sent must give (after join)
 
     def start(self) -> PublisherProcess:
         self._proc.start()
@@ -107,13 +100,9 @@ class PublisherProcess:
                 on_progress(report[1], report[2])
             elif report[0] == "done":
                 self.outcome = Outcome(published=report[1], stored=report[2], duplicates=report[3])
+                self.expected = report[4]
             elif report[0] == "error":
                 self._proc.join(10)
                 raise PublishFailed(report[1])
         self._proc.join(30)
         return self.outcome
-
-    def events_sent(self) -> Iterator[OrderEvent]:
-        """The events the child published (after `join`), regenerated here."""
-        assert self.outcome is not None, "join() first"
-        return itertools.islice(self.spec.events(), self.outcome.published)

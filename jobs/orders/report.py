@@ -13,14 +13,23 @@ a query has ended (the listener may still be behind), for the summary.
 
 `Check` is one self-check of the job; `render_summary` prints the figures and
 the checks; the job exits non-zero when any check fails.
+
+`Phases` times the job's phases (wall clock, from the job's start; the Spark
+session starts while the sample is published, so those two overlap), and
+`batch_rate_figures` sums up each query's micro-batches: events/s per
+micro-batch (Spark's processedRowsPerSecond: input rows / trigger time) and
+where the trigger time went (Spark's durationMs).
 """
 
 from __future__ import annotations
 
+import contextlib
+import statistics
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -110,6 +119,9 @@ def totals_from(progresses: Iterable[Any]) -> QueryTotals:
     return t
 
 
+SHORT_VALUE: Final = 16
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -119,10 +131,66 @@ class Check:
 
 def render_summary(figures: Sequence[tuple[str, str]], checks: Sequence[Check]) -> str:
     width = max(len(k) for k, _ in figures)
-    vwidth = max(len(v) for _, v in figures)
+    # counts line up on the right; a long text (a breakdown) just follows its name
+    vwidth = max([len(v) for _, v in figures if len(v) <= SHORT_VALUE] or [0])
     lines = ["", "Summary", "-" * (width + vwidth + 3)]
     lines += [f"{k.ljust(width)}   {v.rjust(vwidth)}" for k, v in figures]
     lines.append("-" * (width + vwidth + 3))
     for c in checks:
         lines.append(f"[{'ok' if c.ok else 'FAILED'}] {c.name}: {c.detail}")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(slots=True)
+class Phases:
+    """Wall-clock spans of the job's phases, in seconds from `started`."""
+
+    started: float = field(default_factory=time.monotonic)
+    spans: list[tuple[str, float, float]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def timed(self, name: str, since: float | None = None) -> Iterator[None]:
+        """Time the block as phase `name` (begun at `since` when given: a phase started earlier)."""
+        begin = time.monotonic() if since is None else since
+        try:
+            yield
+        finally:
+            self.spans.append((name, begin - self.started, time.monotonic() - self.started))
+
+    def figures(self) -> list[tuple[str, str]]:
+        rows = [(f"time: {name}", f"{end - begin:.1f}s ({begin:.1f}-{end:.1f})") for name, begin, end in self.spans]
+        return rows + [("elapsed", f"{time.monotonic() - self.started:.1f}s")]
+
+
+# Spark's durationMs parts of a micro-batch's trigger time, in the order they happen.
+DURATION_PARTS = (
+    ("latestOffset", "offsets"),
+    ("queryPlanning", "planning"),
+    ("walCommit", "offset log"),
+    ("addBatch", "addBatch"),
+    ("commitOffsets", "commit log"),
+)
+
+
+def batch_rate_figures(queries: Iterable[Any]) -> list[tuple[str, str]]:
+    """Per query: events/s per micro-batch that read input, and the sum of its durationMs parts."""
+    rows: list[tuple[str, str]] = []
+    by_name: dict[str, list[Any]] = {}
+    for q in queries:
+        by_name.setdefault(q.name, []).extend(q.recentProgress)
+    for name, progress in by_name.items():
+        rates = [float(p.processedRowsPerSecond or 0.0) for p in progress if p.numInputRows]
+        if rates:
+            rows.append(
+                (
+                    f"{name}: events/s per micro-batch",
+                    f"median {statistics.median(rates):,.0f}, best {max(rates):,.0f} ({len(rates)} batches)",
+                )
+            )
+        total_ms = sum(int((p.durationMs or {}).get("triggerExecution", 0)) for p in progress)
+        parts = ", ".join(
+            f"{label} {sum(int((p.durationMs or {}).get(key, 0)) for p in progress) / 1000:.1f}"
+            for key, label in DURATION_PARTS
+        )
+        rows.append((f"{name}: trigger time (s)", f"{total_ms / 1000:.1f} = {parts}"))
+    return rows

@@ -6,7 +6,8 @@ those from generator events with `source_frame`). Input columns are the
 `jetstream` read schema: `subject, data, headers, stream, seq, timestamp`.
 
 - `parse_orders`: JSON payload -> typed columns (`ORDER_SCHEMA`), source
-  coordinates kept (`source_stream`, `source_seq`, `source_subject`);
+  coordinates kept (`source_stream`, `source_seq`, `source_subject`); one
+  `from_json` per payload, which also tells whether it is a JSON object;
 - `validate`: adds `error` (null when valid, else the first failing rule, in
   the words of `jobs.orders.generator.BAD_REASONS`);
 - `enrich`: valid rows only; adds `event_ts`, `region_name`, `amount_eur`,
@@ -68,6 +69,9 @@ ORDER_SCHEMA: Final = StructType(
         ),
     ]
 )
+# from_json puts the text of a payload it cannot read as an object here (PERMISSIVE mode).
+CORRUPT_RECORD: Final = "_corrupt_record"
+PARSE_SCHEMA: Final = StructType([*ORDER_SCHEMA.fields, StructField(CORRUPT_RECORD, StringType())])
 REQUIRED_FIELDS: Final = ("order_id", "event", "customer_id", "region", "currency", "amount", "event_time")
 REGION_NAMES: Final[dict[str, str]] = {
     "eu-west": "Europe (West)",
@@ -90,17 +94,36 @@ def _literal_map(values: dict[str, object]) -> Column:
 
 
 def parse_orders(source: DataFrame) -> DataFrame:
-    """Typed order columns from the JSON payload; `json_ok` false when it is no JSON object."""
+    """Typed order columns from the JSON payload; `json_ok` false when it is no JSON object.
+
+    One parse per payload (`from_json`, PERMISSIVE): a payload that it cannot
+    read whole as an order object comes back as a null struct or with its text
+    in `CORRUPT_RECORD`, and is not `json_ok`. That covers what is no JSON
+    object (malformed, truncated, an array, a scalar, empty) and also an object
+    with a field of the wrong type (e.g. a string amount), which a syntactic
+    check would have called an object with that field missing. (Fields parsed
+    before the error may be filled: a payload cut inside `items` keeps the
+    fields before it, so only `CORRUPT_RECORD` tells it apart.)
+    """
     text = F.col("data").cast("string")
-    return source.select(
-        F.col("stream").alias("source_stream"),
-        F.col("seq").alias("source_seq"),
-        F.col("subject").alias("source_subject"),
-        F.col("data").alias("payload"),
-        # get_json_object is null for anything that is not a JSON object (or has no keys we read)
-        F.coalesce(F.get_json_object(text, "$").startswith("{"), F.lit(False)).alias("json_ok"),
-        F.from_json(text, ORDER_SCHEMA, {"mode": "PERMISSIVE"}).alias("order"),
-    ).select("source_stream", "source_seq", "source_subject", "payload", "json_ok", "order.*")
+    order = F.from_json(text, PARSE_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD})
+    return (
+        source.select(
+            F.col("stream").alias("source_stream"),
+            F.col("seq").alias("source_seq"),
+            F.col("subject").alias("source_subject"),
+            F.col("data").alias("payload"),
+            order.alias("order"),
+        )
+        .select(
+            "source_stream",
+            "source_seq",
+            "source_subject",
+            "payload",
+            (F.col("order").isNotNull() & F.col(f"order.{CORRUPT_RECORD}").isNull()).alias("json_ok"),
+            *(F.col(f"order.{f.name}").alias(f.name) for f in ORDER_SCHEMA),
+        )
+    )
 
 
 def validate(parsed: DataFrame) -> DataFrame:

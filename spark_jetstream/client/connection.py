@@ -79,7 +79,13 @@ def permission_hint(text: str) -> str:
     if ".CONSUMER.CREATE." in text or ".CONSUMER.DELETE." in text:
         return (
             " (the user may not create consumers on the stream: a read-only user reads with option "
-            "readMode=direct; see docs/permissions.md)"
+            "readMode=direct, or through a consumer an operator made with option consumer; see "
+            "docs/permissions.md)"
+        )
+    if "$JS.ACK." in text:
+        return (
+            " (the user may not acknowledge the consumer's messages: option consumer needs "
+            "$JS.ACK.<stream>.<consumer>.>; see docs/permissions.md)"
         )
     return " (the user lacks this right; see docs/permissions.md for what each mode needs)"
 
@@ -436,6 +442,21 @@ class LeanConnection:
                     out.append(f)
             if out:
                 return out
+
+    def frames_within(self, timeout: float) -> list[Frame]:
+        """`read_frames`, waiting at most `timeout` seconds (`NatsTimeoutError` when nothing came):
+        for callers that take many messages of one subscription in bulk (a driver's pulls)."""
+        if self._backlog:
+            return self.read_frames()
+        if self.sock is None:
+            raise ConnectionLostError(f"connection to {self.server_url or 'the server'} is closed")
+        saved = self.sock.gettimeout()
+        self.sock.settimeout(max(0.001, timeout))
+        try:
+            return self.read_frames()
+        finally:
+            if self.sock is not None:
+                self.sock.settimeout(saved)
 
     def _read_until(
         self, pred: Any, timeout: float, keep: bool = False, drop: Callable[[Frame], bool] | None = None

@@ -1,8 +1,8 @@
 """`python -m spark_jetstream.options [--update FILE | --check FILE]`.
 
-Prints the generated README sections (the value grammar, the read and the
-write option tables); `--update README.md` rewrites them in place between
-their `BEGIN/END GENERATED` markers; `--check README.md` exits 1 when the file
+Prints the generated docs/options.md sections (the value grammar, the read and the
+write option tables); `--update docs/options.md` rewrites them in place between
+their `BEGIN/END GENERATED` markers; `--check docs/options.md` exits 1 when the file
 differs from what the option table says.
 """
 
@@ -16,7 +16,7 @@ from spark_jetstream.options.table import readme_sections, update_sections
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_jetstream.options", description="Print or update the README sections generated from the option table.")
+    parser = argparse.ArgumentParser(prog="python -m spark_jetstream.options", description="Print or update the docs/options.md sections generated from the option table.")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--update", metavar="FILE", type=Path, help="rewrite the generated sections of FILE")
     group.add_argument("--check", metavar="FILE", type=Path, help="exit 1 if FILE's sections differ")

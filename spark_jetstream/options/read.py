@@ -15,6 +15,10 @@ per stream. Spark's Kafka names `maxOffsetsPerTrigger` / `minOffsetsPerTrigger`
 / `maxRecordsPerPartition` mean the same as maxMessagesPerTrigger /
 minMessagesPerTrigger / maxMessagesPerPartition.
 
+Option `consumer` (reading through an operator's pull consumer) takes one
+stream and excludes the options the consumer makes meaningless: where to
+start (the consumer decides), `durable`, `readMode`, `filterPushdown`.
+
 Timestamps are milliseconds since the epoch or an ISO-8601 time (UTC if no
 zone is given).
 """
@@ -46,6 +50,7 @@ class ReadOptions:
     streams: tuple[str, ...]
     subjects: tuple[str, ...] = ()
     durable: str | None = None
+    consumer: str | None = None  # an operator's pull consumer to read through (read/consumer_feed.py)
     starting_offsets: str | int = "earliest"
     starting_timestamp_ms: int | None = None
     starting_by_stream: tuple[tuple[str, str | int], ...] = ()  # startingOffsets as JSON
@@ -145,11 +150,14 @@ class ReadOptions:
                 "options readMode=direct and durable exclude each other: durable creates and moves a "
                 "consumer, readMode=direct reads without any"
             )
+        if v["consumer"] is not None:
+            _check_consumer(streams, given)
         return cls(
             connection=ConnectionOptions.from_parsed(v),
             streams=v["stream"],
             subjects=v["subjects"],
             durable=v["durable"] if streaming else None,
+            consumer=v["consumer"],
             starting_offsets=starting,
             starting_timestamp_ms=v["startingTimestamp"],
             starting_by_stream=tuple(sorted(starting_map.items())),
@@ -169,6 +177,35 @@ class ReadOptions:
             read_mode=v["readMode"],
             filter_pushdown=bool(v["filterPushdown"]) if not streaming else False,
         )
+
+
+# options the consumer makes meaningless: it decides where reading starts, and how
+CONSUMER_EXCLUDES: Final = (
+    "durable",
+    "readMode",
+    "filterPushdown",
+    "startingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+)
+
+
+def _check_consumer(streams: tuple[str, ...], given: frozenset[str]) -> None:
+    """Option consumer: one stream, none of the options it makes meaningless."""
+    if len(streams) > 1:
+        raise OptionError(
+            f"option consumer reads one stream (a consumer belongs to one), but option stream names "
+            f"{len(streams)}: {', '.join(streams)}"
+        )
+    for other in CONSUMER_EXCLUDES:
+        if other in given:
+            why = {
+                "durable": "durable creates a consumer of its own and moves it",
+                "readMode": "the consumer is how the messages are read",
+                "filterPushdown": "the consumer's filter decides what is read",
+            }.get(other, "the consumer decides where reading starts (its deliver policy, then its ack floor)")
+            raise OptionError(f"options consumer and {other} exclude each other: {why}")
 
 
 def _min_of(a: int | None, b: int | None) -> int | None:

@@ -5,8 +5,8 @@ its value is read, see `grammar.py`), a default written the way a user would
 write it (and parsed by the same kind, so the documented default is the
 default), where it applies (batch reads, streaming reads, writes) and its help
 text. The readers and writers parse their options with `parse_options`; the
-README's option tables are generated from the same table (`read_table`,
-`write_table`; `python -m spark_jetstream.options --update README.md` rewrites
+docs/options.md's option tables are generated from the same table (`read_table`,
+`write_table`; `python -m spark_jetstream.options --update docs/options.md` rewrites
 them, a test checks they match).
 
 Parsing rules, the same for every option: names are case-insensitive (Spark
@@ -327,7 +327,7 @@ class Option:
     default: str | None
     applies: Scope
     help: str
-    shown: str | None = None  # the README's default column when there is no default value
+    shown: str | None = None  # docs/options.md's default column when there is no default value
     spark: tuple[int, int] | None = None  # the Spark release this option needs (None: 4.0, every one)
 
     @property
@@ -385,6 +385,17 @@ OPTIONS: Final[tuple[Option, ...]] = (
            "Durable consumer that mirrors progress (best effort): its ack floor follows the committed "
            "offset (created and marked if missing; one made by another application or with another "
            "filter is refused); a new query without checkpoint starts from its ack floor."),
+    Option("consumer", Name("consumer name"), None, R,
+           "Read through this existing durable pull consumer of `stream` (made by an operator; "
+           "never created, changed or deleted): needs only `$JS.API.CONSUMER.INFO`, "
+           "`$JS.API.CONSUMER.MSG.NEXT` and `$JS.ACK` on it. Streaming: the query starts after its "
+           "ack floor; the driver pulls each micro-batch (at most maxMessagesPerTrigger, default "
+           "100000, maxBytesPerTrigger, default 32 MiB, and the consumer's max_ack_pending) and "
+           "acknowledges it once the batch commits. Batch: what the consumer would deliver next "
+           "(handed back unacknowledged, at once due again). One stream; option subjects, if given, must "
+           "equal its filter; excludes durable, readMode, filterPushdown and the starting options. "
+           "A consumer that cannot give exactly-once (push, ack none, max_deliver not -1, a changed "
+           "filter, ...) is refused naming the setting. See docs/permissions.md."),
     Option("startingOffsets", PerStream(Position(("earliest", "latest"))), "earliest", R,
            "`earliest`, `latest` or a stream sequence (the first message read is at or after it); "
            "or per stream, as JSON: `{\"ORDERS\": 1200, \"EVENTS\": \"latest\"}` (a stream not "
@@ -631,7 +642,7 @@ def option_value(options: Mapping[str, Any], name: str, scope: Scope) -> Any:
     return option.value(lower_keys(options).get(option.key))
 
 
-# -- the README tables ----------------------------------------------------------------
+# -- the docs/options.md tables -----------------------------------------------------------
 
 
 def _applies_column(scope: Scope) -> str:
@@ -642,7 +653,7 @@ def _applies_column(scope: Scope) -> str:
 
 
 def read_table(*, connection: bool = True) -> str:
-    """The README table of read options (with the connection options unless `connection=False`)."""
+    """The docs/options.md table of read options (with the connection options unless `connection=False`)."""
     lines = ["| option | default | applies to | meaning |", "|---|---|---|---|"]
     for o in OPTIONS:
         if o.applies & Scope.READ and (connection or o.applies != Scope.ALL):
@@ -656,7 +667,7 @@ def _needs(option: Option) -> str:
 
 
 def write_table() -> str:
-    """The README table of write options (the connection options are in the read table)."""
+    """The docs/options.md table of write options (the connection options are in the read table)."""
     lines = ["| option | default | meaning |", "|---|---|---|"]
     for o in OPTIONS:
         if o.applies == Scope.WRITE:
@@ -665,7 +676,7 @@ def write_table() -> str:
 
 
 def connection_table() -> str:
-    """The README table of the connection options (reads and writes alike)."""
+    """The docs/options.md table of the connection options (reads and writes alike)."""
     lines = ["| option | default | meaning |", "|---|---|---|"]
     for o in OPTIONS:
         if o.applies == Scope.ALL:
@@ -674,7 +685,7 @@ def connection_table() -> str:
 
 
 def readme_sections() -> dict[str, str]:
-    """The generated README sections by marker name."""
+    """The generated docs/options.md sections by marker name."""
     return {
         "option-grammar": GRAMMAR_MARKDOWN,
         "read-options": read_table(connection=False),
@@ -695,7 +706,7 @@ def section(text: str, name: str) -> str | None:
 
 
 def update_sections(text: str) -> str:
-    """`text` (the README) with every generated section replaced by what the code says."""
+    """`text` (docs/options.md) with every generated section replaced by what the code says."""
     for name, body in readme_sections().items():
         m = _section_re(name).search(text)
         if m is None:

@@ -2,7 +2,7 @@
 
 Parsed once on the driver, when Spark builds the writer, from the
 case-insensitive Spark option map into `WriteOptions`; the dataclass is
-pickled to the executors. The options are declared in `table.py` (the README
+pickled to the executors. The options are declared in `table.py` (docs/options.md
 table is generated from there); every problem raises `OptionError` naming
 the option before anything is published: an unknown option (a typo must not
 be ignored silently), a bad number, a bad duration, a subject with wildcards.

@@ -9,6 +9,13 @@ with `partitions.read_partition`. A range that starts below the stream's first
 sequence is data loss: an error with `failOnDataLoss=true`, a warning and a
 skip otherwise; executors check again before reading (partitions.check_range).
 
+Option `consumer` (an operator's pull consumer, read-only rights on it): the
+read shows what the consumer would deliver next (up to endingOffsets /
+endingTimestamp), and never acknowledges it: the driver pulls it
+(`ConsumerFeed.peek`, at most `BATCH_MESSAGES` / `BATCH_BYTES`, or an error
+naming the bound), hands it straight back (`-NAK`: due again at once for the
+consumer's other readers) and the partitions carry it to the executors.
+
 Filter pushdown (Spark 4.1+): `PushdownBatchReader` adds `pushFilters`,
 which narrows the ranges and the subject filter by the query's filters on
 `seq`, `timestamp` and `subject` (pushdown.py) before `partitions()` plans
@@ -29,6 +36,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_jetstream.client import LeanConnection, connect
 from spark_jetstream.options import ReadOptions
+from spark_jetstream.read.carried import CarriedPartition, carry, read_carried
+from spark_jetstream.read.consumer_feed import BATCH_BYTES, BATCH_MESSAGES, ConsumerFeed
 from spark_jetstream.read.offsets import (
     DataLossError,
     StreamMissingError,
@@ -54,12 +63,27 @@ class JetStreamBatchReader(Shipped, DataSourceReader):
         opts = self.options
         parts: list[InputPartition] = []
         with connect(opts.connection) as conn:
-            for stream in opts.streams:
-                parts += self._plan(conn, stream, len(parts))
+            if opts.consumer:
+                parts += self._peek(conn)
+            else:
+                for stream in opts.streams:
+                    parts += self._plan(conn, stream, len(parts))
         if not parts:
             # Spark wants at least one partition; an empty range reads nothing
             parts = [SeqRangePartition(0, opts.stream, 0, 0, opts.subjects)]
         return parts
+
+    def _peek(self, conn: LeanConnection) -> list[CarriedPartition]:
+        """Option consumer: what it would deliver next, carried by the partitions (see the module doc)."""
+        opts = self.options
+        feed = ConsumerFeed(opts, lambda fn: fn(conn))
+        ending = opts.end_position(opts.stream)
+        msgs = feed.peek(None if ending == "latest" else int(ending), opts.ending_timestamp_ms,
+                         BATCH_MESSAGES, BATCH_BYTES)
+        if not msgs:
+            return []
+        return carry(opts.stream, msgs[0].seq - 1, msgs[-1].seq, msgs, with_headers=opts.include_headers,
+                     min_partitions=opts.min_partitions, max_per_partition=opts.max_messages_per_partition)
 
     def _plan(self, conn: LeanConnection, stream: str, first_index: int) -> list[SeqRangePartition]:
         opts = self.options
@@ -101,6 +125,9 @@ class JetStreamBatchReader(Shipped, DataSourceReader):
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, CarriedPartition):
+            yield from read_carried(partition, self.options.include_headers)
+            return
         assert isinstance(partition, SeqRangePartition)
         yield from read_partition(self.options.connection, partition, self.options.include_headers)
 

@@ -42,6 +42,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from spark_jetstream.options import ReadOptions
+from spark_jetstream.read.consumer_feed import BATCH_BYTES, BATCH_MESSAGES
 from spark_jetstream.read.offsets import Offset
 from spark_jetstream.read.stream_core import Limits, StreamReaderCore
 
@@ -53,6 +54,12 @@ MISSING_BEFORE_4_2 = (
     "Trigger.AvailableNow is one micro-batch of everything available at its start (after a crash, a run "
     "finishes the interrupted micro-batch only: run it again for the rest); "
     "with durable, the consumer mirrors an AvailableNow run's last batch when the next run starts"
+)
+
+CONSUMER_BEFORE_4_2 = (
+    "; with option consumer, an AvailableNow run reads one micro-batch of at most "
+    f"{BATCH_MESSAGES} messages and {BATCH_BYTES // 2**20} MiB (and the consumer's max_ack_pending): "
+    "run it again for the rest"
 )
 
 
@@ -70,7 +77,8 @@ class LegacyStreamReader(StreamReaderCore):
     def latestOffset(self) -> dict[str, Any]:  # type: ignore[override]
         if not self._warned:
             self._warned = True
-            log.warning("jetstream source on Spark %s: no %s", self.spark_version or "< 4.2", MISSING_BEFORE_4_2)
+            log.warning("jetstream source on Spark %s: no %s%s", self.spark_version or "< 4.2", MISSING_BEFORE_4_2,
+                        CONSUMER_BEFORE_4_2 if self.options.consumer else "")
         opts = self.options
         given = self._seen or Offset()
         owner = self._owner_of(given)
@@ -80,7 +88,7 @@ class LegacyStreamReader(StreamReaderCore):
             if stream not in positions:
                 positions[stream] = starts[stream] = self._resolve(stream, owner)
         ends = self._next_end(given, positions, Limits.configured(opts), owner)
-        return Offset.of(ends, owner, starts).to_dict()
+        return self._offset(ends, owner, starts, given)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         self._seen = Offset.from_dict(end, self.options.streams)

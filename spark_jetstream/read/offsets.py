@@ -48,15 +48,34 @@ class Offset:
     started after on each stream, kept in every later offset (the JSON of an
     unchanged position stays the same); a batch whose start offset lacks a
     stream starts there.
+
+    Reading through a consumer (option `consumer`), `"counts": {"A": 250}`
+    is how many messages the batch that ends at this offset holds: a replay
+    after a crash pulls them again and knows when it has them all, or how
+    many the stream lost meanwhile (consumer_feed.py); `"filter": ["a.>"]`
+    is the consumer's filter (`[]`: none), which a later run must find
+    unchanged (consumer_check.refuse_changed_filter).
     """
 
     seqs: tuple[tuple[str, int], ...] = ()
     owner: str | None = None
     starts: tuple[tuple[str, int], ...] = ()
+    counts: tuple[tuple[str, int], ...] = ()
+    filters: tuple[str, ...] | None = None  # option consumer: the consumer's filter
 
     @classmethod
-    def of(cls, seqs: Mapping[str, int], owner: str | None = None, starts: Mapping[str, int] | None = None) -> Offset:
-        return cls(tuple(sorted(seqs.items())), owner, tuple(sorted((starts or {}).items())))
+    def of(
+        cls,
+        seqs: Mapping[str, int],
+        owner: str | None = None,
+        starts: Mapping[str, int] | None = None,
+        counts: Mapping[str, int] | None = None,
+        filters: Sequence[str] | None = None,
+    ) -> Offset:
+        return cls(
+            tuple(sorted(seqs.items())), owner, tuple(sorted((starts or {}).items())),
+            tuple(sorted((counts or {}).items())), None if filters is None else tuple(sorted(filters)),
+        )
 
     def as_map(self) -> dict[str, int]:
         return dict(self.seqs)
@@ -68,12 +87,20 @@ class Offset:
         """The recorded start of `stream` (offsets of the pre-4.2 path), or None."""
         return dict(self.starts).get(stream)
 
+    def count_of(self, stream: str) -> int | None:
+        """How many messages of `stream` the batch ending here holds (option consumer), or None."""
+        return dict(self.counts).get(stream)
+
     def to_dict(self) -> dict[str, Any]:
         value: dict[str, Any] = {"streams": self.as_map()}
         if self.owner:
             value["owner"] = self.owner
         if self.starts:
             value["starts"] = dict(self.starts)
+        if self.counts:
+            value["counts"] = dict(self.counts)
+        if self.filters is not None:
+            value["filter"] = list(self.filters)
         return value
 
     def json(self) -> str:
@@ -94,13 +121,22 @@ class Offset:
                 if not isinstance(raw_starts, Mapping):
                     raise TypeError
                 starts = {str(k): int(v) for k, v in raw_starts.items()}
+                raw_counts = data.get("counts") or {}
+                if not isinstance(raw_counts, Mapping):
+                    raise TypeError
+                counts = {str(k): int(v) for k, v in raw_counts.items()}
+                raw_filters = data.get("filter")
+                if raw_filters is not None and (isinstance(raw_filters, str) or not isinstance(raw_filters, Sequence)):
+                    raise TypeError
+                filters = None if raw_filters is None else [str(f) for f in raw_filters]
             else:
-                seqs, owner, starts = {str(data["stream"]): int(data["seq"])}, None, {}
+                seqs, owner, starts, counts = {str(data["stream"]): int(data["seq"])}, None, {}, {}
+                filters = None
         except (KeyError, TypeError, ValueError):
             raise OffsetError(
                 f"not a jetstream offset (expected {{'streams': {{S: N, ...}}}}): {data!r}"
             ) from None
-        for stream, seq in (*seqs.items(), *starts.items()):
+        for stream, seq in (*seqs.items(), *starts.items(), *counts.items()):
             if seq < 0:
                 raise OffsetError(f"offset sequence of stream {stream!r} must be >= 0: {data!r}")
         if expected_streams is not None and seqs and not set(seqs) & set(expected_streams):
@@ -110,7 +146,7 @@ class Offset:
                 f"the checkpoint holds an offset of stream {held} but option stream is {wanted}; "
                 "use a new checkpoint location to read another stream"
             )
-        return cls.of(seqs, owner, starts)
+        return cls.of(seqs, owner, starts, counts, filters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,21 @@ it is pickled to executors only for `read`, without its connection):
   where that version did (`startingOffsets` resolved again).
 - `reportLatestOffset`: each stream's last sequence; the progress shows it as
   `latestOffset` next to `endOffset`, their difference is the lag (lag.py).
-Executor side: `read(partition)` = `partitions.read_partition`.
+- Option `consumer` (an operator's pull consumer, read-only rights on it):
+  the same calls go to `consumer_feed.ConsumerFeed` instead, and no stream
+  info is ever asked for. The start is the consumer's ack floor; the end of a
+  batch is the highest sequence the driver pulled for it (at most the limits,
+  `BATCH_MESSAGES` / `BATCH_BYTES` by default, whatever Spark's read limit),
+  and the offset records the batch's message count (`counts`) and the
+  consumer's filter (`filter`: a later run refuses a consumer whose filter
+  changed, before it reads or plans anything); partitions
+  carry the messages (carried.py); `commit` acknowledges them; a replay whose
+  messages do not all come back is data loss (failOnDataLoss); `stop` hands
+  back what the driver held. minMessagesPerTrigger counts what the consumer
+  has to deliver. No `reportLatestOffset` (the consumer's `num_pending` is
+  the lag, on the server).
+Executor side: `read(partition)` = `partitions.read_partition`, or
+`carried.read_carried` for partitions that carry their messages.
 """
 
 from __future__ import annotations
@@ -63,6 +77,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_jetstream.client import LeanConnection, NatsError, connect
 from spark_jetstream.options import ReadOptions
+from spark_jetstream.read.carried import CarriedPartition, carry, read_carried
+from spark_jetstream.read.consumer_feed import BATCH_BYTES, BATCH_MESSAGES, ConsumerFeed
 from spark_jetstream.read.durable import MirrorGuard, claim_durable, mirror_commit
 from spark_jetstream.read.filtered import count_matching, nth_matching_seq
 from spark_jetstream.read.offsets import (
@@ -114,12 +130,16 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
         self._resolved: dict[str, int] = {}
         self._owner: str | None = None
         self._guard = MirrorGuard()
+        self._feed = ConsumerFeed(options, self._call, clock=clock) if options.consumer else None
+        self._counts: dict[int, int] = {}  # option consumer: message count of a planned batch, by its end
+        self._pinned = False  # option consumer: Trigger.AvailableNow
 
     # -- pickling: executors get options only ------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_conn"] = None
         state["_clock"] = None
+        state["_feed"] = None  # driver memory: executors get the messages in their partitions
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -183,6 +203,9 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
         """Where the query starts on `stream`: resolved once per reader, then recorded by Spark."""
         if stream in self._resolved:
             return self._resolved[stream]
+        if self._feed is not None:
+            self._resolved[stream] = self._feed.start()
+            return self._resolved[stream]
         opts = self.options
         try:
             state = self._call(lambda c: stream_state(c, stream))
@@ -203,6 +226,10 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
 
     def _pin_targets(self) -> None:
         """Trigger.AvailableNow: read up to each stream's last sequence now, no further."""
+        if self._feed is not None:
+            self._feed.pin()
+            self._pinned = True
+            return
         self._targets = {}
         for stream in self.options.streams:
             state = self._state(stream)
@@ -236,6 +263,8 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
         """Each stream's end of the next batch from `positions` (its start, every configured
         stream present), under `limits`; `positions` itself when minMessagesPerTrigger holds it
         back. `positions` are committed: mirrored into the durable consumers first."""
+        if self._feed is not None:
+            return self._feed_end(self._feed, positions, limits)
         states: dict[str, StreamState] = {}
         for stream in self.options.streams:
             state = self._state(stream)
@@ -313,6 +342,43 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
         log.debug("%d of %d messages available after %.1fs: waiting", available, min_rows, waited)
         return False
 
+    def _feed_end(self, feed: ConsumerFeed, positions: dict[str, int], limits: Limits) -> dict[str, int]:
+        """Option consumer: the end of the next batch, pulled by the driver (see the module doc)."""
+        opts = self.options
+        stream = opts.stream
+        start = positions[stream]
+        max_rows = max_bytes = None
+        if not limits.all_available:
+            max_rows = _min_of(opts.max_messages_per_trigger, limits.max_rows)
+            max_bytes = _min_of(opts.max_bytes_per_trigger, limits.max_bytes)
+        min_rows = limits.min_rows if limits.min_rows is not None else opts.min_messages_per_trigger
+        if min_rows is not None and not self._pinned and not limits.all_available:
+            waited = self._clock() - self._last_trigger
+            available = feed.available(start)
+            if waited < opts.max_trigger_delay_s and available < min_rows:
+                log.debug("%d of %d messages available after %.1fs: waiting", available, min_rows, waited)
+                return dict(positions)
+        end, count = feed.plan(start, max_rows or BATCH_MESSAGES, max_bytes or BATCH_BYTES)
+        if end == start:
+            return dict(positions)
+        self._last_trigger = self._clock()
+        self._counts[end] = count
+        return {**positions, stream: end}
+
+    def _offset(self, ends: dict[str, int], owner: str | None, starts: dict[str, int], given: Offset) -> dict[str, Any]:
+        """The offset of `ends` (option consumer: with each batch's message count; a position that
+        did not move keeps its count, so the offset's JSON stays the same)."""
+        counts: dict[str, int] = {}
+        filters: tuple[str, ...] | None = None
+        if self._feed is not None:
+            self._feed.check_filter(given.filters)
+            filters = self._feed.settings.filters
+            for stream, end in ends.items():
+                kept = given.count_of(stream) if given.get(stream) == end else self._counts.get(end)
+                if kept is not None:
+                    counts[stream] = kept
+        return Offset.of(ends, owner, starts, counts, filters).to_dict()
+
     def reportLatestOffset(self) -> dict[str, Any] | None:
         if not self._latest:
             return None
@@ -334,6 +400,10 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
                 lo = min(hi, int(self._call(partial(_old_start, options=opts, stream=stream))))
             if stream not in opts.streams or lo is None or hi == lo:
                 continue  # not read, or the batch that records where the query starts
+            if self._feed is not None:
+                self._feed.check_filter(hi_off.filters)
+                parts += self._carried(self._feed, lo, hi, hi_off.count_of(stream), len(parts))
+                continue
             if hi < lo:
                 lo = 0  # the stream was re-created (failOnDataLoss=false): read it from its start
             state = self._state(stream)
@@ -354,11 +424,34 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
             )
         return parts
 
+    def _carried(self, feed: ConsumerFeed, lo: int, hi: int, count: int | None, first: int) -> list[CarriedPartition]:
+        """Option consumer: the messages of (lo, hi] (pulled again after a restart) as partitions."""
+        opts = self.options
+        msgs = feed.batch(lo, hi, count)
+        if count is not None and len(msgs) < count:
+            self._loss(
+                feed.stream,
+                f"data loss on stream {feed.stream!r} read through consumer {feed.consumer!r}: the micro-batch "
+                f"({lo}, {hi}] held {count} messages and {len(msgs)} of them came back after the restart (the "
+                "stream removed the others meanwhile: purged, aged out or deleted)",
+                (lo, hi),
+            )
+        return carry(feed.stream, lo, hi, msgs, with_headers=opts.include_headers, min_partitions=opts.min_partitions,
+                     max_per_partition=opts.max_messages_per_partition, first_index=first)
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, CarriedPartition):
+            yield from read_carried(partition, self.options.include_headers)
+            return
         assert isinstance(partition, SeqRangePartition)
         yield from read_partition(self.options.connection, partition, self.options.include_headers)
 
     def commit(self, end: dict[str, Any]) -> None:
+        if self._feed is not None:
+            committed = Offset.from_dict(end, self.options.streams).get(self._feed.stream)
+            if committed is not None:
+                self._feed.commit(committed)
+            return
         if not self.options.durable:
             return
         offset = Offset.from_dict(end, self.options.streams)
@@ -390,6 +483,8 @@ class StreamReaderCore(Shipped, DataSourceStreamReader):
             self._mirrored[stream] = seq
 
     def stop(self) -> None:
+        if self._feed is not None:
+            self._feed.release()
         self._close()
 
 

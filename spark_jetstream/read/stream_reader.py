@@ -73,6 +73,6 @@ class JetStreamStreamReader(StreamReaderCore, SupportsTriggerAvailableNow):
         if missing:
             for stream in missing:
                 positions[stream] = self._resolve(stream, owner)
-            return Offset.of(positions, owner, dict(given.starts)).to_dict()
+            return self._offset(positions, owner, dict(given.starts), given)
         ends = self._next_end(given, positions, limits_of(limit), owner)
-        return Offset.of(ends, owner, dict(given.starts)).to_dict()
+        return self._offset(ends, owner, dict(given.starts), given)

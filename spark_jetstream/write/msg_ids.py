@@ -26,7 +26,7 @@ the rows' partition is a function of the input (narrow transformations of a
 deterministic source, hash partitioning by `repartition(col)`, joins and
 aggregations; Spark turns adaptive execution off in streaming queries).
 Counting identical rows makes the set of ids independent of the order in
-which they arrive. Bounds (the README states them): non-deterministic content
+which they arrive. Bounds (docs/exactly-once.md states them): non-deterministic content
 (`rand()`, `current_timestamp()`) gives new ids; without msgIdColumns a row
 moved to another partition (a changed number of partitions between the
 attempts) gets a new id; with msgIdColumns, rows with equal values in one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 from pathlib import Path
 
@@ -46,6 +47,11 @@ def test_pipeline_runs_checks_itself_and_a_second_run_adds_nothing(spark, tmp_pa
         # batch 0 records where the query starts; batch 1 reads 500 and shows the rest as lag
         assert re.search(r"\[routed\] batch 1: 500 msgs .*lag ORDERS [1-9][0-9,]*", first), first
         assert figure(first, "duplicates rejected by the server") == "0"
+        # the profile: phases, each query's events/s per micro-batch and trigger time, CPU by role
+        assert re.search(r"^routed: events/s per micro-batch +median [0-9,]+, best [0-9,]+ \(2 batches\)$", first, re.M)
+        assert re.search(r"^revenue: trigger time \(s\) +[0-9.]+ = offsets [0-9.]+, planning", first, re.M)
+        assert re.search(r"^time: both queries \(Trigger.AvailableNow\) +[0-9.]+s \([0-9.]+-[0-9.]+\)$", first, re.M)
+        assert re.search(r"^CPU s: both queries +[0-9.]+ = Spark JVM [0-9.]+.*us/event$", first, re.M)
 
         # Same sample again: every input message is a duplicate, the checkpoint has nothing new.
         assert main(argv) == 0
@@ -88,3 +94,47 @@ def test_bad_arguments_exit_with_usage(capsys) -> None:  # type: ignore[no-untyp
         main(["--orders", "-5"])
     assert exc.value.code == 2
     assert "--orders must be >= 0" in capsys.readouterr().err
+
+
+class FakeQuery:
+    """A stand-in for a StreamingQuery whose run ends with `error` (None: ends well)."""
+
+    def __init__(self, name: str, error: Exception | None = None) -> None:
+        self.name, self.error = name, error
+
+    def awaitTermination(self) -> None:  # noqa: N802 (Spark's name)
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_query_stopped_by_a_slow_python_worker_resumes_from_its_checkpoint() -> None:
+    from jobs.orders_pipeline import WORKER_TIMEOUT, await_restarting
+
+    restarts: list[str] = []
+
+    def restart(spark, cfg):  # type: ignore[no-untyped-def]
+        restarts.append("revenue")
+        return FakeQuery("revenue")
+
+    running = {"routed": FakeQuery("routed"), "revenue": FakeQuery("revenue", RuntimeError(f"x: {WORKER_TIMEOUT}."))}
+    out = io.StringIO()
+    ran = await_restarting(running, {"revenue": restart}, None, None, out)  # type: ignore[arg-type]
+    assert [q.name for q in ran] == ["routed", "revenue", "revenue"] and restarts == ["revenue"]
+    assert "[revenue] stopped: Python worker failed to connect back" in out.getvalue()
+
+
+def test_other_failures_and_repeated_timeouts_are_not_hidden() -> None:
+    from jobs.orders_pipeline import RESTARTS, WORKER_TIMEOUT, await_restarting
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        await_restarting({"routed": FakeQuery("routed", RuntimeError("disk full"))}, {}, None, None, io.StringIO())  # type: ignore[arg-type]
+    timeout = RuntimeError(WORKER_TIMEOUT)
+    starts: list[int] = []
+
+    def again(spark, cfg):  # type: ignore[no-untyped-def]
+        starts.append(1)
+        return FakeQuery("routed", timeout)
+
+    with pytest.raises(RuntimeError, match=WORKER_TIMEOUT):
+        await_restarting({"routed": FakeQuery("routed", timeout)}, {"routed": again}, None, None, io.StringIO())  # type: ignore[arg-type]
+    assert len(starts) == RESTARTS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -95,3 +96,25 @@ def test_revenue_output_rows_are_json_with_stable_ids(validated) -> None:  # typ
         assert body["created"] >= 0 and Decimal(str(body["revenue_eur"])) >= 0
         regions[body["region"]] += 1
     assert set(regions) == set(T.REGION_NAMES)
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b'{"order_id":"ord-1","event":"paid"', BAD_REASONS["not_json"]),  # truncated
+        # cut inside the items: the fields before the cut are parsed, the record is still corrupt
+        (b'{"order_id":"ord-1","event":"created","customer_id":"cus-1","region":"eu-west","currency":"EUR",'
+         b'"amount":1.5,"event_time":"2026-01-05T08:00:00.000Z","items":[{"sku"', BAD_REASONS["not_json"]),
+        (b'{"order_id":"ord-1","event":"created","customer_id":"cus-1","region":"eu-west","currency":"EUR",'
+         b'"amount":"a lot","event_time":"2026-01-05T08:00:00.000Z"}', BAD_REASONS["not_json"]),  # mistyped
+        (b"[1,2]", BAD_REASONS["not_json"]),
+        (b'"a string"', BAD_REASONS["not_json"]),
+        (b"42", BAD_REASONS["not_json"]),
+        (b"", BAD_REASONS["not_json"]),
+        (b"{}", "missing field order_id"),
+    ],
+)
+def test_a_payload_that_is_no_json_object_is_dead_lettered_as_such(spark, events, payload, reason) -> None:  # type: ignore[no-untyped-def]
+    event = replace(next(e for e in events if e.valid), data=payload)
+    rows = T.validate(T.parse_orders(T.source_frame(spark, [event]))).select("error").collect()
+    assert [r.error for r in rows] == [reason]

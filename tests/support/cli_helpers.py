@@ -1,5 +1,6 @@
 """Running the `jetstream` CLI as a user does: a child process (`python -m jetstream_cli`)
-against a server URL, with stdin answers when a test feeds them; long-running commands
+against a server URL, with stdin answers when a test feeds them (`jetstream_on_terminal`:
+with stderr on a pseudo-terminal, as in a user's shell); long-running commands
 (`sub`, `reply`, `kv watch`) are started with `start_cli`, whose output lines a test waits
 for with a bound (a thread reads each pipe) instead of blocking on `readline`. Plus the
 normalisation used to compare `--json` outputs between the bundled server and nats-server:
@@ -7,15 +8,19 @@ times, ids and the server's own version stamps are replaced by placeholders."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from jetstream_testing.process import ServerProcess
@@ -41,6 +46,62 @@ def jetstream(server: ServerProcess | str | None, *args: str, input: str | None 
             f"jetstream {' '.join(args)} exited {result.returncode}\n"
             f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result
+
+
+@dataclass
+class TerminalRun:
+    """A program run by `run_on_terminal`: its exit status, stdout (a pipe) and what its
+    terminal showed (stderr; the terminal's CR LF line ends read as LF)."""
+
+    returncode: int
+    stdout: str
+    terminal: str
+
+
+def run_on_terminal(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+                    columns: int = 200, timeout: float = 60) -> TerminalRun:
+    """`argv` (in `cwd`) with stderr on a pseudo-terminal `columns` wide (stdin empty, stdout
+    a pipe), as in a user's shell; asserts exit status 0."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    shown: list[bytes] = []
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal has closed it
+                return
+            if not data:
+                return
+            shown.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=slave, text=True, env=env, cwd=cwd)
+    finally:
+        os.close(slave)
+    reader.start()
+    try:
+        stdout, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError(f"{' '.join(argv)} still running after {timeout}s") from None
+    finally:
+        reader.join(timeout)
+        os.close(master)
+    terminal = b"".join(shown).decode("utf-8", "replace").replace("\r\n", "\n")
+    assert proc.returncode == 0, (
+        f"{' '.join(argv)} exited {proc.returncode}\nstdout:\n{stdout}\nterminal:\n{terminal}")
+    return TerminalRun(proc.returncode, stdout, terminal)
+
+
+def jetstream_on_terminal(server: ServerProcess, *args: str, timeout: float = 60) -> TerminalRun:
+    """`jetstream -s URL ARGS...` with stderr on a pseudo-terminal (`run_on_terminal`)."""
+    return run_on_terminal([sys.executable, "-m", "jetstream_cli", "-s", server.url, *args],
+                           env=_cli_env(), timeout=timeout)
 
 
 def _cli_env() -> dict[str, str]:

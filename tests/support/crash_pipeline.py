@@ -20,7 +20,9 @@ Variants:
 usage: python crash_pipeline.py <variant> <server url> <checkpoint dir> <in stream> <out subject> [key=value ...]
 
 Optional `key=value` settings (the cluster tests): `durable=<name>` mirrors the
-commits into that durable consumer; `max=<n>` sets maxMessagesPerTrigger;
+commits into that durable consumer; `consumer=<name>` reads through that
+existing pull consumer (option consumer) and writes content ids (the default),
+not source ids, so that a message read into two micro-batches would show twice; `max=<n>` sets maxMessagesPerTrigger;
 `conf.<spark key>=<value>` sets a Spark conf; `submit=1` when run by
 spark-submit: the session is spark-submit's (master, --py-files, Python), not a
 local one.
@@ -60,6 +62,8 @@ def main(argv: list[str]) -> int:
         reader = reader.option("maxMessagesPerTrigger", per_trigger)
     if "durable" in settings:
         reader = reader.option("durable", settings["durable"])
+    if "consumer" in settings:
+        reader = reader.option("consumer", settings["consumer"])
     source = reader.load()
     sink_options = {
         "servers": url,
@@ -74,7 +78,8 @@ def main(argv: list[str]) -> int:
             "seq",
             F.concat(F.lit("done:"), F.upper(F.col("data").cast("string"))).alias("data"),
         )
-        sink_options |= {"msgIdMode": "source", "msgIdScope": "crash"}
+        if "consumer" not in settings:
+            sink_options |= {"msgIdMode": "source", "msgIdScope": "crash"}
         writer = out.writeStream.format("jetstream").options(**sink_options)
     elif variant == "shuffle":
         text = source.select(F.col("data").cast("string").alias("text"))

@@ -6,7 +6,9 @@ publishes from inside a handler are queued and delivered after the current
 one, so messages reach subscribers in the order they were published (the
 broker's invariant in jetstream_server/core/routing.py). `publish_as` routes by its target and
 presents the message under its own subject, as the broker does for JetStream
-deliveries; `origin` is always None (every publish here is internal).
+deliveries (`publish_run`: each message of the run so, read back from
+its frames by `run_frames.decoded`); `origin` is always
+None (every publish here is internal).
 
 Usage::
 
@@ -24,8 +26,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from run_frames import decoded
+
 from jetstream_server.core.headers import Headers, parse_headers
-from jetstream_server.core.router import MessageHandler
+from jetstream_server.core.router import MessageHandler, OutboundRun
 from jetstream_server.core.subjects import filter_matches
 
 
@@ -93,6 +97,10 @@ class RouterDouble:
                     handler(subj, rep, hdr, data)
         finally:
             self._delivering = False
+
+    def publish_run(self, target: str, run: OutboundRun) -> None:
+        for subject, reply, headers, payload in decoded(run):
+            self.publish_as(target, subject, reply, headers, payload)
 
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
         sid = self._next

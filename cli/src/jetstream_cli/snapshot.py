@@ -14,6 +14,12 @@ subject; the file is sent in 64 KiB requests (each answered empty, or with an er
 an empty request, whose answer (after the server has restored) is a stream create answer.
 
 A server without these APIs is reported in one line that says so; memory streams cannot be snapshotted (nats-server's rule, checked before asking).
+
+Progress (`progress=True`, drawn only on a terminal, `jetstream_cli.progress`), as natscli
+measures it: a backup counts the uncompressed bytes of the chunks received
+(`framed_size.FramedSize`) against the stream's bytes in the server's answer (an estimate:
+the tar's size differs a little from the messages' bytes), and marks it done at the end; a
+restore counts the bytes sent against the file's size.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from .errors import STREAM_NOT_FOUND, ApiError, CliError
+from .framed_size import FramedSize
 from .jsapi import JsonDict
+from .progress import BYTES, ProgressLine
 from .session import Session
 from .units import ibytes
 
@@ -54,7 +62,7 @@ def _echo(text: str) -> None:
 
 
 async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, check: bool,
-                 chunk_size: int | None, window_size: int | None) -> None:
+                 chunk_size: int | None, window_size: int | None, progress: bool = False) -> None:
     name = info["config"]["name"]
     if info["config"].get("storage") == "memory":
         raise CliError("snapshot failed: memory streams do not support snapshots")
@@ -93,7 +101,9 @@ async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, ch
     idle = max(5.0, s.opts.timeout)
     started = time.monotonic()
     received = count = 0
-    with open(directory / DATA_FILE, "wb") as data:
+    unpacked = FramedSize()
+    bar = ProgressLine(f"Backup {name}", expected, units=BYTES, enabled=progress)
+    with open(directory / DATA_FILE, "wb") as data, bar:
         try:
             while True:
                 try:
@@ -107,12 +117,15 @@ async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, ch
                     if status and "204" not in status:
                         description = (msg.headers or {}).get("Description", "")
                         raise CliError(f"snapshot failed: {status} {description}".rstrip())
+                    bar.finish(done=max(expected, unpacked.uncompressed))
                     break
                 if msg.reply:
                     await s.nc.publish(msg.reply, b"")
                 data.write(msg.data)
                 received += len(msg.data)
                 count += 1
+                unpacked.feed(msg.data)
+                bar.update(unpacked.uncompressed)
         finally:
             await sub.unsubscribe()
     meta = {"config": answer.get("config"), "state": answer.get("state")}
@@ -120,11 +133,11 @@ async def backup(s: Session, info: JsonDict, target: str, *, consumers: bool, ch
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _echo("")
     _echo(f'Received {ibytes(received)} compressed data in {count:,} chunks for stream "{name}" '
-          f"in {elapsed_ms}ms")
+          f"in {elapsed_ms}ms, {ibytes(unpacked.uncompressed)} uncompressed")
 
 
 async def restore(s: Session, directory: str, override: JsonDict | None, cluster: str | None,
-                  tags: list[str], replicas: int) -> JsonDict:
+                  tags: list[str], replicas: int, progress: bool = False) -> JsonDict:
     folder = Path(directory)
     try:
         request = json.loads((folder / META_FILE).read_text())
@@ -167,12 +180,14 @@ async def restore(s: Session, directory: str, override: JsonDict | None, cluster
     _echo(f'Starting restore of Stream "{name}" from file "{directory}"\n')
     started = time.monotonic()
     sent = 0
-    with open(folder / DATA_FILE, "rb") as data:
+    bar = ProgressLine(f"Restore {name}", size, units=BYTES, enabled=progress)
+    with open(folder / DATA_FILE, "rb") as data, bar:
         while chunk := data.read(RESTORE_CHUNK):
             reply = await _restore_request(s, deliver, chunk, s.opts.timeout)
             if reply.data:
                 raise CliError(f"restore failed: {reply.data.decode('utf-8', 'replace')}")
             sent += len(chunk)
+            bar.update(sent)
     final = await _restore_request(s, deliver, b"", 3600.0)
     try:
         result = json.loads(final.data)

@@ -45,7 +45,7 @@ class Suite:
 
 SUITES: Final = (
     Suite("nats (test_js.py)", "nats", "tests/test_js.py", ("nats",), False),
-    Suite("nats-core", "nats-core", "tests", ("nats-server", "nats-core[nkeys]"), True),
+    Suite("nats-core", "nats-core", "tests", ("nats-server", "nats-core[nkeys,websocket]"), True),
     Suite("nats-jetstream", "nats-jetstream", "tests", ("nats-server", "nats-core", "nats-jetstream"), True),
     Suite("nats-key-value", "nats-key-value", "tests",
           ("nats-server", "nats-core", "nats-jetstream", "nats-key-value"), True),

@@ -50,3 +50,18 @@ def test_split_budget() -> None:
     shares = split_budget(7, {"A": 3, "B": 3, "C": 3})
     assert sum(shares.values()) == 7 and max(shares.values()) - min(shares.values()) <= 1
     assert split_budget(5, {"A": 0, "B": 9}) == {"A": 0, "B": 5}
+
+
+def test_offsets_of_a_consumer_read_keep_the_batch_count_and_the_filter() -> None:
+    """Option consumer: `counts` and `filter` (`[]`: no filter) round-trip; absent otherwise."""
+    off = Offset.of({"S": 40}, counts={"S": 12}, filters=["b.>", "a.1"])
+    assert off.to_dict() == {"streams": {"S": 40}, "counts": {"S": 12}, "filter": ["a.1", "b.>"]}
+    assert Offset.from_dict(off.json(), ["S"]) == off
+    assert off.count_of("S") == 12 and off.count_of("T") is None
+    unfiltered = Offset.of({"S": 1}, filters=())
+    assert unfiltered.to_dict()["filter"] == [] and Offset.from_dict(unfiltered.json()).filters == ()
+    assert Offset.from_dict({"streams": {"S": 1}}).filters is None  # not a consumer read
+    with pytest.raises(OffsetError, match="not a jetstream offset"):
+        Offset.from_dict({"streams": {"S": 1}, "filter": "a.>"})
+    with pytest.raises(OffsetError, match=">= 0"):
+        Offset.from_dict({"streams": {"S": 1}, "counts": {"S": -2}})

@@ -223,3 +223,29 @@ def test_max_records_per_partition_is_the_kafka_name() -> None:
     assert parse(maxRecordsPerPartition="1000").max_messages_per_partition == 1000
     assert parse(maxRecordsPerPartition="9000", maxMessagesPerPartition="4000").max_messages_per_partition == 4000
     assert parse(maxRecordsPerPartition="9000").max_messages_per_partition == 9000  # above the default: given wins
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({"stream": "A,B"}, "option consumer reads one stream .* 2: A, B"),
+        ({"durable": "d"}, "options consumer and durable exclude each other: durable creates"),
+        ({"readMode": "direct"}, "options consumer and readMode exclude each other"),
+        ({"startingOffsets": "latest"}, "options consumer and startingOffsets exclude each other: the consumer decides"),
+        ({"startingTimestamp": "0"}, "options consumer and startingTimestamp exclude each other"),
+        ({"consumer": "a.b"}, "option consumer"),
+        ({"consumer": "a>"}, "option consumer"),
+    ],
+)
+def test_option_consumer_takes_one_stream_and_excludes_what_the_consumer_decides(
+    opts: dict[str, str], message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        ReadOptions.from_options({"stream": "S", "consumer": "FEED", **opts}, streaming=True)
+
+
+def test_option_consumer() -> None:
+    o = parse(consumer="FEED", subjects="s.>", maxMessagesPerTrigger="10")
+    assert (o.consumer, o.subjects, o.max_messages_per_trigger) == ("FEED", ("s.>",), 10)
+    assert parse(streaming=False, consumer="FEED").consumer == "FEED"  # batch reads take it too
+    assert parse().consumer is None

@@ -56,3 +56,12 @@ def test_plain_pickle_and_cloudpickle_give_back_the_same_state(name: str) -> Non
 def test_a_missing_module_outside_spark_names_the_connector() -> None:
     with pytest.raises(ModuleNotFoundError, match="spark_jetstream_absent"):
         load_shipped("spark_jetstream_absent", "Nothing")
+
+
+def test_a_class_made_at_run_time_pickles_by_value() -> None:
+    """A subclass built with `type()` (tests make sources that claim an older Spark's features)
+    has no module path that leads to it: cloudpickle carries it whole, with its attributes."""
+    made = type("JetStreamDataSource", (JetStreamDataSource,), {"marker": 7, "__qualname__": "OnNothing"})
+    copy = pickle.loads(cloudpickle.dumps(made(READ)))
+    assert type(copy).__qualname__ == "OnNothing" and copy.marker == 7  # type: ignore[attr-defined]
+    assert copy.options == made(READ).options  # type: ignore[attr-defined]

@@ -152,6 +152,23 @@ async def test_max_deliver_stops_redelivering(nc: NATS, js: JetStreamContext) ->
     assert r["ack_floor"]["stream_seq"] == 0
 
 
+async def test_expired_messages_come_again_in_stream_order_even_at_max_ack_pending(
+    nc: NATS, js: JetStreamContext
+) -> None:
+    """The connector's option consumer relies on it (spark_jetstream/read/consumer_feed.py): what a
+    crashed reader held pending is delivered again once due, in stream order, also when the
+    consumer is at max_ack_pending (new messages wait; redeliveries do not)."""
+    await seed(js, 6)
+    await create(nc, "O", ack_wait=500 * MS, max_ack_pending=4)
+    first = await pull(nc, "O", 4)
+    assert seqs(first) == [(1, 1), (2, 1), (3, 1), (4, 1)]
+    await first[1].ack_sync()  # room for one new message: 5 at once, then 1, 3, 4 when due
+    again = await pull(nc, "O", 4, expires_ms=3000)
+    assert seqs(again) == [(5, 1), (1, 2), (3, 2), (4, 2)]
+    r = await info(nc, "O")
+    assert r["num_ack_pending"] == 4 and r["num_pending"] == 1  # 6 waits for room
+
+
 async def test_backoff_spaces_redeliveries(nc: NATS, js: JetStreamContext) -> None:
     await seed(js, 1)
     await create(nc, "B", backoff=[300 * MS, 3000 * MS], max_deliver=4)

@@ -23,15 +23,16 @@ def varz(port: int) -> dict[str, Any]:
 
 
 async def test_slow_request_is_logged_and_lag_shows_in_varz(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "server.conf", "loop_lag_warning: 20ms\n")
+    config = write_config(tmp_path / "server.conf", "loop_lag_warning: 1ms\n")
     proc = start_server("bundled", tmp_path / "store", config=config, http_port=-1)
     try:
         before = varz(proc.monitor_port)["event_loop"]
-        assert before["warning_threshold_ms"] == 20
+        assert before["warning_threshold_ms"] == 1
         nc = await nats.connect(proc.url, connect_timeout=5, max_reconnect_attempts=0)
         try:
-            # `*` subjects against many disjoint branches: the overlap check runs to
-            # its step budget, a few hundred ms of loop time in one request
+            # a create of 40,000 subjects runs in steps of 2,048 subjects (never the
+            # whole request in one loop turn), the first in the client's turn: each
+            # step validates and checks its subjects, well over 1 ms of loop time
             subjects = [f"*.b{i}" for i in range(20000)] + [f"k{i}.a" for i in range(20000)]
             msg = await nc.request(
                 "$JS.API.STREAM.CREATE.HOG", json.dumps({"name": "HOG", "subjects": subjects}).encode(), timeout=30
@@ -39,10 +40,8 @@ async def test_slow_request_is_logged_and_lag_shows_in_varz(tmp_path: Path) -> N
             assert json.loads(msg.data)["error"]["description"] == "too many subjects to check for overlaps"
         finally:
             await nc.close()
-        line = proc.wait_for_log(r"event loop blocked for \d+ ms by client \d+", timeout=5)
-        assert "$JS.API.STREAM.CREATE.HOG" in line
+        proc.wait_for_log(r"event loop blocked for \d+ ms by client \d+ .*\$JS\.API\.STREAM\.CREATE\.HOG", timeout=5)
         after = varz(proc.monitor_port)["event_loop"]
-        assert after["slow_steps"] >= 1 and after["max_lag_ms"] >= 20
-        assert "$JS.API.STREAM.CREATE.HOG" in after["slowest_step"]
+        assert after["slow_steps"] >= 1 and after["max_lag_ms"] >= 1 and after["slowest_step"]
     finally:
         proc.stop()

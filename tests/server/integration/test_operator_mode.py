@@ -7,7 +7,8 @@ one signed by an account signing key), the JWT's permissions, a tampered or
 foreign signature, an expired user, a revoked user, an account the operator
 did not sign, a missing nonce signature, a user whose JWT runs out while
 connected (``-ERR 'User Authentication Expired'``), the account's JetStream
-limits from its JWT, and the configurations both servers refuse. All keys
+limits from its JWT, the configurations both servers refuse, and a
+configuration without a system account served without JetStream. All keys
 and JWTs are made at test time; one server per kind serves the module.
 """
 
@@ -27,6 +28,7 @@ import pytest
 from nats_auth import JETSTREAM_UNLIMITED, UNLIMITED, Key, encode_jwt, new_key
 from raw_client import RawClient
 from server_kinds import SERVER_KINDS
+from test_jetstream_off import _start_without_flag
 
 from jetstream_testing.process import ServerProcess, start_server
 
@@ -226,6 +228,31 @@ def test_operator_configs_both_servers_refuse(config_server: Any, case: str, tmp
         text = re.sub(r"system_account: \S+\n", "", text)
     with pytest.raises(RuntimeError, match="did not start"):
         config_server(text)
+
+
+def test_no_system_account_serves_without_jetstream(server_kind: str, tmp_path: Path) -> None:
+    """Only JetStream needs the system account (the refusal above): without it both
+    servers serve operator mode, warn, and have no system account at all (a request to
+    `$SYS.REQ.SERVER.PING` gets no answer). nats.py's JWT tests run such a config; the
+    bundled server used to refuse to start."""
+    op = _operator(tmp_path / "js")
+    text = re.sub(r"jetstream \{.*\}\n", "", re.sub(r"system_account: \S+\n", "", op.config))
+    proc = _start_without_flag(server_kind, tmp_path, text)
+    try:
+        assert any("Trusted Operators should utilize a System Account" in line for line in proc.log)
+        user = new_key(nkeys.PREFIX_BYTE_USER)
+        c = _connect(proc, _user_jwt(user, op.app), user,
+                     b"SUB a.b 1\r\nSUB _INBOX.r 2\r\nPUB $SYS.REQ.SERVER.PING _INBOX.r 0\r\n\r\n"
+                     b"PUB a.b 2\r\nhi\r\nPING\r\n")
+        try:
+            lines = []
+            while (line := c.readline()) != b"PONG":
+                lines.append(line)
+        finally:
+            c.close()
+        assert lines == [b"MSG a.b 1 2", b"hi"]
+    finally:
+        proc.stop()
 
 
 async def test_exports_and_imports_from_account_jwts(config_server: Any) -> None:

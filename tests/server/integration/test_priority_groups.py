@@ -18,6 +18,7 @@ import pytest
 from js_helpers import api as _api
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from raw_client import RawClient
 
 from jetstream_testing.process import ServerProcess
 
@@ -211,3 +212,27 @@ async def test_prioritized_serves_lower_numbers_first(nc: NATS) -> None:
     await _publish(nc, *(f"s.{i}" for i in range(1, 6)))
     got = {name: (await pull.next()).subject for name, pull in pulls.items()}
     assert got == {"p0": "s.1", "p1": "s.2", "p1b": "s.3", "p5": "s.4", "p9": "s.5"}
+
+
+async def test_prioritized_requests_read_together_go_by_priority(nc: NATS, server: ServerProcess) -> None:
+    """Messages already stored, two pull requests in one write: priority 1 first, then 0.
+    nats-server queues both before its consumer serves the waiting ones, so priority 0
+    gets the first batch; the bundled server served the request that came first
+    (nats.py nats-jetstream's test_consumer_prioritized_messages_stream)."""
+    await _consumer(nc, "R", priority_groups=["A"], priority_policy="prioritized")
+    await _publish(nc, *(f"s.{i}" for i in range(1, 21)))
+    c = RawClient(server.port)
+    try:
+        ops = b"CONNECT {\"verbose\":false,\"headers\":true}\r\nSUB in.1 1\r\nSUB in.0 0\r\n"
+        for priority in (1, 0):
+            body = json.dumps({"batch": 10, "expires": WAIT_NS, "group": "A", "priority": priority}).encode()
+            ops += b"PUB %s in.%d %d\r\n%s\r\n" % (NEXT.format("R").encode(), priority, len(body), body)
+        c.send(ops)
+        got: dict[str, list[str]] = {"0": [], "1": []}
+        while sum(map(len, got.values())) < 20:
+            _, subject, sid, *_ = c.readline().split()
+            c.readline()  # the payload
+            got[sid.decode()].append(subject.decode())
+    finally:
+        c.close()
+    assert got == {"0": [f"s.{i}" for i in range(1, 11)], "1": [f"s.{i}" for i in range(11, 21)]}

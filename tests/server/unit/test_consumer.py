@@ -3,21 +3,28 @@ and a host double that records what the consumer sends. No sockets, no sleeping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from run_frames import decoded
 
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import parse_headers
-from jetstream_server.core.router import MessageHandler
+from jetstream_server.core.router import MessageHandler, OutboundRun
 from jetstream_server.jetstream.consumer.acks import parse_ack_subject
 from jetstream_server.jetstream.consumer.config import ConsumerConfig
 from jetstream_server.jetstream.consumer.consumer import RUN_BUDGET, Consumer
-from jetstream_server.jetstream.consumer.push import FC_MAX_PENDING_BYTES, PushDelivery
+from jetstream_server.jetstream.consumer.push import (
+    FC_CHUNK_MSGS,
+    FC_MAX_PENDING_BYTES,
+    PushDelivery,
+)
 from jetstream_server.jetstream.errors import ApiError
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.jetstream.stream_config import StreamConfig
+from jetstream_server.store import StreamStore
 from jetstream_server.store.memory import MemoryStore
 
 NS = 1_000_000_000
@@ -54,12 +61,18 @@ class Host:
     sent: list[Sent] = field(default_factory=list)
     deaf: set[str] = field(default_factory=set)
     subs: dict[int, tuple[str, MessageHandler]] = field(default_factory=dict)
+    runs: list[int] = field(default_factory=list)  # the length of each run delivered
 
     def publish(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         self.sent.append(Sent(subject, subject, reply, headers, payload))
 
     def deliver(self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         self.sent.append(Sent(target, subject, reply, headers, payload))
+
+    def deliver_run(self, target: str, run: OutboundRun) -> None:
+        self.runs.append(len(run))
+        for subject, reply, headers, payload in decoded(run):
+            self.sent.append(Sent(target, subject, reply, headers, payload))
 
     def has_interest(self, subject: str) -> bool:
         # nobody listens to advisories here (tests/server/integration/test_advisories.py)
@@ -79,11 +92,11 @@ class Host:
 
 
 class World:
-    def __init__(self, retention: str = "limits") -> None:
+    def __init__(self, retention: str = "limits", store: StreamStore | None = None) -> None:
         self.clock = FakeClock()
         self.host = Host(self.clock)
         cfg = StreamConfig.from_json({"name": "S", "subjects": ["s.>"], "retention": retention, "storage": "memory"})
-        self.stream = Stream(cfg, MemoryStore(), self.clock)
+        self.stream = Stream(cfg, store if store is not None else MemoryStore(), self.clock)
 
     def publish(self, subject: str, data: bytes = b"x", headers: bytes | None = None) -> int:
         ack = self.stream.accept(subject, headers, data)
@@ -177,6 +190,85 @@ def test_max_bytes_gives_message_back() -> None:
     assert statuses(out) == [409]
     assert c.cursor.sseq == 1 and c.cursor.npc == 1
     assert seqs(w.pull(c, b'{"batch": 1, "max_bytes": 1000}')) == [1]
+
+
+def _wire(sent: Sent) -> int:
+    """What a delivery counts against a pull's max_bytes (nats-server's count)."""
+    return len(sent.subject.encode()) + len(sent.reply or "") + len(sent.headers or b"") + len(sent.payload)
+
+
+def test_pulls_go_out_as_runs(make_store: Callable[..., StreamStore]) -> None:
+    w = World(store=make_store())
+    stamps = []
+    for i in range(12):
+        w.publish("s.b" if i % 3 else "s.a", b"m%d" % i, headers=b"NATS/1.0\r\nI: %d\r\n\r\n" % i if i % 4 == 0 else None)
+        stamps.append(w.stream.store.load(i + 1).timestamp_ns)  # type: ignore[union-attr]
+        w.clock.advance(0.001)
+    c = w.consumer(filter_subject="s.b")
+    out = w.pull(c, b'{"batch": 5}')
+    assert w.host.runs == [5]
+    assert seqs(out) == [2, 3, 5, 6, 8]
+    assert [(s.ack.consumer_seq, s.ack.num_pending, s.ack.delivery_count) for s in out] == [
+        (1, 7, 1), (2, 6, 1), (3, 5, 1), (4, 4, 1), (5, 3, 1)
+    ]
+    assert [s.ack.timestamp_ns for s in out] == [stamps[q - 1] for q in seqs(out)]
+    assert out[2].headers == b"NATS/1.0\r\nI: 4\r\n\r\n" and out[2].payload == b"m4"
+    assert out[3].headers is None and out[3].payload == b"m5"
+    out = w.pull(c, b'{"batch": 10, "no_wait": true}')
+    assert seqs(out) == [9, 11, 12] and statuses(out)[-1] == 404
+    assert (c.cursor.sseq, c.cursor.npc, c.cursor.dseq, c.cursor.last_sseq) == (13, 0, 8, 12)
+    assert sorted(c.acks.pending) == [2, 3, 5, 6, 8, 9, 11, 12]
+
+
+def test_runs_within_max_ack_pending_after_redeliveries() -> None:
+    w = World()
+    for _ in range(10):
+        w.publish("s.a")
+    c = w.consumer(max_ack_pending=4)
+    assert seqs(w.pull(c, b'{"batch": 10, "expires": 60000000000}')) == [1, 2, 3, 4]
+    assert w.host.runs == [4]
+    c.nak(2)
+    c.ack(1)
+    c.ack(3)
+    # the redelivery went first (alone), then what each ack left room for
+    out = w.host.take()
+    assert [(s.stream_seq, s.ack.delivery_count) for s in out] == [(2, 2), (5, 1), (6, 1)]
+    assert w.host.runs == [4, 1, 1]
+    assert [s.ack.consumer_seq for s in out] == [5, 6, 7]
+    c.ack(2)
+    c.ack(4)
+    c.ack(5)
+    c.ack(6)
+    out = w.host.take()  # the request's batch of 10 ends with the 10th delivery
+    assert seqs(out) == [7, 8, 9] and w.host.runs[-3:] == [1, 1, 1]
+    assert seqs(w.pull(c, b'{"batch": 10, "no_wait": true}')) == [10]
+
+
+def test_max_bytes_run_ends_at_the_exact_byte(make_store: Callable[..., StreamStore]) -> None:
+    w = World(store=make_store())
+    for i in range(14):  # sequences and consumer sequences cross 9 -> 10
+        w.publish("s.a", b"x" * (i + 1), headers=b"NATS/1.0\r\nK: v\r\n\r\n" if i % 2 else None)
+    c = w.consumer()
+    w.pull(c, b"1")
+
+    def wire(seq: int, dseq: int) -> int:  # the delivery of `seq` as consumer sequence `dseq`
+        msg = w.stream.store.load(seq)
+        assert msg is not None
+        reply = f"$JS.ACK.S.C.1.{seq}.{dseq}.{msg.timestamp_ns}.{14 - seq}"
+        return len(msg.subject) + len(reply) + len(msg.headers or b"") + len(msg.data)
+
+    sizes = [wire(seq, seq) for seq in range(2, 15)]
+    for limit, expect in ((sum(sizes[:8]) + sizes[8] - 1, 8), (sum(sizes[8:11]), 3)):
+        out = w.pull(c, b'{"batch": 20, "max_bytes": %d}' % limit)
+        got = [s for s in out if s.status is None]
+        assert len(got) == expect and statuses(out)[-1] == 409
+        assert [_wire(s) for s in got] == sizes[:expect]
+        hdr = parse_headers(out[-1].headers or b"")
+        assert hdr.get("Nats-Pending-Bytes") == str(limit - sum(sizes[:expect]))
+        assert hdr.get("Nats-Pending-Messages") == str(20 - expect)
+        sizes = sizes[expect:]
+    assert c.cursor.sseq == 13
+    assert seqs(w.pull(c, b'{"batch": 20, "max_bytes": %d, "no_wait": true}' % sum(sizes))) == [13, 14]
 
 
 # -- acks, floors, redelivery ----------------------------------------------------------
@@ -377,6 +469,27 @@ def test_push_flow_control_stalls_and_resumes() -> None:
     rest = [s for s in w.host.take() if s.status is None]
     assert len(delivered) + len(rest) == n
     assert [s.ack.consumer_seq for s in delivered + rest] == list(range(1, n + 1))
+
+
+def test_push_runs_end_at_flow_control_chunks() -> None:
+    w = World()
+    total = RUN_BUDGET + 500
+    for _ in range(total):
+        w.publish("s.a", b"p" * 100)
+    c = w.consumer("P", deliver_subject="d", flow_control=True, idle_heartbeat=NS, ack_policy="none")
+    c.kick()
+    w.clock.advance(0)  # the rest of the backlog on the next turn
+    out = w.host.take()
+    assert [s.ack.consumer_seq for s in out if s.status is None] == list(range(1, total + 1))
+    since_fc = 0
+    for sent in out:
+        if sent.status == 100:
+            assert sent.reply and since_fc  # a flow control request after deliveries
+            since_fc = 0
+        else:
+            since_fc += 1
+            assert since_fc <= FC_CHUNK_MSGS
+    assert max(w.host.runs) <= FC_CHUNK_MSGS and sum(w.host.runs) == total
 
 
 def test_push_waits_for_interest() -> None:

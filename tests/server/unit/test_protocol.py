@@ -150,6 +150,18 @@ def test_encoders() -> None:
     assert (P.PING, P.PONG, P.OK) == (b"PING\r\n", b"PONG\r\n", b"+OK\r\n")
 
 
+def test_run_formats_take_any_sid_and_views() -> None:
+    # a sid is whatever the client sent: a "%" in it stays literal
+    msg, hmsg = P.msg_formats(b"5%d", P.format_literal(b"$JS.ACK.100%.") + b"%d.%d")
+    body = memoryview(b"..payload..")[2:9]
+    assert msg % (b"s", 1, 2, 7, body) == P.encode_msg(b"s", b"5%d", b"$JS.ACK.100%.1.2", b"payload")
+    assert hmsg % (b"s", 1, 2, 4, 7, memoryview(b"HHHHpay")) == P.encode_hmsg(
+        b"s", b"5%d", b"$JS.ACK.100%.1.2", b"HHHH", b"pay"
+    )
+    plain, _ = P.msg_formats(b"1")
+    assert plain % (b"s", 2, b"hi") == b"MSG s 1 2\r\nhi\r\n"
+
+
 # -- properties ------------------------------------------------------------------
 
 tokens = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-$", min_size=1, max_size=8)

@@ -3,7 +3,8 @@
 Covers the invariants of the module docstring: fan-out and one member per
 queue group, clients before internal handlers, auto-unsubscribe, echo
 suppression, the no-responders status, and routing by one subject while
-presenting another (`publish_as`).
+presenting another (`publish_as`), runs (`publish_run`): whole to a single
+client subscription, message by message to anything else.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
+from run_frames import decoded
 
-from jetstream_server.core.routing import NO_RESPONDERS_HEADERS, Broker, Subscription
+from jetstream_server.core.router import OutboundRun
+from jetstream_server.core.routing import NO_RESPONDERS_HEADERS, Broker, MessageList, Subscription
 
 Delivery = tuple[str, bytes, bytes | None, bytes | None, bytes]
 
@@ -28,6 +31,7 @@ class Client:
     no_responders: bool = False
     got: list[Delivery] = field(default_factory=list)
     subs: dict[str, Subscription] = field(default_factory=dict)
+    runs: list[int] = field(default_factory=list)  # the length of each run taken whole
 
     def deliver(
         self,
@@ -38,6 +42,17 @@ class Client:
         payload: bytes,
     ) -> None:
         self.got.append((sub.sid, subject, reply, headers, payload))
+
+    def deliver_run(self, sub: Subscription, run: OutboundRun) -> None:
+        self.runs.append(len(run))
+        for subject, reply, headers, payload in decoded(run, headers=self.headers):
+            self.got.append((
+                sub.sid,
+                subject.encode(),
+                reply.encode() if reply else None,
+                headers,
+                payload,
+            ))
 
     def forget_sub(self, sub: Subscription) -> None:
         if self.subs.get(sub.sid) is sub:
@@ -207,3 +222,61 @@ def test_removed_subscription_gets_nothing() -> None:
     broker.remove(sub)  # twice is harmless
     assert broker.route("a", None, None, b"x", None) == 0
     assert client.got == [] and client.subs == {}
+
+
+def _three() -> MessageList:
+    run = MessageList()
+    run.add("orders.a", "$JS.ACK.1", None, b"one")
+    run.add("orders.b", None, b"NATS/1.0\r\nK: v\r\n\r\n", memoryview(b"xtwox")[1:4])
+    run.add("orders.a", "$JS.ACK.3", None, b"")
+    return run
+
+
+EXPECTED = [
+    ("3", b"orders.a", b"$JS.ACK.1", None, b"one"),
+    ("3", b"orders.b", None, b"NATS/1.0\r\nK: v\r\n\r\n", b"two"),
+    ("3", b"orders.a", b"$JS.ACK.3", None, b""),
+]
+
+
+def test_publish_run_goes_whole_to_a_single_client() -> None:
+    broker = Broker()
+    client = Client(1)
+    client.sub(broker, "deliver.*", "3")
+    broker.publish_run("deliver.x", _three())
+    assert client.runs == [3] and client.got == EXPECTED
+    no_headers = Client(2, headers=False)
+    no_headers.sub(broker, "plain", "3")
+    broker.publish_run("plain", _three())
+    assert no_headers.got[1] == ("3", b"orders.b", None, None, b"two")
+
+
+def test_publish_run_one_by_one_to_anything_else() -> None:
+    broker = Broker()
+    a = Client(1)
+    a.sub(broker, "d", "3")
+    internal: list[tuple[str, str | None, bytes]] = []
+    broker.subscribe("d", lambda s, r, h, p: internal.append((s, r, p)))
+    broker.publish_run("d", _three())
+    # a client and an internal handler: each message is routed on its own
+    assert a.runs == [] and a.got == EXPECTED
+    assert internal == [("orders.a", "$JS.ACK.1", b"one"), ("orders.b", None, b"two"),
+                        ("orders.a", "$JS.ACK.3", b"")]
+    assert all(type(p) is bytes for _, _, p in internal)  # handlers never see a view
+    group = Broker()
+    members = [Client(i) for i in range(3)]
+    for member in members:
+        member.sub(group, "q", "3", queue="g")
+    group.publish_run("q", _three())
+    assert sorted(d for m in members for d in m.got) == sorted(EXPECTED)
+    assert not any(m.runs for m in members)
+
+
+def test_publish_run_counts_towards_auto_unsubscribe() -> None:
+    broker = Broker()
+    client = Client(1)
+    sub = client.sub(broker, "d", "3")
+    sub.max_msgs = 2
+    broker.publish_run("d", _three())
+    assert client.got == EXPECTED[:2] and sub.closed and broker.num_subscriptions == 0
+    broker.publish_run("nobody", _three())  # no interest: nothing, no error

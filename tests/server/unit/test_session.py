@@ -19,7 +19,7 @@ from jetstream_server.core import protocol as P
 from jetstream_server.core.auth import Authenticator, Identity, StaticAuth, User, UsersAuth
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.permissions import Permissions, ResponsePermission, SubjectPermission
-from jetstream_server.core.routing import Broker
+from jetstream_server.core.routing import Broker, MessageList
 from jetstream_server.core.session import (
     DROPS_OUTPUT,
     TRANSITIONS,
@@ -376,6 +376,55 @@ def test_slow_consumer_drops_queue_and_says_why() -> None:
     assert wire.take() == b"-ERR 'Slow Consumer'\r\n"
     assert broker.num_subscriptions == 0
     assert pub.state is State.CONNECTED and pub_wire.take() == b""
+
+
+def _run(count: int, size: int = 4) -> MessageList:
+    run = MessageList()
+    for i in range(count):
+        run.add(f"s.{i}", f"ack.{i}", None, b"x" * size)
+    return run
+
+
+def test_a_run_is_queued_whole_and_counted_once() -> None:
+    broker = Broker()
+    sub, wire = open_session(broker)
+    sub.receive_data(QUIET + b"SUB d 9\r\n")
+    broker.publish_run("d", _run(3))
+    assert wire.ready_calls == 1 and len(sub._out) == 1  # one piece of output, one wake-up
+    assert wire.take() == b"".join(b"MSG s.%d 9 ack.%d 4\r\nxxxx\r\n" % (i, i) for i in range(3))
+    assert (sub.out_msgs, sub.out_bytes) == (3, 12)
+
+
+def test_a_run_past_max_pending_is_a_slow_consumer() -> None:
+    broker = Broker()
+    sub, wire = open_session(broker, max_pending=100)
+    sub.receive_data(QUIET + b"SUB d 9\r\n")
+    broker.publish_run("d", _run(2))  # 2 x 24 bytes
+    assert sub.state is State.CONNECTED
+    broker.publish_run("d", _run(3))  # 48 + 72 > 100
+    assert wire.closes == [Close(Event.SLOW_CONSUMER, P.ERR_SLOW_CONSUMER)]
+    assert wire.take() == b"-ERR 'Slow Consumer'\r\n"
+    broker.publish_run("d", _run(1))  # closed: nothing more, nothing raised
+    assert wire.take() == b""
+
+
+def test_a_run_meets_deny_filters_and_response_permissions_per_message() -> None:
+    clock = FakeClock()
+    broker = Broker()
+    auth = _users(
+        s=Permissions(subscribe=SubjectPermission(("s.>", "d"), ("s.1",))),
+        r=Permissions(publish=SubjectPermission(("nothing",)), responses=ResponsePermission(1, 0)),
+    )
+    denied, denied_wire = _login(broker, "s", auth)
+    denied.receive_data(b"SUB s.* 9\r\n")  # a wildcard over a deny filter: checked per delivery
+    broker.publish_run("s.x", _run(3))  # routed by s.x, shown as s.0, s.1, s.2
+    assert denied_wire.take() == b"MSG s.0 9 ack.0 4\r\nxxxx\r\nMSG s.2 9 ack.2 4\r\nxxxx\r\n"
+    responder, responder_wire = _login(broker, "r", auth, clock=clock, cid=2)
+    responder.receive_data(b"SUB r 9\r\n")
+    broker.publish_run("r", _run(2))
+    responder_wire.take()
+    responder.receive_data(b"PUB ack.1 0\r\n\r\nPUB ack.2 0\r\n\r\n")  # ack.1 was delivered
+    assert responder_wire.take() == b"-ERR 'Permissions Violation for Publish to \"ack.2\"'\r\n"
 
 
 def test_slow_consumer_reported_by_the_transport() -> None:

@@ -63,6 +63,12 @@ def check_run(
         assert (subject, seq, ts) == (msg.subject, msg.seq, msg.timestamp_ns)
         assert (None if headers is None else bytes(headers)) == msg.headers
         assert bytes(data) == msg.data
+    # the column form a delivery frames from says the same
+    subjects, seqs, stamps, hlens, bodies = run.columns()
+    assert list(subjects) == [m.subject for m in msgs] and list(seqs) == [m.seq for m in msgs]
+    assert list(stamps) == [m.timestamp_ns for m in msgs]
+    assert list(hlens) == [len(m.headers or b"") for m in msgs]
+    assert [bytes(b) for b in bodies] == [(m.headers or b"") + m.data for m in msgs]
     return run
 
 

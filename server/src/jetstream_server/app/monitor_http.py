@@ -46,13 +46,17 @@ class Response:
 RouteHandler = Callable[[Query], Response]
 
 
-class MonitorListenError(Exception):
-    """The monitoring port cannot be bound (nats-server: "can't listen to the monitor port")."""
+class MonitorListenError(OSError):
+    """The monitoring port cannot be bound (nats-server: "can't listen to the monitor port").
+    An `OSError` with the cause's errno, so callers that fall back on a bind error see one."""
 
     def __init__(self, host: str, port: int, cause: OSError) -> None:
         reason = cause.strerror or str(cause)
-        super().__init__(f"can't listen to the monitor port: listen tcp {join_host_port(host, port)}: "
-                         f"bind: {reason.lower()}")
+        super().__init__(cause.errno, f"can't listen to the monitor port: listen tcp "
+                         f"{join_host_port(host, port)}: bind: {reason.lower()}")
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class PageSource(Protocol):

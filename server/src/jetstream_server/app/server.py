@@ -129,6 +129,8 @@ class NatsServer:
         log.info("  Version:  %s (bundled Python JetStream server)", SERVER_VERSION)
         log.info("  Name:     %s", self.server_name)
         log.info("  ID:       %s", self.server_id)
+        if cfg.auth.operator is not None and not cfg.system_account_name:
+            log.warning("Trusted Operators should utilize a System Account")
         if cfg.tls.enabled:
             self.tls_context = make_server_context(cfg.tls)
         self.accounts = build_accounts(

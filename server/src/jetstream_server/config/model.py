@@ -258,6 +258,12 @@ class ServerConfig:
         names = {a.name for a in self.accounts}
         if self.system_account and self.system_account not in names | {DEFAULT_SYSTEM_ACCOUNT}:
             raise ConfigError("error resolving system account: account missing")
+        if self.auth.operator is not None and self.jetstream.enabled and not self.system_account_name:
+            # JetStream's internal subscriptions live in the system account
+            raise ConfigError(
+                "Can't start JetStream: setting up internal jetstream subscriptions failed: "
+                "system account not setup"
+            )
         return self
 
     def account_jetstream(self) -> dict[str, AccountLimits]:

@@ -329,7 +329,9 @@ def encode_err(reason: str) -> bytes:
     return b"-ERR '" + reason.encode() + b"'\r\n"
 
 
-def encode_msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
+def encode_msg(
+    subject: bytes, sid: bytes, reply: bytes | None, payload: bytes | memoryview
+) -> bytes:
     """``MSG <subject> <sid> [reply] <size>``; subject, sid and reply already encoded."""
     if reply:
         return b"MSG %s %s %s %d\r\n%s\r\n" % (subject, sid, reply, len(payload), payload)
@@ -337,7 +339,7 @@ def encode_msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) 
 
 
 def encode_hmsg(
-    subject: bytes, sid: bytes, reply: bytes | None, headers: bytes, payload: bytes
+    subject: bytes, sid: bytes, reply: bytes | None, headers: bytes, payload: bytes | memoryview
 ) -> bytes:
     """``HMSG <subject> <sid> [reply] <hdr_size> <total_size>``."""
     hlen = len(headers)
@@ -347,6 +349,26 @@ def encode_hmsg(
             subject, sid, reply, hlen, total, headers, payload
         )
     return b"HMSG %s %s %d %d\r\n%s%s\r\n" % (subject, sid, hlen, total, headers, payload)
+
+
+def format_literal(raw: bytes) -> bytes:
+    """`raw` as literal text inside a bytes ``%`` format (every ``%`` doubled)."""
+    return raw.replace(b"%", b"%%")
+
+
+def msg_formats(sid: bytes, reply_format: bytes = b"") -> tuple[bytes, bytes]:
+    """``%`` formats for the frames of many messages to one subscription `sid`
+    (a run, `Router.publish_run`), each with a reply subject made by
+    `reply_format`, a format of its own whose conversions follow the subject's
+    (b"": no reply; its literal parts escaped with `format_literal`).
+
+    ``MSG`` takes (subject, *reply values, payload size, payload); ``HMSG``
+    (subject, *reply values, header size, total size, headers and payload as
+    one buffer). Payloads may be any buffer (memoryviews of stored records)."""
+    head = b" " + format_literal(sid)
+    if reply_format:
+        head += b" " + reply_format
+    return b"MSG %s" + head + b" %d\r\n%s\r\n", b"HMSG %s" + head + b" %d %d\r\n%s\r\n"
 
 
 def encode_connect(options: dict[str, Any]) -> bytes:

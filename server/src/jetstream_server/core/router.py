@@ -19,15 +19,40 @@ Invariants:
 - `origin` is the client whose message the running handler was called for
   (None for internal publishes); read it at the handler's start, before the
   handler publishes anything itself.
+- `publish_run` routes many messages by one subject as `publish_as` would,
+  one by one, except that a run whose target is a single client subscription
+  reaches it whole: its frames are encoded by the run (`OutboundRun.encode`)
+  and queued with one call, the client's checks done once for the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 # (subject, reply, headers, payload)
 MessageHandler = Callable[[str, "str | None", "bytes | None", bytes], None]
+
+
+class OutboundRun(Protocol):
+    """Messages a service sends to one target as a run (`Router.publish_run`):
+    a pull's batch, a push consumer's backlog, a batched direct get. The run
+    encodes its own frames, so the router's work is once per run."""
+
+    def __len__(self) -> int: ...
+
+    def encode(self, sid: bytes, headers: bool) -> tuple[bytes, int]:
+        """The ``MSG``/``HMSG`` frames of every message, in order, for subscription
+        `sid` (``HMSG`` only when the client takes `headers`; otherwise a message's
+        headers are left out, as `deliver` does), and the header and payload bytes
+        they carry (what the client's `out_bytes` counts)."""
+        ...
+
+    def messages(self) -> Iterator[tuple[str, str | None, bytes | None, bytes]]:
+        """Each message as (subject, reply, headers, payload), for targets that take
+        them one by one (several subscribers, a queue group, an internal handler,
+        a client whose permissions are checked per message)."""
+        ...
 
 
 class ClientOrigin(Protocol):
@@ -69,6 +94,12 @@ class Router(Protocol):
         self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
     ) -> None:
         """Route by `target` but present the message as `subject`."""
+        ...
+
+    def publish_run(self, target: str, run: OutboundRun) -> None:
+        """Route every message of `run` by `target` (each presented as its own
+        subject), as `publish_as` would one by one; a single client subscription
+        gets the whole run with one write."""
         ...
 
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:

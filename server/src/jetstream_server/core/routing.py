@@ -20,6 +20,10 @@ Invariants:
 - a request (reply set) from a client that asked for ``no_responders`` and
   has headers on, to a subject with no interest at all, is answered with a
   ``NATS/1.0 503`` status message on its reply subject;
+- a run (`publish_run`) reaches its target as its messages would one by one
+  with `publish_as`; when the target is one client subscription (no queue
+  group, no other subscriber, no auto-unsubscribe count) the client gets the
+  whole run in one call (`Subscriber.deliver_run`);
 - a closing client's subscriptions stop receiving at once (`retire` marks
   them closed) and leave the index at most `RETIRE_STEP` per turn of the
   `schedule` the app gives (loop.call_soon), so closing a connection that
@@ -32,10 +36,11 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final, Protocol
 
-from jetstream_server.core.router import ClientOrigin, MessageHandler
+from jetstream_server.core import protocol as P
+from jetstream_server.core.router import ClientOrigin, MessageHandler, OutboundRun
 from jetstream_server.core.subjects import SubjectIndex
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,10 @@ class Subscriber(ClientOrigin, Protocol):
         payload: bytes,
     ) -> None:
         """Queue one message for the client (``MSG``/``HMSG`` for `sub`)."""
+        ...
+
+    def deliver_run(self, sub: Subscription, run: OutboundRun) -> None:
+        """Queue every message of `run` for the client, in order, with one write."""
         ...
 
     def forget_sub(self, sub: Subscription) -> None:
@@ -115,6 +124,46 @@ class Subscription:
         return f"Subscription({self.subject!r}, queue={self.queue!r}, sid={self.sid}, {owner})"
 
 
+class MessageList:
+    """An `OutboundRun` of messages added one by one (each with its own
+    subject, reply, headers and payload; payloads may be memoryviews)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str | None, bytes | None, bytes | memoryview]] = []
+
+    def add(
+        self, subject: str, reply: str | None, headers: bytes | None, payload: bytes | memoryview
+    ) -> None:
+        self.items.append((subject, reply, headers, payload))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def encode(self, sid: bytes, headers: bool) -> tuple[bytes, int]:
+        out: list[bytes] = []
+        carried = 0
+        last_subject: str | None = None
+        subject_b = b""
+        for subject, reply, hdr, payload in self.items:
+            if subject is not last_subject:
+                subject_b = subject.encode("utf-8", "surrogateescape")
+                last_subject = subject
+            reply_b = reply.encode("utf-8", "surrogateescape") if reply else None
+            if hdr is not None and headers:
+                out.append(P.encode_hmsg(subject_b, sid, reply_b, hdr, payload))
+                carried += len(hdr) + len(payload)
+            else:
+                out.append(P.encode_msg(subject_b, sid, reply_b, payload))
+                carried += len(payload)
+        return b"".join(out), carried
+
+    def messages(self) -> Iterator[tuple[str, str | None, bytes | None, bytes]]:
+        for subject, reply, hdr, payload in self.items:
+            yield subject, reply, hdr, payload if type(payload) is bytes else bytes(payload)
+
+
 class Broker:
     """Routes messages between client sessions and internal services."""
 
@@ -143,6 +192,20 @@ class Broker:
         """Route by `target` but present the message as `subject` (JetStream
         deliveries keep their stream subject while going to an inbox)."""
         self.route(target, reply, headers, payload, None, msg_subject=subject)
+
+    def publish_run(self, target: str, run: OutboundRun) -> None:
+        result = self.index.match(target)
+        plain = result.plain
+        if len(plain) == 1 and not result.queues:
+            sub = plain[0]
+            client = sub.client
+            if client is not None and sub.max_msgs is None:
+                if not sub.closed:
+                    client.deliver_run(sub, run)
+                return
+        route = self.route
+        for subject, reply, headers, payload in run.messages():
+            route(target, reply, headers, payload, None, msg_subject=subject)
 
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
         sub = self._new_sub(subject, queue, "", None, handler)

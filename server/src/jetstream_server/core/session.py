@@ -72,6 +72,11 @@ Invariants:
   ``-ERR 'Slow Consumer'`` remains to be written;
 - `output_ready()` is called once per batch of output: after the first byte
   queued since the last `data_to_send()`, not for every message;
+- a run of messages (`deliver_run`) is queued as one piece: its frames come
+  from the run, the slow-consumer check and the statistics are done once;
+  only a session whose permissions look at each delivery (deny filters that
+  overlap a wildcard subscription, `allow_responses`) takes it message by
+  message;
 - closing retires every subscription of the session (none gets a message
   from then on; the broker takes them out of its index in bounded turns)
   before `session_closed` is called, and happens once.
@@ -100,6 +105,7 @@ from jetstream_server.core.permissions import (
     SubscribeRules,
     prune_oldest,
 )
+from jetstream_server.core.router import OutboundRun
 from jetstream_server.core.routing import Broker, Subscription
 from jetstream_server.core.subjects import (
     has_wildcard,
@@ -581,6 +587,7 @@ class Session:
             data = P.encode_msg(subject, sub.sid_b, reply, payload)
             self.out_bytes += len(payload)
         self.out_msgs += 1
+        # `send`'s queueing, inlined: this runs once per delivered message
         self._out.append(data)
         self._out_bytes += len(data)
         if self._out_bytes > self._max_pending:
@@ -588,6 +595,27 @@ class Session:
         elif not self._signalled:
             self._signalled = True
             self._output_ready()
+
+    def deliver_run(self, sub: Subscription, run: OutboundRun) -> None:
+        if self.closed:
+            return
+        if self._deny_cache is not None or self._replies is not None:
+            # permissions that look at every delivery: one by one
+            for subject, reply, headers, payload in run.messages():
+                self.deliver(
+                    sub,
+                    subject.encode("utf-8", "surrogateescape"),
+                    reply.encode("utf-8", "surrogateescape") if reply else None,
+                    headers,
+                    payload,
+                )
+            return
+        data, carried = run.encode(sub.sid_b, self.headers)
+        if not data:
+            return
+        self.out_msgs += len(run)
+        self.out_bytes += carried
+        self.send(data)
 
     def forget_sub(self, sub: Subscription) -> None:
         if self.subs.get(sub.sid) is sub:

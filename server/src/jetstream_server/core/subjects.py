@@ -415,7 +415,7 @@ class SubjectIndex(Generic[T]):
             node: _Node[T] = _Node()
             node.add(entry, None)  # type: ignore[arg-type]
             entry = literals[subject] = node
-        if entry.add(value, queue):  # type: ignore[union-attr]
+        if entry.add(value, queue):
             self._count += 1
             self._cache.pop(subject, None)
 
@@ -429,9 +429,9 @@ class SubjectIndex(Generic[T]):
                 return False
             del literals[subject]
         else:
-            if not entry.discard(value, queue):  # type: ignore[union-attr]
+            if not entry.discard(value, queue):
                 return False
-            if not (entry.plain or entry.queues):  # type: ignore[union-attr]
+            if not (entry.plain or entry.queues):
                 del literals[subject]
         self._count -= 1
         self._cache.pop(subject, None)

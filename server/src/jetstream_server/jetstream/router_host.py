@@ -4,7 +4,8 @@
 consumers, snapshots and restores: the router's bound methods taken once, so
 a delivery costs no call of ours, and `deliver` is the router's `publish_as`
 (a delivery routes by the inbox or deliver subject while presenting the
-message's stream subject, as nats-server does). It names the account and
+message's stream subject, as nats-server does), `deliver_run` its
+`publish_run` (a run of deliveries, one write to a single client). It names the account and
 domain in the advisories consumers send.
 
 `NO_ROUTER` stands in until an engine is started: publishing goes nowhere,
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from jetstream_server.core.clock import Clock
-from jetstream_server.core.router import ClientOrigin, MessageHandler, Router
+from jetstream_server.core.router import ClientOrigin, MessageHandler, OutboundRun, Router
 from jetstream_server.jetstream.persistence import ACCOUNT
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class RouterHost:
         self.domain = domain
         self.publish = router.publish
         self.deliver = router.publish_as
+        self.deliver_run = router.publish_run
         self.has_interest = router.has_interest
         self.unsubscribe = router.unsubscribe
 
@@ -53,6 +55,9 @@ class _NoRouter:
         self, target: str, subject: str, reply: str | None, headers: bytes | None, payload: bytes
     ) -> None:
         self.publish(target, reply, headers, payload)
+
+    def publish_run(self, target: str, run: OutboundRun) -> None:
+        logger.warning("JetStream not started: dropping %d messages to %s", len(run), target)
 
     def subscribe(self, subject: str, handler: MessageHandler, queue: str | None = None) -> int:
         raise RuntimeError("JetStream not started")

@@ -14,7 +14,7 @@ API answers with, as nats-server does (server/jetstream_versioning.go):
 A request carrying ``Nats-Required-Api-Level`` above `API_LEVEL` (or not a
 number) is refused with `JSRequiredApiLevelErr` (`required_level_refused`).
 
-What of 2.14 is still missing is listed in the README's compatibility section.
+What of 2.14 is still missing is listed in docs/compatibility.md.
 """
 
 from __future__ import annotations

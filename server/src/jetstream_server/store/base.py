@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from jetstream_server.store.message import StoredMessage
+from jetstream_server.store.message import (
+    StoredMessage as StoredMessage,  # re-exported: the contract's record
+)
 
 if TYPE_CHECKING:
     from jetstream_server.store.runs import MessageRun

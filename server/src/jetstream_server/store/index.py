@@ -63,7 +63,7 @@ COMPACT_MIN = 64  # removed entries a memory store's page sheds at the least
 Loc = tuple[Page, int]
 
 
-def _rindex(col: array, value: int, lo: int, hi: int) -> int:
+def _rindex(col: array[int], value: int, lo: int, hi: int) -> int:
     """Highest position in [lo, hi) holding `value`, or -1."""
     part = col[lo:hi]
     part.reverse()
@@ -395,7 +395,7 @@ class MessageIndex:
         loc = self.locate(seq)
         if loc is None:
             raise KeyError(seq)
-        return self.subj.names[self.cols(loc[0])[SIDS][loc[1]]]
+        return str(self.subj.names[self.cols(loc[0])[SIDS][loc[1]]])
 
     def size_of(self, seq: int) -> int:
         loc = self.locate(seq)
@@ -467,7 +467,7 @@ class MessageIndex:
         return seq
 
     def extend_run(
-        self, first_seq: int, sids: array, ts: array, sizes: array, extra: Sequence[array] = ()
+        self, first_seq: int, sids: array[int], ts: array[int], sizes: array[int], extra: Sequence[array[int]] = ()
     ) -> None:
         """Append messages `first_seq, first_seq + 1, ...` at once (recovery scan).
         Same result as calling `append` for each."""
@@ -557,7 +557,7 @@ class MessageIndex:
         page, i = loc
         cols = self.cols(page)
         sid = cols[SIDS][i]
-        size = cols[SIZES][i]
+        size: int = cols[SIZES][i]
         self.removals += 1
         self._kill(page, i, sid, size)
         self.msgs -= 1
@@ -991,7 +991,7 @@ class MessageIndex:
         if page.dead is not None and page.live < page.n:
             part = array("I", compress(part, page.live_mask(lo, page.n)))
         if len(wanted) == 1:
-            return part.count(next(iter(wanted)))
+            return int(part.count(next(iter(wanted))))
         counts = Counter(part)
         return sum(counts.get(sid, 0) for sid in wanted)
 
@@ -1135,7 +1135,7 @@ class MessageIndex:
         )
 
     # -- snapshot --------------------------------------------------------------
-    def export_meta(self) -> tuple[dict[str, Any], dict[str, array]]:
+    def export_meta(self) -> tuple[dict[str, Any], dict[str, array[int]]]:
         """The index's counters and subject table (the pages go separately,
         `page_image`), to rebuild it without a scan (file store snapshot)."""
         names, arrays = self.subj.export()
@@ -1157,7 +1157,7 @@ class MessageIndex:
         assert self._swap is not None and page.image is not None
         return self._swap.read_raw(page.image)
 
-    def restore(self, meta: dict[str, Any], arrays: dict[str, array], pages: list[Page]) -> None:
+    def restore(self, meta: dict[str, Any], arrays: dict[str, array[int]], pages: list[Page]) -> None:
         """Load what a snapshot holds: counters, subject table, and pages whose
         columns are images in this index's swap. Raises ValueError when it is
         inconsistent."""

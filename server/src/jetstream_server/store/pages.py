@@ -190,7 +190,7 @@ class PageSwap:
         self.size = os.fstat(self.fd).st_size
         self.written = 0  # bytes appended since open (garbage accounting)
 
-    def write(self, cols: list[array]) -> tuple[int, int, int]:
+    def write(self, cols: list[array[int]]) -> tuple[int, int, int]:
         """Append a page image; its (offset, length, crc), crc 0: not kept."""
         raw = b"".join(col.tobytes() for col in cols)
         offset = self.size
@@ -214,9 +214,9 @@ class PageSwap:
             raise OSError(f"index page image at {offset} in {self.path.name} is cut short")
         return raw
 
-    def read(self, image: tuple[int, int, int], typecodes: tuple[str, ...], n: int) -> list[array]:
+    def read(self, image: tuple[int, int, int], typecodes: tuple[str, ...], n: int) -> list[array[int]]:
         raw = memoryview(self.read_raw(image))
-        cols: list[array] = []
+        cols: list[array[int]] = []
         pos = 0
         for code in typecodes:
             col = array(code)

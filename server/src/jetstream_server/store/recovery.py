@@ -345,7 +345,7 @@ def _next_good(raw: bytes, pos: int, end: int) -> int:
         nxt = pos + rec_len
         if rec_len == codec.RECORD_FIXED + slen + hlen + dlen and nxt < end:
             if not isinstance(codec.scan_record(raw, nxt, end), str):
-                return nxt
+                return int(nxt)
     return _resync(raw, pos + 1, end)
 
 

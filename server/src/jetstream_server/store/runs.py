@@ -32,13 +32,18 @@ from typing import overload
 
 from jetstream_server.store.message import StoredMessage
 
+# subjects, sequences, timestamps, header lengths, bodies (see `MessageRun.columns`)
+RunColumns = tuple[
+    Sequence[str], Sequence[int], Sequence[int], Sequence[int], list["bytes | memoryview"]
+]
+
 
 class MessageRun(Sequence[StoredMessage]):
     """Messages of one `read_run`, in order (see module docstring)."""
 
     __slots__ = ("seqs", "sizes", "next_seq", "blocked_size")
 
-    def __init__(self, seqs: array, sizes: array, next_seq: int, blocked_size: int = 0) -> None:
+    def __init__(self, seqs: array[int], sizes: array[int], next_seq: int, blocked_size: int = 0) -> None:
         self.seqs = seqs
         self.sizes = sizes
         self.next_seq = next_seq
@@ -77,6 +82,23 @@ class MessageRun(Sequence[StoredMessage]):
         msg = self.message(i)
         return msg.subject, msg.seq, msg.timestamp_ns, msg.headers, msg.data
 
+    def columns(self) -> RunColumns:
+        """What frames a delivery, column by column: subjects, sequences,
+        timestamps, header lengths (0: none) and bodies, each message's header
+        block and data as one buffer (a view of the run's bytes where it has
+        them; the data starts at its header length)."""
+        msgs = list(self)
+        bodies: list[bytes | memoryview] = [
+            m.headers + m.data if m.headers else m.data for m in msgs
+        ]
+        return (
+            [m.subject for m in msgs],
+            self.seqs,
+            [m.timestamp_ns for m in msgs],
+            [len(m.headers) if m.headers else 0 for m in msgs],
+            bodies,
+        )
+
     def _slice(self, lo: int, hi: int) -> MessageRun:
         raise NotImplementedError
 
@@ -95,7 +117,7 @@ class ListRun(MessageRun):
     __slots__ = ("msgs",)
 
     def __init__(
-        self, msgs: list[StoredMessage], sizes: array, next_seq: int, blocked_size: int = 0
+        self, msgs: list[StoredMessage], sizes: array[int], next_seq: int, blocked_size: int = 0
     ) -> None:
         super().__init__(array("q", [m.seq for m in msgs]), sizes, next_seq, blocked_size)
         self.msgs = msgs
@@ -181,6 +203,16 @@ class BufferRun(MessageRun):
             view[at : at + hlen] if hlen else None,
             view[data_at : data_at + self.data_len[i]],
         )
+
+    def columns(self) -> RunColumns:
+        views = [memoryview(buf) for buf in self.bufs]
+        bodies: list[bytes | memoryview] = [
+            views[b][at : at + hlen + dlen]
+            for b, at, hlen, dlen in zip(
+                self.buf_of, self.hdr_at, self.hdr_len, self.data_len, strict=True
+            )
+        ]
+        return self.subjects, self.seqs, self.ts, self.hdr_len, bodies
 
     def _slice(self, lo: int, hi: int) -> MessageRun:
         out = BufferRun(self._sliced_next(hi))

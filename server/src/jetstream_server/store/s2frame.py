@@ -267,5 +267,5 @@ class FrameEncoder:
 
 
 def available() -> dict[str, Any]:
-    """Which fast paths are installed (for logs and the README's claims)."""
+    """Which fast paths are installed (for logs and docs/performance.md's claims)."""
     return {"crc32c": _crc32c_fast is not None, "cramjam": _cramjam is not None}

@@ -50,7 +50,7 @@ def _put(fh: BinaryIO, data: bytes | memoryview, crc: int) -> int:
 
 
 def write_snapshot(
-    path: Path, meta: dict[str, Any], arrays: dict[str, array], images: Iterable[bytes]
+    path: Path, meta: dict[str, Any], arrays: dict[str, array[int]], images: Iterable[bytes]
 ) -> None:
     full = dict(meta)
     full["byteorder"] = sys.byteorder
@@ -86,7 +86,7 @@ def write_snapshot(
         raise
 
 
-def read_snapshot(path: Path) -> tuple[dict[str, Any], dict[str, array]]:
+def read_snapshot(path: Path) -> tuple[dict[str, Any], dict[str, array[int]]]:
     """The metadata (with "images", each page image's [offset, length, crc])
     and the named arrays; raises SnapshotError when the file is not intact."""
     with open(path, "rb") as fh:
@@ -116,7 +116,7 @@ def read_snapshot(path: Path) -> tuple[dict[str, Any], dict[str, array]]:
             raise SnapshotError(f"snapshot metadata is not JSON: {err}") from err
         if meta.get("byteorder") != sys.byteorder:
             raise SnapshotError("snapshot written with another byte order")
-        arrays: dict[str, array] = {}
+        arrays: dict[str, array[int]] = {}
         for name, typecode, itemsize, count, offset in meta["arrays"]:
             a = array(typecode)
             if a.itemsize != itemsize:

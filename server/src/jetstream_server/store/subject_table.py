@@ -147,10 +147,10 @@ class SubjectTable:
         sids = self.resolve(subject_filter)
         return len(self.sid_of) if sids is None else len(sids)
 
-    def export(self) -> tuple[list[str], dict[str, array]]:
+    def export(self) -> tuple[list[str], dict[str, array[int]]]:
         return self.names, {"s_msgs": self.s_msgs, "s_first": self.s_first, "s_last": self.s_last}
 
-    def restore(self, names: list[str], arrays: dict[str, array]) -> None:
+    def restore(self, names: list[str], arrays: dict[str, array[int]]) -> None:
         if not all(len(arrays[k]) == len(names) for k in ("s_msgs", "s_first", "s_last")):
             raise ValueError("snapshot subject arrays disagree with the subject names")
         self.clear()

@@ -5,6 +5,10 @@ through natscli's templates (`{{.Count}}`, `{{ Count }}`, `{{ID}}`, ...) and hea
 too; `-H K:V` adds headers; `-J` publishes to JetStream and prints the acknowledgement.
 Status lines go to stderr as natscli's log lines (`15:04:05 Published 11 bytes to
 "orders.new"`). `publish_all` is the loop over every message sent.
+
+With `--count` above 20, as natscli, a progress line (messages sent of all, rate, time left)
+replaces the per-message lines, on stderr and only when stderr is a terminal; elsewhere (a
+pipe, a file, `--no-progress`, a flag natscli's `pub` lacks) the lines are printed as before.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from ...errors import ApiError, CliError
+from ...progress import ProgressLine
 from ...session import Session, connection_options, log, run
 from ...units import NANOS_PER_SECOND
 from .._shared import DURATION, parse_headers
 from .bodies import read_stdin, templated
+
+PROGRESS_ABOVE = 20  # natscli draws its progress bar for a --count above this
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Publishing:
     quiet: bool
     sleep_ns: int
     templates: bool
+    progress: bool
 
 
 @click.command("pub")
@@ -57,37 +65,49 @@ class Publishing:
 @click.option("--templates/--no-templates", default=True,
               help="Enables template functions in the body and subject "
                    "(does not affect headers)")
+@click.option("--progress/--no-progress", default=True,
+              help=f"Shows a progress line instead of a line per message when --count is above "
+                   f"{PROGRESS_ABOVE} and stderr is a terminal")
 @connection_options()
 @click.pass_context
 def pub(ctx: click.Context, subject: str, body: str | None, reply: str | None,
         headers: tuple[str, ...], count: int, force_stdin: bool, jetstream: bool,
-        quiet: bool, send_on: str, sleep: int, templates: bool) -> None:
+        quiet: bool, send_on: str, sleep: int, templates: bool, progress: bool) -> None:
     """Generic data publish utility"""
     bodies = [body] if body is not None and not force_stdin else read_stdin(send_on)
     plan = Publishing(subject=subject, bodies=bodies, count=max(count, 1), headers=headers,
                       reply=reply or "", jetstream=jetstream, quiet=quiet, sleep_ns=sleep,
-                      templates=templates)
+                      templates=templates, progress=progress)
     run(ctx, lambda s: publish_all(s, plan))
 
 
 async def publish_all(s: Session, plan: Publishing) -> None:
-    for text in plan.bodies:
-        for i in range(1, plan.count + 1):
-            started = time.monotonic()
-            data = templated(text, i, "body", plan.templates).encode()
-            subject = templated(plan.subject, i, "subject", plan.templates)
-            headers = parse_headers(plan.headers, i) or None
-            if plan.jetstream:
-                await publish_to_jetstream(s, subject, data, headers, plan.quiet)
-            else:
-                await s.nc.publish(subject, data, reply=plan.reply, headers=headers)
-                await s.nc.flush(timeout=max(1, int(s.opts.timeout)))
-                if not plan.quiet:
-                    log(f'Published {len(data)} bytes to "{subject}"')
-            if plan.count > 1 and plan.sleep_ns > 0:
-                rest = plan.sleep_ns / NANOS_PER_SECOND - (time.monotonic() - started)
-                if rest > 0:
-                    await asyncio.sleep(rest)
+    bar = ProgressLine("Published", plan.count * len(plan.bodies),
+                       enabled=plan.progress and plan.count > PROGRESS_ABOVE)
+    quiet = plan.quiet or bar.active
+    with bar:
+        for text in plan.bodies:
+            for i in range(1, plan.count + 1):
+                await publish_one(s, plan, text, i, quiet)
+                bar.advance()
+
+
+async def publish_one(s: Session, plan: Publishing, text: str, i: int, quiet: bool) -> None:
+    started = time.monotonic()
+    data = templated(text, i, "body", plan.templates).encode()
+    subject = templated(plan.subject, i, "subject", plan.templates)
+    headers = parse_headers(plan.headers, i) or None
+    if plan.jetstream:
+        await publish_to_jetstream(s, subject, data, headers, quiet)
+    else:
+        await s.nc.publish(subject, data, reply=plan.reply, headers=headers)
+        await s.nc.flush(timeout=max(1, int(s.opts.timeout)))
+        if not quiet:
+            log(f'Published {len(data)} bytes to "{subject}"')
+    if plan.count > 1 and plan.sleep_ns > 0:
+        rest = plan.sleep_ns / NANOS_PER_SECOND - (time.monotonic() - started)
+        if rest > 0:
+            await asyncio.sleep(rest)
 
 
 async def publish_to_jetstream(s: Session, subject: str, data: bytes, headers: dict[str, str] | None,

@@ -1,8 +1,8 @@
 """`stream backup` and `stream restore`: the flags of natscli's commands, over the snapshot
 protocol in `jetstream_cli.snapshot` (which writes and reads natscli's directory layout).
 
-`--progress/--no-progress` is accepted as natscli accepts it; no progress bar is drawn yet
-(the transfer loops in `snapshot.backup` / `snapshot.restore` are where one would be fed).
+`--progress/--no-progress` (natscli's flag, on by default): a progress line on stderr while the
+data moves, drawn only when stderr is a terminal (`jetstream_cli.progress`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,15 @@ def backup(ctx: click.Context, stream_name: str, target: str, progress: bool, ch
            consumers: bool, chunk_size: int | None, window_size: int | None) -> None:
     """Creates a backup of a stream over the NATS network"""
     run(ctx, lambda s: backup_stream(s, stream_name, target, consumers, check, chunk_size,
-                                     window_size))
+                                     window_size, progress))
 
 
 async def backup_stream(s: Session, stream_name: str, target: str, consumers: bool, check: bool,
-                        chunk_size: int | None, window_size: int | None) -> None:
+                        chunk_size: int | None, window_size: int | None,
+                        progress: bool = False) -> None:
     info = await stream_exists(s, stream_name)
     await snapshot.backup(s, info, target, consumers=consumers, check=check,
-                          chunk_size=chunk_size, window_size=window_size)
+                          chunk_size=chunk_size, window_size=window_size, progress=progress)
 
 
 @click.command("restore")
@@ -60,11 +61,13 @@ async def backup_stream(s: Session, stream_name: str, target: str, consumers: bo
 def restore(ctx: click.Context, directory: str, progress: bool, config: str | None,
             cluster: str | None, tag: tuple[str, ...], replicas: int) -> None:
     """Restore a stream over the NATS network"""
-    run(ctx, lambda s: restore_stream(s, directory, config, cluster, list(tag), replicas))
+    run(ctx, lambda s: restore_stream(s, directory, config, cluster, list(tag), replicas,
+                                      progress))
 
 
 async def restore_stream(s: Session, directory: str, config: str | None, cluster: str | None,
-                         tags: list[str], replicas: int) -> None:
+                         tags: list[str], replicas: int, progress: bool = False) -> None:
     override: JsonDict | None = load_json_file(config, "configuration") if config else None
-    info = await snapshot.restore(s, directory, override, cluster, tags, replicas)
+    info = await snapshot.restore(s, directory, override, cluster, tags, replicas,
+                                  progress=progress)
     show_stream_info(info, False)

@@ -5,7 +5,8 @@ keys; the MEMORY resolver's preloaded account JWTs give the accounts, with
 their JetStream limits, exports and imports (an import its exporter does not
 allow is dropped, as nats-server marks it invalid). `apply_operator_mode`
 runs nats-server's validateTrustedOperators checks against the rest of the
-file (no users or accounts configured directly, one system account).
+file (no users or accounts configured directly, one system account; without
+one, operator mode has none, and JetStream cannot start).
 """
 
 from __future__ import annotations
@@ -113,13 +114,12 @@ def apply_operator_mode(
     if system and op_system and system != op_system:
         raise ConfigError("system_account in config and operator JWT must be identical")
     system = system or op_system
-    if not system:
-        # nats-server (JetStream on, as it always is here) does not start either
-        raise ConfigError(
-            "Can't start JetStream: setting up internal jetstream subscriptions failed: "
-            "system account not setup"
-        )
-    changes["system_account"] = system
+    if system:
+        changes["system_account"] = system
+    else:
+        # nats-server has no system account then (not even $SYS): it serves
+        # core NATS, and refuses to start JetStream (ServerConfig.validate)
+        changes["no_system_account"] = True
     changes["auth"] = replace(
         auth, operator=OperatorSettings(frozenset(trusted), preload, system)
     )

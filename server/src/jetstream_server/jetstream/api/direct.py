@@ -25,24 +25,40 @@ mirror of that name with `mirror_direct` answers in its place.
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Iterator
 from typing import Any, Final
 
 from jetstream_server.core.gotime import parse_rfc3339_ns, rfc3339_ns
 from jetstream_server.core.headers import status_headers
+from jetstream_server.core.routing import MessageList
 from jetstream_server.jetstream.api.host import ApiHost
 from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.stream import Stream
 from jetstream_server.store.base import StoredMessage
+from jetstream_server.store.runs import MessageRun
 
 MULTI_LAST_LIMIT = 1024  # nats-server's maxAllowedResponses: above it, 413 Too Many Results
 TURN_BYTES: Final = 128 << 10  # bytes a batch sends per loop turn (a few ms of work)
+RUN_MSGS: Final = 1024  # messages a batch reads from the store at once, at most
 BACKLOG_WAIT_S: Final = 0.005  # a batch whose reader is behind looks again after this
 
 
 def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -> bytes:
-    block = msg.headers
+    return _answer_headers(stream, msg.subject, msg.seq, msg.timestamp_ns, msg.headers, extra)
+
+
+def _answer_headers(
+    stream: Stream,
+    subject: str,
+    seq: int,
+    timestamp_ns: int,
+    own: bytes | memoryview | None,
+    extra: list[tuple[str, str]],
+) -> bytes:
+    """The header block of an answer: the message's own headers, then
+    `Nats-Stream`, `Nats-Subject`, `Nats-Sequence`, `Nats-Time-Stamp` and `extra`."""
+    block = bytes(own) if own else None
     if block and block.startswith(b"NATS/1.0"):
         if block.endswith(b"\r\n\r\n"):
             block = block[:-2]
@@ -53,7 +69,7 @@ def _headers(stream: Stream, msg: StoredMessage, extra: list[tuple[str, str]]) -
     parts = [
         block,
         b"Nats-Stream: %s\r\nNats-Subject: %s\r\nNats-Sequence: %d\r\nNats-Time-Stamp: %s\r\n"
-        % (stream.name.encode(), msg.subject.encode(), msg.seq, rfc3339_ns(msg.timestamp_ns).encode()),
+        % (stream.name.encode(), subject.encode(), seq, rfc3339_ns(timestamp_ns).encode()),
     ]
     for key, value in extra:
         parts.append(f"{key}: {value}\r\n".encode())
@@ -230,12 +246,6 @@ def _batch(host: ApiHost, stream: Stream, reply: str, p: _Params) -> None:
                filters=filters).turn()
 
 
-def _wire_size(msg: StoredMessage) -> int:
-    """What a message counts against a batch's max_bytes (nats-server: subject,
-    headers and payload); the batch stops once the total reaches max_bytes."""
-    return len(msg.subject) + len(msg.headers or b"") + len(msg.data)
-
-
 def _count(store: Any, start: int, end: int, filters: list[str] | None) -> int:
     """Matching messages with start <= seq <= end."""
     last = store.state().last_seq
@@ -288,7 +298,9 @@ class BatchReply:
     `max_bytes` (subject + headers + payload; 0: the server's `max_pending`),
     with `204 EOB`; it stops silently when its reader or its stream is gone.
     Messages come from the range `start..end` (with `filters`) or, for
-    `multi_last`, from the resolved sequences `seqs`."""
+    `multi_last`, from the resolved sequences `seqs`, read as runs
+    (`read_run`, `read_seqs`: about a turn's bytes at a time); a turn's answers
+    go to the reader as one run (`Router.publish_run`)."""
 
     def __init__(
         self,
@@ -332,34 +344,73 @@ class BatchReply:
         self.turns += 1
         budget = min(TURN_BYTES, max(host.settings.max_pending // 4, 1))
         spent = 0
-        for msg in self._messages():
-            if self.sent >= self.limit or self.size >= self.max_bytes:
+        out = MessageList()
+        stream, reply = self.stream, self.reply
+        while self.sent < self.limit and self.size < self.max_bytes:
+            run = self._read(budget - spent)
+            if not run:
                 break
-            self.size += _wire_size(msg)
-            self.sent += 1
-            extra = [("Nats-Num-Pending", str(self.total - self.sent)),
-                     ("Nats-Last-Sequence", str(self.last_seq))]
-            headers = _headers(self.stream, msg, extra)
-            host.router.publish(self.reply, None, headers, msg.data)
-            self.last_seq = msg.seq
-            spent += len(headers) + len(msg.data)
-            if spent >= budget:
-                host.clock.call_later(0, self.turn)
-                return
+            subjects, seqs, timestamps, hlens, bodies = run.columns()
+            for i, body in enumerate(bodies):
+                if self.sent >= self.limit or self.size >= self.max_bytes:
+                    break
+                subject, seq, hlen = subjects[i], seqs[i], hlens[i]
+                self.size += len(subject) + len(body)
+                self.sent += 1
+                extra = [("Nats-Num-Pending", str(self.total - self.sent)),
+                         ("Nats-Last-Sequence", str(self.last_seq))]
+                headers = _answer_headers(
+                    stream, subject, seq, timestamps[i], body[:hlen] if hlen else None, extra
+                )
+                data = body[hlen:]
+                out.add(reply, None, headers, data)
+                self.last_seq = seq
+                self._taken(seq)
+                spent += len(headers) + len(data)
+                if spent >= budget:
+                    host.router.publish_run(reply, out)
+                    host.clock.call_later(0, self.turn)
+                    return
+            else:
+                self._taken_all(run)
+        if out:
+            host.router.publish_run(reply, out)
         self._finish()
 
-    def _messages(self) -> Iterator[StoredMessage]:
+    def _read(self, room: int) -> MessageRun:
+        """The next messages to answer with, about `room` bytes of them (at least one)."""
         store = self.stream.store
+        wanted = min(self.limit - self.sent, RUN_MSGS)
         if self.seqs is None:
-            for msg in store.iter_range(self.next_seq, self.end, self.filters):
-                self.next_seq = msg.seq + 1
-                yield msg
-            return
+            run = store.read_run(self.next_seq, wanted, max_bytes=max(room, 1), end_seq=self.end,
+                                 filters=self.filters)
+            if not run and run.blocked_size:
+                run = store.read_run(self.next_seq, 1, end_seq=self.end, filters=self.filters)
+            return run
+        state = store.state()
+        average = max(state.bytes // max(state.msgs, 1), 1)
+        count = max(1, min(wanted, room // average))
         while self._next_index < len(self.seqs):
-            found = store.load(self.seqs[self._next_index])
-            self._next_index += 1
-            if found is not None:
-                yield found
+            chunk = self.seqs[self._next_index : self._next_index + count]
+            run = store.read_seqs(chunk)
+            if run:
+                return run
+            self._next_index += len(chunk)  # none of these is there any more
+        return store.read_seqs([])
+
+    def _taken(self, seq: int) -> None:
+        """The message `seq` is answered: the next read starts after it."""
+        if self.seqs is None:
+            self.next_seq = seq + 1
+        else:
+            self._next_index = bisect.bisect_right(self.seqs, seq, self._next_index)
+
+    def _taken_all(self, run: MessageRun) -> None:
+        """Every message of `run` is answered: the next read starts where it ended."""
+        if self.seqs is None:
+            self.next_seq = max(self.next_seq, run.next_seq)
+        else:
+            self._next_index = bisect.bisect_left(self.seqs, run.next_seq, self._next_index)
 
     def _finish(self) -> None:
         host = self.host

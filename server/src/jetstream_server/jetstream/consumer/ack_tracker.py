@@ -192,6 +192,40 @@ class AckTracker:
         if self._timer is None or self._timer_due > due:
             self._arm_timer(due)
 
+    def track_run(self, seqs: Sequence[int], first_dseq: int, now: int) -> None:
+        """Record first deliveries of `seqs` (ascending) as consumer sequences
+        from `first_dseq` on: `track` of each in turn."""
+        if not seqs:
+            return
+        if self.ack_none:
+            self.adflr = first_dseq + len(seqs) - 1
+            self.asflr = seqs[-1]
+            if self.stream.config.retention != "limits":
+                acknowledged = self.stream.acknowledged
+                for seq in seqs:
+                    acknowledged(seq)
+            return
+        backoff = self.backoff
+        due = now + (backoff[0] if backoff else self.ack_wait)
+        pending = self.pending
+        deadlines = self._deadlines
+        push = heapq.heappush
+        dseq = first_dseq
+        for seq in seqs:
+            entry = pending.get(seq)
+            if entry is None:
+                pending[seq] = Pending(dseq, now, due)
+            else:
+                entry.timestamp_ns = now
+                entry.due_ns = due
+            push(deadlines, (due, seq))
+            dseq += 1
+        self.touched.update(seqs)
+        if len(deadlines) > 2 * len(pending) + 1024:
+            self._rebuild_deadlines()
+        if self._timer is None or self._timer_due > due:
+            self._arm_timer(due)
+
     def next_redelivery(self) -> tuple[StoredMessage, int] | None:
         """The next message due again and its delivery count (taken off `rdq`).
 

@@ -23,6 +23,7 @@ delivery is re-entrancy safe (`kick` loops while asked again).
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,7 +33,7 @@ from jetstream_server.jetstream import advisories
 from jetstream_server.jetstream.consumer.ack_tracker import AckTracker
 from jetstream_server.jetstream.consumer.config import ConsumerConfig, format_time
 from jetstream_server.jetstream.consumer.cursor import Cursor
-from jetstream_server.jetstream.consumer.delivery import NS, ConsumerHost, Delivery
+from jetstream_server.jetstream.consumer.delivery import NS, ConsumerHost, Delivery, DeliveryRun
 from jetstream_server.jetstream.consumer.priority import group_states
 from jetstream_server.jetstream.consumer.pull import PullDelivery
 from jetstream_server.jetstream.consumer.push import PushDelivery
@@ -40,6 +41,7 @@ from jetstream_server.jetstream.consumer.store import ConsumerState, ConsumerSto
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.seams import StreamForConsumers
 from jetstream_server.store.base import StoredMessage
+from jetstream_server.store.runs import ListRun, MessageRun
 
 logger = logging.getLogger(__name__)
 
@@ -449,6 +451,49 @@ class Consumer:
             return None
         return msg, 1
 
+    def next_run(self, limit: int, max_bytes: int = 0) -> MessageRun | None:
+        """New messages as a run (see `delivery.Source.next_run`): one store read
+        from the cursor, with its filters; None while redeliveries are due,
+        `last_per_subject` has subjects left or replay `original` paces."""
+        acks = self.acks
+        cursor = self.cursor
+        if acks.rdq or cursor.lps or self._replay_original:
+            return None
+        if acks.max_ack_pending:
+            limit = min(limit, acks.max_ack_pending - len(acks.pending))
+        if limit <= 0:
+            return _empty_run(cursor.sseq)
+        run = self.stream.store.read_run(
+            cursor.sseq, limit, max_bytes=max_bytes, filters=cursor.store_filters
+        )
+        if not run and not run.blocked_size:
+            # nothing more matches: as `Cursor.next_new` finding nothing
+            cursor.npc = 0
+            if cursor.store_filters is not None and run.next_seq > cursor.sseq:
+                cursor.sseq = run.next_seq
+        return run
+
+    def run_frames(self, run: MessageRun) -> DeliveryRun:
+        cursor = self.cursor
+        return DeliveryRun(
+            run, self._ack_prefix, cursor.dseq + 1, cursor.npc, self.stream.store.overhead
+        )
+
+    def commit_run(self, frames: DeliveryRun) -> None:
+        """Record the first deliveries of a run: as `commit` of each message in turn."""
+        seqs = frames.run.seqs
+        if not seqs:
+            return
+        now = self.clock.now_ns()
+        cursor = self.cursor
+        first_dseq = cursor.dseq + 1
+        cursor.commit_run(seqs[-1], len(seqs))
+        self.delivered_last_ns = now
+        self._last_active_ns = now
+        self.acks.track_run(seqs, first_dseq, now)
+        if self.store is not None and not self._flush_scheduled:
+            self._dirty()
+
     def _replay_due(self, msg: StoredMessage) -> bool:
         prev = self._replay_prev
         if prev is None:
@@ -610,3 +655,7 @@ class Consumer:
                 self.config, self.delivery.pin if isinstance(self.delivery, PullDelivery) else None
             )
         return out
+
+
+def _empty_run(next_seq: int) -> MessageRun:
+    return ListRun([], array("I"), next_seq)

@@ -222,6 +222,17 @@ class Cursor:
                     self.sseq = end
         return msg
 
+    def commit_run(self, last_seq: int, count: int) -> None:
+        """Record the first deliveries of `count` messages up to stream sequence
+        `last_seq` (a run read from `sseq`, while `lps` is empty): as `commit`
+        of each in turn."""
+        self.dseq += count
+        if last_seq >= self.sseq:
+            self.sseq = last_seq + 1
+        if last_seq > self.last_sseq:
+            self.last_sseq = last_seq
+        self.npc = max(self.npc - count, 0)
+
     def commit(self, seq: int, dc: int) -> int:
         """Record a delivery of stream sequence `seq` (delivery count `dc`); returns
         its consumer sequence. A first delivery (`dc == 1`) moves the cursor."""

@@ -16,7 +16,9 @@ Status frames are header-only messages to the request's reply subject:
 `PullDelivery` is the consumer's delivery (delivery.py) for a pull consumer:
 it checks a request against the consumer's limits (`max_batch`,
 `max_expires`, `max_bytes`: 409 each), queues it with its expiry and
-heartbeat timers, and `run` hands messages to the oldest request first. A
+heartbeat timers, and `run` hands messages to the oldest request first (on a
+`prioritized` consumer to the lowest priority number, from the next loop turn, so
+requests read together are served by priority as on nats-server). A
 request whose client went away (no interest in its reply subject) is
 dropped: when its turn to receive comes, at its next heartbeat, or when the
 queue is full (scanned at most once a second); a `no_wait` request ends with
@@ -60,6 +62,7 @@ from jetstream_server.jetstream.consumer.priority import (
     sort_key,
 )
 from jetstream_server.store.base import StoredMessage
+from jetstream_server.store.runs import MessageRun
 
 NO_MESSAGES: Final = status_headers(404, "No Messages")
 EXPIRY_MARGIN_NS: Final = 5_000_000
@@ -442,7 +445,13 @@ class PullDelivery:
             waiting.heartbeat_timer = self.clock.call_later(
                 request.idle_heartbeat_ns / NS, lambda: self._heartbeat(waiting)
             )
-        source.kick()
+        if self.policy == "prioritized":
+            # nats-server queues pull requests for the consumer's own goroutine, which
+            # serves the waiting ones by priority: requests that arrive together (one
+            # read) are all queued before the next turn delivers to the lowest number
+            source.continue_later()
+        else:
+            source.kick()
 
     def _choose(self) -> WaitingRequest | None:
         """overflow / pinned_client: the request the next message may go to."""
@@ -522,6 +531,45 @@ class PullDelivery:
         waiting.heartbeat_timer = self.clock.call_later(delay / NS, lambda: self._heartbeat(waiting))
 
     # -- delivery (hot path) -----------------------------------------------------------
+    def _exceeds_max_bytes(self, waiting: WaitingRequest) -> None:
+        """The next message does not fit what `waiting` has left of its max_bytes:
+        the request ends with 409 (nats-server: the message stays for the next)."""
+        self.waiting.remove(waiting)
+        self.host.publish(
+            waiting.reply,
+            None,
+            status_headers(
+                409,
+                "Message Size Exceeds MaxBytes",
+                Nats_Pending_Messages=str(waiting.remaining),
+                Nats_Pending_Bytes=str(waiting.bytes_left),
+            ),
+            b"",
+        )
+
+    def _send_run(self, waiting: WaitingRequest, run: MessageRun) -> int:
+        """Send the messages of `run` that fit `waiting`'s max_bytes as one run;
+        how many went (0: not even the first fits, the request ended with 409)."""
+        source = self.source
+        frames = source.run_frames(run)
+        if waiting.request.max_bytes:
+            fit, used = frames.fitting(waiting.bytes_left)
+            if fit < len(frames):
+                if not fit:
+                    self._exceeds_max_bytes(waiting)
+                    return 0
+                frames = frames.head(fit)
+            waiting.bytes_left -= used
+        source.commit_run(frames)
+        self.host.deliver_run(waiting.reply, frames)
+        count = len(frames)
+        waiting.remaining -= count
+        waiting.delivered += count
+        waiting.last_sent_ns = source.delivered_last_ns
+        if waiting.remaining <= 0:
+            self.waiting.remove(waiting)
+        return count
+
     def run(self, hint: StoredMessage | None, budget: int) -> int:
         source = self.source
         if source.paused:
@@ -531,10 +579,14 @@ class PullDelivery:
         deliver = self.host.deliver
         has_interest = self.host.has_interest
         next_message = source.next_message
+        next_run = source.next_run
         commit = source.commit
         headers_only = self.headers_only
         chosen = self.policy in ("overflow", "pinned_client")
         pin = self.pin
+        # runs of new messages, unless each message needs a look of its own
+        runs = not chosen and not headers_only and pin is None
+        cursor = source.cursor
         checked: str | None = None
         reply_bound = -1  # the longest ack reply this run can build (max_bytes requests)
         now = self.clock.now_ns()
@@ -554,6 +606,20 @@ class PullDelivery:
             if budget <= 0:
                 source.continue_later()
                 return 0  # continued next turn; no_wait requests are not over yet
+            if runs and (hint is None or hint.seq != cursor.sseq):
+                hint = None
+                run = next_run(
+                    min(waiting.remaining, budget),
+                    waiting.bytes_left if waiting.request.max_bytes else 0,
+                )
+                if run is not None:
+                    if run:
+                        budget -= self._send_run(waiting, run)
+                    elif run.blocked_size:
+                        self._exceeds_max_bytes(waiting)  # not even the first message fits
+                    else:
+                        break
+                    continue
             budget -= 1
             nxt = next_message(hint)
             hint = None
@@ -578,18 +644,7 @@ class PullDelivery:
                     exact = True
                 if exact and size > waiting.bytes_left:
                     source.unget(msg, dc)
-                    queue.remove(waiting)
-                    publish(
-                        waiting.reply,
-                        None,
-                        status_headers(
-                            409,
-                            "Message Size Exceeds MaxBytes",
-                            Nats_Pending_Messages=str(waiting.remaining),
-                            Nats_Pending_Bytes=str(waiting.bytes_left),
-                        ),
-                        b"",
-                    )
+                    self._exceeds_max_bytes(waiting)
                     continue
             if pin is not None and pin.pin_id:
                 headers = add_pin_header(headers, pin.pin_id)

@@ -41,6 +41,7 @@ from jetstream_server.jetstream.consumer.delivery import (
     headers_only_block,
 )
 from jetstream_server.store.base import StoredMessage
+from jetstream_server.store.runs import MessageRun
 
 FC_CHUNK_BYTES: Final = 256 * 1024
 FC_MAX_PENDING_BYTES: Final = 2 * 1024 * 1024
@@ -234,6 +235,29 @@ class PushDelivery:
             self.source.kick()
 
     # -- delivery --------------------------------------------------------------
+    def _next_run(self, budget: int) -> MessageRun | None:
+        """The next run (`Source.next_run`), within what is left of the current flow
+        control chunk and of the bytes that may be outstanding; a message larger
+        than that goes alone, as it would one by one."""
+        source = self.source
+        if self._fc_sid is None:
+            return source.next_run(budget)
+        outstanding = self._sent_bytes - self._covered_bytes
+        limit = min(budget, FC_CHUNK_MSGS - self._since_fc_msgs)
+        room = min(FC_CHUNK_BYTES - self._since_fc_bytes, FC_MAX_PENDING_BYTES - outstanding)
+        run = source.next_run(max(limit, 1), max(room, 1))
+        if run is not None and not run and run.blocked_size:
+            run = source.next_run(1)
+        return run
+
+    def _sent(self, size: int, count: int) -> None:
+        """Flow control bookkeeping for `count` messages of `size` bytes just sent."""
+        self._sent_bytes += size
+        self._since_fc_bytes += size
+        self._since_fc_msgs += count
+        if self._since_fc_bytes >= FC_CHUNK_BYTES or self._since_fc_msgs >= FC_CHUNK_MSGS:
+            self._send_fc()
+
     def run(self, hint: StoredMessage | None, budget: int) -> int:
         source = self.source
         if source.paused:
@@ -244,17 +268,34 @@ class PushDelivery:
             return budget
         self._poll_delay = INTEREST_POLL_MIN_S
         deliver = self.host.deliver
+        deliver_run = self.host.deliver_run
         next_message = source.next_message
         commit = source.commit
         flow = self._fc_sid is not None
         rate = self.config.rate_limit_bps / 8  # bytes per second
         sent_any = False
         headers_only = self.config.headers_only
+        runs = not rate and not headers_only  # else each message needs a look of its own
+        cursor = source.cursor
         # `not (flow and self.stalled)`, without a property call per message
         while not flow or self._sent_bytes - self._covered_bytes < FC_MAX_PENDING_BYTES:
             if budget <= 0:
                 source.continue_later()
                 break
+            if runs and (hint is None or hint.seq != cursor.sseq):
+                hint = None
+                run = self._next_run(budget)
+                if run is not None:
+                    if not run:
+                        break
+                    frames = source.run_frames(run)
+                    source.commit_run(frames)
+                    deliver_run(target, frames)
+                    sent_any = True
+                    budget -= len(frames)
+                    if flow:
+                        self._sent(frames.wire_bytes(), len(frames))
+                    continue
             budget -= 1
             nxt = next_message(hint)
             hint = None
@@ -273,12 +314,7 @@ class PushDelivery:
             deliver(target, msg.subject, reply, headers, payload)
             sent_any = True
             if flow:
-                size = len(msg.subject) + len(reply) + len(headers or b"") + len(payload)
-                self._sent_bytes += size
-                self._since_fc_bytes += size
-                self._since_fc_msgs += 1
-                if self._since_fc_bytes >= FC_CHUNK_BYTES or self._since_fc_msgs >= FC_CHUNK_MSGS:
-                    self._send_fc()
+                self._sent(len(msg.subject) + len(reply) + len(headers or b"") + len(payload), 1)
         if sent_any:
             self.last_sent_ns = self.clock.now_ns()
             if flow and self.stalled and self._since_fc_msgs:

@@ -1,0 +1,75 @@
+"""Exactly-once through a crash when reading through an operator's consumer (option consumer).
+
+The crash pipeline (tests/support/crash_pipeline.py, `consumer=FEED`: content ids, so a message
+read into two micro-batches would show twice in the output) runs in a child process, SIGKILLed
+with its JVM and Python workers while a micro-batch is being written: after the driver pulled
+the batch's messages, before its commit acknowledged them (the consumer holds them pending,
+checked). The restarted query replays the logged batch: the server redelivers the pending
+messages once their ack wait is over, the batch is rebuilt from exactly those of its range,
+and the output holds each input exactly once; the consumer ends acknowledged up to the last
+message. The seed of the kill point is printed; CRASH_SEED replays one.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from child_process import kill_group, start_child
+from crash_helpers import prepare_streams, seed
+from sink_helpers import connect, read_all, stream_info
+
+from jetstream_testing.process import ServerProcess
+
+pytestmark = [pytest.mark.spark, pytest.mark.crash]
+
+N = 600
+PIPELINE = Path(__file__).resolve().parents[2] / "support" / "crash_pipeline.py"
+ARGV = [sys.executable, str(PIPELINE), "narrow"]
+
+
+def consumer_info(url: str) -> dict:  # type: ignore[type-arg]
+    with connect(url) as conn:
+        return conn.js_api("CONSUMER.INFO.IN.FEED")
+
+
+@pytest.mark.timeout(600)  # two Spark start-ups on a loaded 2-core machine
+def test_sigkill_between_pull_and_commit_then_restart_gives_each_input_once(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    rng = random.Random(seed())
+    prepare_streams(server.url, N)
+    with connect(server.url) as conn:  # the operator's consumer: a short ack wait keeps the restart quick
+        config = {"durable_name": "FEED", "ack_policy": "explicit", "ack_wait": 2 * 10**9}
+        conn.js_api("CONSUMER.CREATE.IN.FEED", {"stream_name": "IN", "config": config})
+    checkpoint, log = tmp_path / "checkpoint", tmp_path / "child.log"
+    argv = [*ARGV, server.url, str(checkpoint), "IN", "out.copy", "consumer=FEED", "max=50"]
+
+    threshold = rng.randrange(60, N - 100)
+    child = start_child(argv, log)
+    deadline = time.monotonic() + 240
+    try:
+        while int(stream_info(server.url, "OUT")["state"]["messages"]) < threshold:
+            assert child.poll() is None, f"the query ended before {threshold}:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"no progress to {threshold}:\n{log.read_text()[-3000:]}"
+            time.sleep(0.02)  # bounded poll of an external process's progress
+    finally:
+        kill_group(child)
+    held = consumer_info(server.url)
+    print(f"killed at {threshold}+ messages; the consumer holds {held['num_ack_pending']} pending")
+    assert held["num_ack_pending"] > 0, "the kill did not land between a pull and its commit"
+
+    child = start_child(argv, log)
+    try:
+        assert child.wait(300) == 0, log.read_text()[-3000:]
+    finally:
+        if child.poll() is None:
+            kill_group(child)
+
+    msgs = read_all(server.url, "OUT")
+    assert sorted(m.data for m in msgs) == sorted(f"done:MSG-{i}".encode() for i in range(N))
+    done = consumer_info(server.url)
+    assert (done["ack_floor"]["stream_seq"], done["num_ack_pending"], done["num_pending"]) == (N, 0, 0)
