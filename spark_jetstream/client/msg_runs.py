@@ -1,31 +1,26 @@
-"""Delivered JetStream messages kept as raw frames: one bytes run per receive buffer.
+"""Delivered JetStream messages kept as raw frames: the receive buffers' runs of data frames.
 
 A range read receives almost only data frames: ``MSG``/``HMSG`` to the read's
 subscription with a ``$JS.ACK.`` reply subject. `RunScanner.scan(buf, pos)`
-walks a receive buffer with `bytes.find`, consuming every complete data frame
-from `pos` on; it stops at the first frame that is anything else (a status, a
-PING, an error, a message of another subscription) or that is incomplete,
-and the caller handles that frame. A scanned frame costs one integer in a
-list: no bytes object, tuple or int per field. The frames themselves stay as
-they arrived (one slice per run of consecutive data frames), joined once per
-chunk.
+finds every complete data frame from `pos` on (client/frame_scan.py: numpy
+passes over the whole buffer, no Python work per frame) and stops at the
+first frame that is anything else (a status, a PING, an error, a message of
+another subscription, an irregular line) or that is incomplete; the caller
+handles that frame (`add_frame` takes a data frame the scan left). The
+scanner keeps each receive buffer whole with the run's `FrameIndex`
+(positions of each frame's parts, stream sequence and timestamp) and copies
+the frames once, when `take` joins them into a chunk.
 
-`RawChunk` is that chunk: `buf` holds whole frames back to back and `marks`
-three positions per frame, each `base` more than its index in `buf`: where
-frame k starts (``marks[3k]``), where its sid token starts (the subject
-ends, ``marks[3k+1]``) and where its line ends (``marks[3k+2]``); a frame
-ends where the next one starts (the last at the end of `buf`). The offset
-`base` spares re-numbering the frames left over when a chunk is cut. Readers
-parse its columns in bulk (read/arrow_rows.py). `to_chunk()` is the
-per-message parse of the same frames into a `Chunk` (column lists): the
-reference the bulk parse must equal, and what the rare irregular chunk uses.
+`RawChunk` is that chunk: `buf` holds whole frames back to back (and may go
+on past the last one: a chunk cut from a longer run shares its buffer) and `index`
+where each frame's subject, header block and payload are in `buf`, and its
+stream sequence and timestamp. Readers build Arrow columns from them without
+parsing again (read/arrow_rows.py). `to_chunk()` is the per-message parse of
+the same bytes into a `Chunk` (column lists), from where each frame starts
+only: the reference the bulk path must equal (the tests compare them).
 
-A data frame is recognised by its line alone: ``MSG``/``HMSG``, then the
-subject, then ``<sid> $JS.ACK.`` (tokens hold no spaces, so that text can
-only be the sid followed by the reply). Its last token is the size of the
-rest of the frame (headers and payload), in both forms. All frames of one
-scanner come from one consumer on one connection, so their reply subjects
-have one layout.
+All frames of one scanner come from one consumer on one connection, so their
+stream sequences ascend (`up_to` cuts by binary search).
 
 Pure: no sockets, no pyarrow.
 """
@@ -34,6 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Final
+
+import numpy as np
+
+from spark_jetstream.client import frame_scan
+from spark_jetstream.client.frame_scan import FrameIndex
 
 __all__ = ["Chunk", "RawChunk", "RunScanner", "ack_fields"]
 
@@ -77,66 +77,53 @@ def _line_reply(line: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class RawChunk:
-    """Whole data frames back to back, and where each starts."""
+    """Whole data frames back to back, and where their parts are (`FrameIndex`, positions in `buf`;
+    `buf` may go on past the last frame)."""
 
     buf: bytes
-    marks: list[int]
+    index: FrameIndex
     with_headers: bool = True
-    base: int = 0
 
     def __len__(self) -> int:
-        return len(self.marks) // 3
+        return len(self.index)
 
     @property
     def starts(self) -> list[int]:
         """Where each frame starts in `buf`."""
-        return [m - self.base for m in self.marks[::3]]
-
-    def fields_at(self, k: int) -> tuple[int, int, int]:
-        """(stream_seq, timestamp_ns, num_pending) of frame `k`."""
-        k %= len(self)
-        base = self.base
-        return ack_fields(_line_reply(self.buf[self.marks[3 * k] - base : self.marks[3 * k + 2] - base]))
+        return self.index.field("start").tolist()  # type: ignore[no-any-return]
 
     @property
     def last_seq(self) -> int:
-        return self.fields_at(-1)[0]
+        return int(self.index.nums[0, -1])
 
     def head(self, rows: int) -> RawChunk:
         """The first `rows` frames."""
         if rows >= len(self):
             return self
-        return RawChunk(self.buf[: self.marks[3 * rows] - self.base], self.marks[: 3 * rows], self.with_headers, self.base)
+        return RawChunk(self.buf, self.index[:rows], self.with_headers)
 
     def up_to(self, end: int) -> RawChunk:
         """The frames with stream_seq <= end (sequences ascend: cut at the first beyond)."""
-        if not self.marks or self.last_seq <= end:
+        if not len(self) or self.last_seq <= end:
             return self
-        lo, hi = 0, len(self)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.fields_at(mid)[0] > end:
-                hi = mid
-            else:
-                lo = mid + 1
-        return self.head(lo)
+        return self.head(int(np.searchsorted(self.index.nums[0], end, side="right")))
 
     def to_chunk(self) -> Chunk:
-        """The per-message parse of every frame (the reference of the bulk parse)."""
-        data, starts = self.buf, self.starts
+        """The per-message parse of every frame (the reference of the bulk parse), from the
+        frames' bytes alone (not from `index`, but where each frame starts)."""
+        data = self.buf
         subjects: list[bytes] = []
         payloads: list[bytes] = []
         hdrs: list[bytes] = []
         seqs: list[int] = []
         tss: list[int] = []
-        ends = [*starts[1:], len(data)] if starts else []
-        for start, end in zip(starts, ends, strict=True):
+        for start in self.starts:
             nl = data.find(CRLF, start)
             parts = data[start:nl].split()
             body = nl + 2
             hsize = int(parts[-2]) if parts[0] == b"HMSG" else 0
             subjects.append(parts[1])
-            payloads.append(data[body + hsize : end - 2])
+            payloads.append(data[body + hsize : body + int(parts[-1])])
             hdrs.append(data[body : body + hsize])
             seq, ts, _ = ack_fields(parts[3])
             seqs.append(seq)
@@ -169,71 +156,63 @@ class RunScanner:
     """Collects the data frames of subscription `sid` from successive receive buffers."""
 
     def __init__(self, sid: bytes, with_headers: bool = True) -> None:
-        self._marker = b" " + sid + b" " + ACK_PREFIX
+        self.sid = sid
         self.with_headers = with_headers
-        self._segments: list[bytes] = []
-        self._marks: list[int] = []
-        self._base = 0  # the mark of the first byte of _segments
-        self._size = 0  # the mark just past the last byte of _segments
+        # runs of frames: (the receive buffer, where the run starts and ends in it, its index
+        # with positions from the run's start); a buffer is kept whole (no copy) until `take`
+        self._runs: list[tuple[bytes, int, int, FrameIndex]] = []
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._marks) // 3
+        return self._count
 
     def scan(self, buf: bytes, pos: int) -> int:
         """Consume the complete data frames at `buf[pos:]`; return where the first
         frame that is not one (or is incomplete) starts."""
-        first = pos
-        shift = self._size - pos
-        append = self._marks.append
-        find = buf.find
-        rfind = buf.rfind
-        startswith = buf.startswith
-        marker = self._marker
-        n = len(buf)
-        while True:
-            nl = find(CRLF, pos)
-            if nl < 0:
-                break
-            sid_at = find(marker, pos, nl)
-            if sid_at < 0 or not startswith(_OPS, pos):
-                break
-            stop = nl + 4 + int(buf[rfind(b" ", pos, nl) + 1 : nl])
-            if stop > n:
-                break
-            append(pos + shift)
-            append(sid_at + shift)
-            append(nl + shift)
-            pos = stop
-        if pos > first:
-            self._segments.append(buf[first:pos])
-            self._size += pos - first
-        return pos
+        index, stop = frame_scan.scan(buf, pos, self.sid)
+        if len(index):
+            self._runs.append((buf, pos, stop, index.shifted(-pos)))
+            self._count += len(index)
+        return stop
 
     def add_frame(self, frame: bytes) -> None:
-        """One whole data frame that reached the caller some other way."""
+        """One whole data frame that reached the caller some other way (one the scan does not
+        take: an irregular line), parsed as `RawChunk.to_chunk` parses it."""
         nl = frame.find(CRLF)
-        sid_at = frame.find(self._marker, 0, nl)
-        if sid_at < 0 or not frame.startswith(_OPS):
+        parts = frame[:nl].split()
+        if nl < 0 or parts[0] not in (b"MSG", b"HMSG") or len(parts) < 5 or parts[2] != self.sid:
             raise ValueError(f"not a data frame of this subscription: {frame[:200]!r}")
-        self._marks += [self._size, self._size + sid_at, self._size + nl]
-        self._segments.append(frame)
-        self._size += len(frame)
+        if not parts[3].startswith(ACK_PREFIX):
+            raise ValueError(f"not a data frame of this subscription: {frame[:200]!r}")
+        seq, ts, _ = ack_fields(parts[3])
+        subject = frame.find(parts[1], len(parts[0]))
+        body = nl + 2
+        hsize = int(parts[-2]) if parts[0] == b"HMSG" else 0
+        row = (0, subject, subject + len(parts[1]), body, body + hsize, len(frame) - 2, seq, ts)
+        self._runs.append((frame, 0, len(frame), FrameIndex.of([row])))
+        self._count += 1
 
     def last_fields(self) -> tuple[int, int, int]:
         """(stream_seq, timestamp_ns, num_pending) of the last frame collected."""
-        seg = self._segments[-1]
-        base = self._size - len(seg)  # the mark of the first byte of seg
-        return ack_fields(_line_reply(seg[self._marks[-3] - base : self._marks[-1] - base]))
+        buf, pos, _, index = self._runs[-1]
+        start, body = int(index.pos[0, -1]) + pos, int(index.pos[3, -1]) + pos
+        return ack_fields(_line_reply(buf[start : body - 2]))
 
     def take(self, rows: int) -> RawChunk:
         """The first `rows` frames collected (all when fewer), removed from the scanner."""
-        data = self._segments[0] if len(self._segments) == 1 else b"".join(self._segments)
-        marks, base = self._marks, self._base
-        if rows >= len(self):
-            self._segments, self._marks, self._base, self._size = [], [], 0, 0
-            return RawChunk(data, marks, self.with_headers, base)
-        cut = marks[3 * rows]
-        self._segments = [data[cut - base :]]
-        self._marks = marks[3 * rows :]
-        self._base = cut
-        return RawChunk(data[: cut - base], marks[: 3 * rows], self.with_headers, base)
+        runs = self._runs
+        if len(runs) == 1 and runs[0][1] == 0 and runs[0][2] == len(runs[0][0]):
+            data = runs[0][0]
+        else:
+            data = b"".join([memoryview(buf)[pos:stop] for buf, pos, stop, _ in runs])
+        shifts = [0]
+        for _, pos, stop, _ in runs[:-1]:
+            shifts.append(shifts[-1] + stop - pos)
+        index = FrameIndex.concat([r[3] for r in runs], shifts)
+        if rows >= len(index):
+            self._runs, self._count = [], 0
+            return RawChunk(data, index, self.with_headers)
+        cut = int(index.pos[0, rows])
+        rest = index[rows:]
+        self._runs, self._count = [(data, cut, len(data), rest.shifted(-cut))], len(rest)
+        return RawChunk(data, index[:rows], self.with_headers)  # `data` past the cut: not copied

@@ -1,14 +1,13 @@
 """Bulk conversion of fetched messages to Arrow record batches.
 
 A range read delivers `RawChunk`s (client/msg_runs.py: whole frames back to
-back and where each starts); `chunk_to_batch` parses them with Arrow kernels
-on the whole chunk, never message by message in Python: the frame lines are
-cut out by offsets (`find_substring`), split into tokens (subject, reply,
-header size), the reply's stream sequence and timestamp split off and cast;
-payloads and header blocks are taken by offsets into one buffer each. A
-chunk whose lines or replies do not have the expected shape takes the
-per-message parse (`RawChunk.to_chunk`), which gives the same values or the
-same error. The message-get path delivers `Chunk`s (column lists).
+back and an index of where each frame's parts are, with its stream sequence
+and timestamp, found by client/frame_scan.py); `chunk_to_batch` builds every
+column of the chunk at once, never message by message in Python: subjects,
+payloads and header blocks are cut from the chunk's one buffer by the
+index's positions (one binary array over the buffer, then one `take` per
+column), sequences and timestamps are the index's int64 arrays. The
+message-get path delivers `Chunk`s (column lists).
 
 The read schema is fixed (see `read_schema`); `arrow_schema` is exactly what
 Spark expects for it (`to_arrow_schema(..., timezone="UTC")`), because Spark
@@ -30,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import accumulate
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import (
@@ -43,6 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_jetstream.client.frame_scan import FrameIndex
 from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk
 
@@ -133,11 +134,10 @@ def _headers_per_message(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
 def chunk_to_batch(chunk: Chunk | RawChunk, stream: str, schema: pa.Schema) -> pa.RecordBatch:
     """One record batch of `schema` for the chunk's messages."""
     want_headers = "headers" in schema.names
-    columns = _raw_columns(chunk, want_headers) if isinstance(chunk, RawChunk) else None
-    if columns is None:
-        listed = chunk.to_chunk() if isinstance(chunk, RawChunk) else chunk
-        columns = _list_columns(listed, want_headers)
-    subjects, payloads, blocks, seqs, ts_ns = columns
+    if isinstance(chunk, RawChunk):
+        subjects, payloads, blocks, seqs, ts_ns = _raw_columns(chunk, want_headers)
+    else:
+        subjects, payloads, blocks, seqs, ts_ns = _list_columns(chunk, want_headers)
     n = len(seqs)
     cols: list[pa.Array] = [subjects, payloads]
     if want_headers:
@@ -164,72 +164,45 @@ def _list_columns(chunk: Chunk, want_headers: bool) -> Columns:
     )
 
 
-def _arange(n: int) -> pa.Array:
-    """0, 1, ..., n-1 as int32."""
-    if not n:
-        return pa.array([], pa.int32())
-    return pc.subtract(pc.cumulative_sum(pc.fill_null(pa.nulls(n, pa.int32()), 1)), 1)
+# the parts of a frame `_raw_columns` cuts `buf` at, in the order they appear
+_CUTS = ("subject", "subject_end", "body", "payload", "end")
+_SUBJECT, _BLOCK, _PAYLOAD = 0, 2, 3  # the pieces between those cuts that are columns
 
 
-def _interleave(cols: list[pa.Array]) -> pa.Array:
-    """[c0[0], c1[0], ..., c0[1], c1[1], ...] for int32 columns of equal length."""
-    k, n = len(cols), len(cols[0])
-    j = _arange(k * n)
-    q = pc.divide(j, k)
-    r = pc.subtract(j, pc.multiply(q, k))
-    return pc.take(pa.concat_arrays([c.cast(pa.int32()) for c in cols]), pc.add(pc.multiply(r, n), q))
+def _any_headers(index: FrameIndex) -> bool:
+    return bool(np.any(index.field("payload") > index.field("body")))
 
 
-def _pieces(data: pa.Buffer, bounds: list[pa.Array], total: int) -> pa.Array:
-    """`data` cut at the interleaved `bounds` (int32, ascending): piece i*k + j starts at bounds[j][i]."""
-    offsets = pa.concat_arrays([_interleave(bounds), pa.array([total], pa.int32())])
-    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1, [None, offsets.buffers()[1], data])
+def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns:
+    """Columns of a raw chunk from its index, with no work per message in Python.
 
-
-def _every(n: int, k: int, j: int) -> pa.Array:
-    return pc.add(pc.multiply(_arange(n), k), j)
-
-
-def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns | None:
-    """Columns of a raw chunk by Arrow kernels; None when its frames have an unexpected shape.
-
-    Pieces by the chunk's marks: per frame the op and subject (``MSG s``), the
-    tail of the line (`` <sid> <reply> [<hdr size> ]<size>``) and the body
-    (CRLF, header block, payload, CRLF). One reply layout per chunk (msg_runs.py).
+    The frames' cut positions (subject, its end, body, payload, payload end), in order,
+    are the offsets of one binary array over `buf` whose pieces alternate between the
+    columns' values and what lies between them; `take` copies each column's pieces into
+    a buffer of its own. Sequences and timestamps are the index's arrays.
     """
-    n, total = len(raw), len(raw.buf)
+    index, n = raw.index, len(raw)
     if not n:
-        return None
-    reply0 = raw.buf[raw.marks[1] - raw.base : raw.marks[2] - raw.base].split(b" ")
-    if len(reply0) < 4:
-        return None
-    twelve = reply0[2].count(b".") == 11  # the layout with a random last token
-    data = pa.py_buffer(raw.buf)
-    marks = pa.array([*raw.marks, total + raw.base], pa.int64())
-    if raw.base:
-        marks = pc.subtract(marks, raw.base)
-    marks = marks.cast(pa.int32())
-    pieces = pa.Array.from_buffers(pa.binary(), 3 * n, [None, marks.buffers()[1], data])
-    heads = pc.take(pieces, _every(n, 3, 0))
-    tails = pc.take(pieces, _every(n, 3, 1))
-    parts = pc.split_pattern(tails, ".", max_splits=5, reverse=True)
-    if pc.min(pc.list_value_length(parts)).as_py() < 6:
-        return None
-    seqs = pc.list_element(parts, 1 if twelve else 2).cast(pa.string()).cast(pa.int64())
-    ts_ns = pc.list_element(parts, 3 if twelve else 4).cast(pa.string()).cast(pa.int64())
-    if b"HMSG " not in raw.buf:  # no frame has headers: bodies are CRLF payload CRLF
-        subjects = pc.binary_slice(heads, 4, total)
-        payloads = pc.binary_slice(pc.take(pieces, _every(n, 3, 2)), 2, -2)
-        blocks = None
-    else:
-        is_h = pc.equal(pc.binary_slice(heads, 0, 1), pa.scalar(b"H"))
-        subjects = pc.if_else(is_h, pc.binary_slice(heads, 5, total), pc.binary_slice(heads, 4, total))
-        hsize_text = pc.list_element(pc.split_pattern(tails, " ", max_splits=2, reverse=True), 1)
-        hsize = pc.if_else(is_h, hsize_text, pa.scalar(b"0")).cast(pa.string()).cast(pa.int32())
-        body = pc.add(pc.take(marks, _every(n, 3, 2)), 2)
-        pay_start = pc.add(body, hsize)
-        pay_end = pc.subtract(pc.take(marks, _every(n, 3, 3)), 2)
-        parts2 = _pieces(data, [body, pay_start, pay_end], total)
-        payloads = pc.take(parts2, _every(n, 3, 1))
-        blocks = pc.take(parts2, _every(n, 3, 0)) if want_headers and raw.with_headers else None
-    return subjects.cast(pa.string()), payloads, blocks, seqs, ts_ns
+        empty = pa.array([], pa.binary())
+        return empty.cast(pa.string()), empty, None, pa.array([], pa.int64()), pa.array([], pa.int64())
+    large = len(raw.buf) >= 2**31
+    offsets = np.stack([index.field(name) for name in _CUTS], axis=1).ravel()
+    pieces = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(),
+        len(offsets) - 1,
+        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(raw.buf)],
+    )
+    stride = len(_CUTS)
+
+    def column(piece: int) -> pa.Array:
+        values = pc.take(pieces, pa.array(np.arange(piece, stride * n, stride, dtype=np.int64)))
+        return values.cast(pa.binary()) if large else values
+
+    has_blocks = want_headers and raw.with_headers and _any_headers(index)
+    return (
+        column(_SUBJECT).cast(pa.string()),
+        column(_PAYLOAD),
+        column(_BLOCK) if has_blocks else None,
+        pa.array(index.field("seq")),
+        pa.array(index.field("ts_ns")),
+    )

@@ -7,10 +7,12 @@ each in its own process group, bound to 127.0.0.1 with kernel-chosen ports
 separate JVMs the workers launch; their Python workers run whatever
 `spark.pyspark.python` the application names.
 
-`worker_env(base_dir)` makes the Python of a machine that has only pyspark's
-runtime dependencies (pyarrow) and not the connector: a venv without pip
-whose only site entry points at pyarrow. A job whose executors use it can only
-import `spark_jetstream` from what the job ships (`--py-files`).
+`worker_env(base_dir)` makes the Python of a machine that has only the
+connector's runtime dependencies besides pyspark (pyarrow, numpy) and not the
+connector: a venv without pip whose only site entry points at those packages
+(and a package's bundled shared libraries, `<name>.libs`, beside it). A job
+whose executors use it can only import `spark_jetstream` from what the job
+ships (`--py-files`).
 
 Invariants: `start()` returns once every worker registered with the master;
 `stop()` (and a failed start) kills every process group it started, executors
@@ -49,7 +51,7 @@ def _package_dir(name: str) -> Path:
     return Path(spec.origin).parent
 
 
-def worker_env(base_dir: str | os.PathLike[str], packages: tuple[str, ...] = ("pyarrow",)) -> Path:
+def worker_env(base_dir: str | os.PathLike[str], packages: tuple[str, ...] = ("pyarrow", "numpy")) -> Path:
     """The python executable of a fresh venv that can import only `packages` (and the
     standard library); pyspark itself comes from Spark's PYTHONPATH on executors."""
     root = Path(base_dir)
@@ -64,7 +66,11 @@ def worker_env(base_dir: str | os.PathLike[str], packages: tuple[str, ...] = ("p
     links = root / "shared-packages"
     links.mkdir()
     for name in packages:
-        (links / name).symlink_to(_package_dir(name), target_is_directory=True)
+        found = _package_dir(name)
+        (links / name).symlink_to(found, target_is_directory=True)
+        bundled = found.with_name(f"{name}.libs")  # a manylinux wheel's shared libraries
+        if bundled.is_dir():
+            (links / bundled.name).symlink_to(bundled, target_is_directory=True)
     Path(site, "shared-packages.pth").write_text(f"{links}\n", encoding="utf-8")
     return python
 

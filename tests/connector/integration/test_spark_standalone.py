@@ -3,7 +3,7 @@ pip package, executors in their own JVMs, the connector shipped with the job.
 
 How the connector reaches executors (docs/deployment.md): as a zip
 of its wheel in `spark-submit --py-files`. Here every Python of the job (the
-driver's and the executors') is a venv that has pyarrow and nothing else, so
+driver's and the executors') is a venv that has pyarrow and numpy and nothing else, so
 `spark_jetstream` can only come from the shipped zip: the control below shows
 that venv cannot import it on its own. The job is the checkpointed
 jetstream -> jetstream pipeline of the crash test (tests/support/crash_pipeline.py),
@@ -70,7 +70,10 @@ def nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def test_the_bare_worker_python_has_pyarrow_but_not_the_connector(bare_python: Path, tmp_path: Path) -> None:
     # not from the repository root: `python -c` puts the working directory on sys.path
-    ok = subprocess.run([str(bare_python), "-c", "import pyarrow"], capture_output=True, text=True, cwd=tmp_path)
+    ok = subprocess.run(
+        [str(bare_python), "-c", "import pyarrow, numpy; numpy.zeros(3).sum()"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     missing = subprocess.run(
         [str(bare_python), "-c", "import spark_jetstream"], capture_output=True, text=True, cwd=tmp_path

@@ -15,14 +15,29 @@ import random
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spark_jetstream.client import frame_scan
 from spark_jetstream.client.frames import parse_frames
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner, ack_fields
 from spark_jetstream.read.arrow_rows import arrow_schema, chunk_to_batch
 
 SID = b"7"
+
+
+@pytest.fixture(autouse=True, params=["buffer-wide", "frame by frame"])
+def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test with each scanner of frame_scan.py (left to itself, the scan walks these
+    small buffers frame by frame)."""
+    if request.param == "buffer-wide":
+        monkeypatch.setattr(frame_scan, "SMALL_BUFFER", 0)
+        monkeypatch.setattr(frame_scan, "LARGE_FRAME", 1 << 62)
+    else:
+        monkeypatch.setattr(frame_scan, "SMALL_BUFFER", 1 << 62)
+    return str(request.param)
+
+
 LAYOUTS = ("9", "11", "12")
 
 
@@ -132,13 +147,16 @@ def batches_equal(raw_chunks: list[RawChunk], reference: Chunk, with_headers: bo
     assert [s for c in listed for s in c.seqs] == reference.seqs
 
 
-@settings(max_examples=15, deadline=None)
-@given(deliveries(), st.integers(1, 5))
-def test_bulk_equals_per_message_at_every_split(case: tuple[list[bytes], bool], chunk_rows: int) -> None:
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(deliveries(), st.integers(1, 5), st.integers(0, 2))
+def test_bulk_equals_per_message_at_every_split(
+    scanner: str, case: tuple[list[bytes], bool], chunk_rows: int, first: int
+) -> None:
     frames, with_headers = case
     stream = b"".join(frames)
     reference = per_message(stream, with_headers)
-    for cut in range(len(stream) + 1):
+    step = 3 if scanner == "buffer-wide" else 1  # every third byte (from a drawn one): the numpy passes cost
+    for cut in [*range(first, len(stream), step), len(stream)]:
         chunks = scan_parts([stream[:cut], stream[cut:]], with_headers, chunk_rows)
         assert sum(len(c) for c in chunks) == len(reference)
         assert all(len(c) == chunk_rows for c in chunks[:-1])
@@ -190,7 +208,7 @@ def test_a_chunk_cut_keeps_the_rest_for_the_next() -> None:
     pos = runs.scan(stream, 0)
     first, second = runs.take(3), runs.take(3)
     assert (first.seqs, second.seqs, first.data, pos) == ([1, 2, 3], [4, 5, 6], [b"1", b"2", b"3"], len(stream))
-    assert second.base > 0 and second.last_seq == 6
+    assert second.starts[0] == 0 and second.buf.startswith(b"MSG a 7 ") and second.last_seq == 6
     assert runs.take(3).seqs == [7] and len(runs) == 0
 
 
