@@ -10,7 +10,7 @@ Families (`--only`, repeatable; all but `store` in the full run, all but
 - `cpu`: the server's CPU per message in the same nats-py workloads (read from
   /proc around each timed part; the same runs as `natspy` when both are named);
 - `connector`: the source and sink against their ceilings (`connector`, `ceiling`), and
-  each read's CPU per row by process (server, Spark JVM, Spark Python, driver);
+  each workload's CPU per row by process (server, Spark JVM, Spark Python, driver);
 - `filestore`: sync_always, restart and RSS of a 1 GB stream (`filestore`);
 - `size`: fill, restart, RSS and read throughput at 1M and 10M messages (`scale`);
 - `partitions`: batch read with 1, 2 and 4 partitions (`scale`);
@@ -182,16 +182,17 @@ def run_connector(  # type: ignore[no-untyped-def]
     # workload of each kind is not charged for them.
     connector.ceiling_batch_read(spark, 1000, sizes.size)
     connector.ceiling_stream_read(spark, 1000, sizes.size)
-    ceiling_stream, stream_cpu = read_cpu(None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
-    ceiling_batch, batch_cpu = read_cpu(None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
-    read_cpu_measures(measures, "ceiling", rows, sizes.size, stream_cpu, batch_cpu)
+    ceiling_stream, stream_cpu = cpu_by_role(None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
+    ceiling_batch, batch_cpu = cpu_by_role(None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
+    cpu_measures(measures, "ceiling", f"{rows:,} x {sizes.size} B",
+                 {"streaming read": stream_cpu, "batch read": batch_cpu}, rows)
     say(f"ceiling: streaming {ceiling_stream:,.0f} rows/s, batch {ceiling_batch:,.0f} rows/s")
     for kind in sizes.connector_kinds:
         with running(kind, root, name="connector") as srv:
-            sink = connector.sink_write(spark, srv.url, rows, sizes.size)
+            sink, sink_cpu = cpu_by_role(srv, lambda: connector.sink_write(spark, srv.url, rows, sizes.size))
             pub = connector.publish_async_rate(srv.url, min(rows, 200_000), sizes.size)
-            stream, stream_cpu = read_cpu(srv, lambda: connector.stream_read(spark, srv.url, rows))
-            batch, batch_cpu = read_cpu(srv, lambda: connector.batch_read(spark, srv.url, rows))
+            stream, stream_cpu = cpu_by_role(srv, lambda: connector.stream_read(spark, srv.url, rows))
+            batch, batch_cpu = cpu_by_role(srv, lambda: connector.batch_read(spark, srv.url, rows))
         say(f"connector on {kind}: sink {sink:,.0f}/s, publish_async {pub:,.0f}/s, "
             f"streaming read {stream:,.0f}/s, batch read {batch:,.0f}/s")
         label = f"{rows:,} x {sizes.size} B, {kind}"
@@ -203,18 +204,19 @@ def run_connector(  # type: ignore[no-untyped-def]
             Comparison("connector", f"sink, batch write ({label})", "msgs/s",
                        "jetstream sink", sink, "publish_async", pub, TARGET_SINK[kind]),
         ]
-        read_cpu_measures(measures, kind, rows, sizes.size, stream_cpu, batch_cpu)
+        cpu_measures(measures, kind, f"{rows:,} x {sizes.size} B",
+                     {"sink": sink_cpu, "streaming read": stream_cpu, "batch read": batch_cpu}, rows)
     return spark
 
 
-def read_cpu(srv: ServerProcess | None, read: Callable[[], float]) -> tuple[float, dict[str, float]]:
-    """`read()`'s rate and the CPU seconds it took by role: the server process (when there is
-    one), Spark's JVM, Spark's Python workers, this driver (jobs/orders/cpu.py reads /proc)."""
+def cpu_by_role(srv: ServerProcess | None, workload: Callable[[], float]) -> tuple[float, dict[str, float]]:
+    """`workload()`'s rate and the CPU seconds it took by role: the server process (when there
+    is one), Spark's JVM, Spark's Python workers, this driver (jobs/orders/cpu.py reads /proc)."""
     from jobs.orders.cpu import CpuMeter
 
     meter, server_before = CpuMeter(), cpu_seconds(srv) if srv is not None else 0.0
-    rate = read()
-    meter.mark("read")
+    rate = workload()
+    meter.mark("workload")
     used = meter.marks[-1][1]
     by_role = {"server": cpu_seconds(srv) - server_before} if srv is not None else {}
     by_role.update((role, used[role]) for role in ("Spark JVM", "Spark Python", "driver"))
@@ -222,13 +224,13 @@ def read_cpu(srv: ServerProcess | None, read: Callable[[], float]) -> tuple[floa
     return rate, by_role
 
 
-def read_cpu_measures(  # noqa: PLR0913 - one row per read and role
-    measures: list[Measure], kind: str, rows: int, size: int, stream: dict[str, float], batch: dict[str, float]
+def cpu_measures(
+    measures: list[Measure], kind: str, label: str, used_by: dict[str, dict[str, float]], rows: int
 ) -> None:
-    for what, used in (("streaming read", stream), ("batch read", batch)):
+    """One `CPU per row` figure per workload and process role."""
+    for what, used in used_by.items():
         for role, seconds in used.items():
-            measures.append(Measure("read CPU", f"{what}, {role} ({rows:,} x {size} B)", "us/row",
-                                    kind, seconds / rows * 1e6))
+            measures.append(Measure("CPU per row", f"{what}, {role} ({label})", "us/row", kind, seconds / rows * 1e6))
 
 
 def run_filestore(  # type: ignore[no-untyped-def]
