@@ -27,7 +27,6 @@ result (or the same error).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
 
 import numpy as np
 import pyarrow as pa
@@ -103,27 +102,23 @@ def headers_column(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
     present = pc.greater(pc.binary_length(text), 0)
     if not pc.all(pc.or_(pc.invert(present), pc.starts_with(text, "NATS/1.0"))).as_py():
         return _headers_per_message(blocks)  # raises naming the bad block
-    # drop the status line, then one list entry per `Name: value` line
-    body = pc.replace_substring_regex(text, pattern=r"(?s)^.*?(?:\r\n|$)", replacement="", max_replacements=1)
-    lines = pc.split_pattern(body, "\r\n")
+    # one list entry per `Name: value` line; each block's first line is its status line
+    lines = pc.split_pattern(text, "\r\n")
     flat = pc.list_flatten(lines)
-    keep = pc.match_substring(flat, ":")
-    entries = pc.split_pattern(pc.filter(flat, keep), ":", max_splits=1)
-    rows = pc.filter(pc.list_parent_indices(lines), keep)
+    keep = pc.match_substring(flat, ":").to_numpy(zero_copy_only=False)
+    keep[np.asarray(lines.offsets)[:-1]] = False  # every list has a first entry ("" splits to [""])
+    entries = pc.split_pattern(pc.filter(flat, pa.array(keep)), ":", max_splits=1)
+    rows = pc.list_parent_indices(lines).to_numpy()[keep]
     names = pc.utf8_trim_whitespace(pc.list_element(entries, 0))
     values = pc.utf8_trim_whitespace(pc.list_element(entries, 1))
-    per_row = pc.value_counts(rows)
-    counts = [0] * n
-    for row, count in zip(per_row.field(0).to_pylist(), per_row.field(1).to_pylist(), strict=True):
-        counts[row] = count
-    if len(rows) > len(per_row):  # some message has several lines: are names repeated?
+    counts = np.bincount(rows, minlength=n)
+    if len(rows) > np.count_nonzero(counts):  # some message has several lines: are names repeated?
         pairs = pa.table({"row": rows, "name": names}).group_by(["row", "name"]).aggregate([])
         if pairs.num_rows < len(rows):
             return _headers_per_message(blocks)
-    offsets = pa.array(list(accumulate(counts, initial=0)), type=pa.int32())
-    items = pa.ListArray.from_arrays(pa.array(range(len(values) + 1), type=pa.int32()), values)
-    mask = pa.array([c == 0 for c in counts], type=pa.bool_())
-    return pa.MapArray.from_arrays(offsets, names, items, type=HEADERS_TYPE, mask=mask)
+    offsets = pa.array(np.concatenate(([0], np.cumsum(counts))).astype(np.int32))
+    items = pa.ListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int32)), values)
+    return pa.MapArray.from_arrays(offsets, names, items, type=HEADERS_TYPE, mask=pa.array(counts == 0))
 
 
 def _headers_per_message(blocks: Sequence[bytes] | pa.Array) -> pa.Array:

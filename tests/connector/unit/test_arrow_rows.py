@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spark_jetstream.client import NatsError
 from spark_jetstream.read import arrow_rows
@@ -53,3 +55,26 @@ def test_not_utf8_is_decoded_with_replacement() -> None:
 def test_bad_status_line_raises() -> None:
     with pytest.raises(NatsError, match="bad header block"):
         headers_column([b"NATS/1.0\r\nA: 1\r\n\r\n", b"HTTP/1.1\r\nA: 1\r\n\r\n"])
+
+
+_NAME = st.text(alphabet="AbZ-_ x:é", min_size=0, max_size=6)
+_VALUE = st.text(alphabet="ab :é\t", min_size=0, max_size=6)
+_STATUS = st.sampled_from(["NATS/1.0", "NATS/1.0 503", "NATS/1.0 408 Request: Timeout", "NATS/1.0 100 x:y"])
+
+
+@st.composite
+def header_blocks(draw: st.DrawFn) -> bytes:
+    if draw(st.booleans()):
+        return b""
+    lines = draw(st.lists(st.tuples(_NAME, _VALUE, st.booleans()), max_size=4))
+    text = draw(_STATUS) + "\r\n"
+    for name, value, with_colon in lines:
+        text += f"{name}: {value}\r\n" if with_colon else f"{name}{value}\r\n"
+    return (text + "\r\n").encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(header_blocks(), min_size=1, max_size=12))
+def test_bulk_parse_equals_the_per_message_parse_on_any_blocks(blocks: list[bytes]) -> None:
+    """Status lines with colons, lines without one, blank names, repeated names, whitespace."""
+    assert headers_column(blocks).to_pylist() == _expected(blocks)
