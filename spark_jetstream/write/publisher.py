@@ -27,6 +27,9 @@ Invariants:
   `Nats-Msg-Id` is never re-sent on silence (a copy would be stored twice).
 - Nothing is retried past `ack_timeout_s` without progress, nor more than
   `MAX_RECONNECTS` reconnects in one task.
+- `stats.resent_duplicates` counts the duplicate acks of frames sent more than
+  once (most likely the frame's own stored copy), which the driver's id
+  collision warning leaves out.
 - `stats.streams` holds every stream a pub ack named (the sink's real
   targets, whatever the subjects were), for the driver's dedup-window check.
 """
@@ -75,6 +78,9 @@ class PublishTimeoutError(PublishError, TimeoutError):
 class PublishStats:
     published: int = 0  # acked as stored
     duplicates: int = 0  # acked as duplicate (already in the stream)
+    # of those, frames this publisher sent more than once (after a reconnect, a 503 or silence):
+    # most likely its own earlier copy was stored and its ack lost, not an id reused
+    resent_duplicates: int = 0
     reconnects: int = 0
     resends: int = 0  # times unacked frames were re-sent after silence
     streams: set[str] = field(default_factory=set)  # named by the pub acks
@@ -112,6 +118,7 @@ class Publisher:
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._retry: list[tuple[float, int]] = []
+        self._resent: set[int] = set()  # unacked tokens sent more than once
         self._reconnected_at: float | None = None
         self._captured: set[str] = set()  # subjects a stream captures (503 = an election)
         self.stats = PublishStats()
@@ -180,6 +187,7 @@ class Publisher:
         self._open_retrying(f"lost the connection to the server ({cause})")
         self._reconnected_at = time.monotonic()
         self._retry = []
+        self._resent.update(self._pending)
         for token in sorted(self._pending):
             self._queue(self._pending[token])
         self._send()
@@ -294,6 +302,7 @@ class Publisher:
             sid = self._sid
             skip = len(self._prefix)
             stored = duplicates = 0
+            resent = self._resent
             for f in frames:
                 if f[2] != sid or f[0] != b"MSG":
                     continue
@@ -302,14 +311,19 @@ class Publisher:
                     self._on_ack(f[1], f[4], payload)  # status or error: the slow path
                     continue
                 # fast path: a positive pub ack for `<prefix><token>`
-                if pending.pop(int(f[1][skip:]), None) is None:
+                token = int(f[1][skip:])
+                if pending.pop(token, None) is None:
                     continue  # an ack for a frame re-sent after a reconnect, already counted
                 if not payload.startswith(self._ack_head):
                     self._note_stream(payload)
                 if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
                     duplicates += 1
+                    if token in resent:
+                        self.stats.resent_duplicates += 1
                 else:
                     stored += 1
+                if resent:
+                    resent.discard(token)
             self.stats.published += stored
             self.stats.duplicates += duplicates
             if len(pending) < before:
@@ -329,19 +343,22 @@ class Publisher:
         for token in due:
             frame = self._pending.get(token)
             if frame is not None:
+                self._resent.add(token)
                 self._queue(frame)
         self._send()
 
     def _resend_silent(self, silent_s: float) -> None:
         """Re-send every unacked frame that carries a `Nats-Msg-Id` (none in the retry queue)."""
         queued = {token for _, token in self._retry}
-        frames = [
-            frame
+        tokens = [
+            token
             for token, frame in sorted(self._pending.items())
             if token not in queued and b"\r\nNats-Msg-Id: " in frame
         ]
-        if not frames:
+        if not tokens:
             return
+        self._resent.update(tokens)
+        frames = [self._pending[token] for token in tokens]
         self.stats.resends += 1
         log.warning(
             "jetstream sink: no pub ack for %.1fs; re-sending %d unacked message(s) (the first %r), "
@@ -420,5 +437,8 @@ class Publisher:
         self._note_stream(payload)
         if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
             self.stats.duplicates += 1
+            if token in self._resent:
+                self.stats.resent_duplicates += 1
         else:
             self.stats.published += 1
+        self._resent.discard(token)

@@ -63,6 +63,7 @@ class JetStreamCommitMessage(WriterCommitMessage):
     reconnects: int
     streams: tuple[str, ...] = ()  # the streams the pub acks named
     attempt: int = 0  # the task's attempt number (TaskContext.attemptNumber)
+    resent_duplicates: int = 0  # duplicates of frames the task sent more than once (its own copies)
 
 
 def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
@@ -81,8 +82,8 @@ def summarize(messages: list[WriterCommitMessage | None]) -> dict[str, int]:
             totals["published"] += m.published
             totals["duplicates"] += m.duplicates
             totals["reconnects"] += m.reconnects
-            if m.attempt == 0:
-                totals["first_attempt_duplicates"] += m.duplicates
+            if m.attempt == 0:  # a frame's own earlier copy (re-sent after silence) is no collision
+                totals["first_attempt_duplicates"] += m.duplicates - m.resent_duplicates
     return totals
 
 
@@ -265,4 +266,5 @@ def publish_batches(
         reconnects=stats.reconnects,
         streams=tuple(sorted(stats.streams)),
         attempt=attempt,
+        resent_duplicates=stats.resent_duplicates,
     )

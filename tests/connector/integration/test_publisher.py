@@ -113,9 +113,11 @@ def test_no_server_fails_after_the_ack_timeout_naming_the_servers() -> None:
 class LossyResponder:
     """A real subscriber standing in for a stream leader that dies with messages in flight:
     it drops the first copy of each message and acks later copies (deduplicated by
-    Nats-Msg-Id, as a stream would), counting every copy it gets."""
+    Nats-Msg-Id, as a stream would), counting every copy it gets. With `first_stored` the
+    first copy counts as stored (its ack was lost), so later copies are duplicates."""
 
-    def __init__(self, url: str, subject: str) -> None:
+    def __init__(self, url: str, subject: str, *, first_stored: bool = False) -> None:
+        self.first_stored = first_stored  # the first copy was stored: later ones are duplicates
         self.conn = LeanConnection.connect(ConnectionOptions(servers=(url,)))
         self.sid = self.conn.subscribe(subject)
         self.conn.flush()
@@ -138,10 +140,10 @@ class LossyResponder:
                     continue
                 msg_id = hdr.split(b"Nats-Msg-Id: ")[1].split(b"\r\n")[0] if b"Nats-Msg-Id: " in hdr else b""
                 self.copies[msg_id] = self.copies.get(msg_id, 0) + 1
-                if self.copies[msg_id] == 2:
+                if self.copies[msg_id] == 2 and not self.first_stored:
                     stored += 1
                     self.conn.publish(reply.decode(), b'{"stream":"LOSSY","seq":%d}' % stored)
-                elif self.copies[msg_id] > 2:
+                elif self.copies[msg_id] > 1:
                     self.conn.publish(reply.decode(), b'{"stream":"LOSSY","seq":1,"duplicate":true}')
 
     def close(self) -> None:
@@ -161,6 +163,18 @@ def test_messages_without_an_answer_are_resent_with_their_ids(server: ServerProc
         lossy.close()
     assert pub.stats.published == 20 and pub.stats.resends >= 1
     assert all(lossy.copies[i.encode()] >= 2 for i in ids)
+
+
+def test_a_resent_message_whose_first_copy_was_stored_is_a_duplicate_of_its_own(server: ServerProcess) -> None:
+    """The first copies were stored but their acks lost (a leader killed after storing): the
+    re-sent copies are acked as duplicates, counted as the publisher's own (no id collision)."""
+    lossy = LossyResponder(server.url, "lossy", first_stored=True)
+    try:
+        pub = publish(server.url, [b"lossy"] * 5, [f"s{i}" for i in range(5)], [b"v"] * 5,
+                      ack_timeout_s=10, resend_after_s=0.2)
+    finally:
+        lossy.close()
+    assert (pub.stats.published, pub.stats.duplicates, pub.stats.resent_duplicates) == (0, 5, 5)
 
 
 def test_a_message_without_an_id_is_never_resent_on_silence(server: ServerProcess) -> None:

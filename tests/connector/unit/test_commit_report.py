@@ -41,3 +41,13 @@ def test_duplicates_in_a_first_attempt_are_counted_and_warned(caplog: pytest.Log
     assert totals["first_attempt_duplicates"] == 3
     (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
     assert "3 message(s) of first task attempts were already in the stream" in warning.getMessage()
+
+
+def test_duplicates_of_a_tasks_own_resent_frames_are_no_collision(caplog: pytest.LogCaptureFixture) -> None:
+    """A frame re-sent after silence whose first copy was stored is acked as a duplicate: the
+    task's own copy, not an id another row or writer used."""
+    own = JetStreamCommitMessage(partition_id=0, rows=10, published=8, duplicates=2, reconnects=0,
+                                 attempt=0, resent_duplicates=2)
+    with caplog.at_level("INFO", logger=LOGGER):
+        totals = report_commit(OFF, [own, message(1, 1, 0)], "write")
+    assert totals["duplicates"] == 3 and totals["first_attempt_duplicates"] == 1
