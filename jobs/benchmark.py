@@ -107,8 +107,7 @@ READ_PARTITIONS = 2  # the `size` family's reads (as the connector family's)
 PARTITIONS = (1, 2, 4)  # the `partitions` family's reads
 ASYNCIO_RUN = "bundled, speedups off"  # the bundled server on asyncio's loop (run_natspy)
 FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions", "clusters", "store", "dashboard")
-QUICK_ASYNCIO_RUN = "bundled, speedups off"  # the bundled server on asyncio's loop (run_natspy)
-FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions")
+QUICK_FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions")
 FULL_FAMILIES = (*QUICK_FAMILIES, "clusters")
 
 

@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jetstream_server.app.monitor_http import MonitorListenError
 
     try:
-        loop_choice = speedups.choose(parsed.speedups)
+        loop_choice = speedups.choose(parsed.speedups, hold_first_bytes=speedups.holds_first_bytes(config))
     except speedups.SpeedupsUnavailable as exc:
         logging.getLogger(__name__).error("%s", exc)
         return 1

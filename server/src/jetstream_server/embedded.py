@@ -25,7 +25,7 @@ import threading
 from dataclasses import fields, replace
 from typing import Any
 
-from jetstream_server.app.speedups import choose, run
+from jetstream_server.app.speedups import choose, holds_first_bytes, run
 from jetstream_server.config import JetStreamSettings, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,6 @@ class EmbeddedServer:
         speedups: str | None = None,
         **options: Any,
     ) -> None:
-        self.loop_choice = choose(speedups)
         unknown = set(options) - _CONFIG_FIELDS - _JS_FIELDS
         if unknown:
             raise TypeError(f"EmbeddedServer: unknown option(s) {sorted(unknown)}")
@@ -62,6 +61,7 @@ class EmbeddedServer:
         if store_dir is not None:
             js = replace(js, store_dir=str(store_dir))
         self.config = replace(config, jetstream=js).validate()
+        self.loop_choice = choose(speedups, hold_first_bytes=holds_first_bytes(self.config))
         self.startup_timeout = startup_timeout
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
