@@ -51,8 +51,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jetstream_testing.process import nats_server_binary
 from jetstream_server.app.speedups import LoopChoice, SpeedupsUnavailable, choose
+from jetstream_testing.process import nats_server_binary
 from jobs.bench import filestore, natspy, scale
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
 from jobs.bench.schedule import Schedule, StatusLine, step_name
