@@ -5,8 +5,9 @@ The rest of the suite runs the server on asyncio's own loop (tests/conftest.py s
 ``--speedups on`` (and `EmbeddedServer(speedups="on")`) and runs the paths uvloop touches
 against it: the raw protocol byte for byte, core NATS through nats-py, JetStream publish with
 dedup, pull fetch + ack, an ordered consumer, KV, a clean stop by SIGTERM and a restart that
-keeps everything acknowledged, a kill in the middle of acknowledged publishes, and the
-embedded server's thread (its stop comes through `call_soon_threadsafe`). `make install`
+keeps everything acknowledged, a kill in the middle of acknowledged publishes, the group commit
+of `sync_interval: always` (answers handed back from the disk thread with
+`call_soon_threadsafe`), and the embedded server's thread (its stop comes the same way). `make install`
 installs the extra, so CI runs both loops; where uvloop is absent the module is skipped.
 """
 
@@ -173,6 +174,33 @@ async def test_stop_by_sigterm_and_restart_keep_what_was_acknowledged(store_dir:
             assert (await pub(nc, "keep.x", b"dup", {"Nats-Msg-Id": "k3"})) == \
                 {"stream": "KEEP", "seq": 4, "duplicate": True}
             assert (await pub(nc, "keep.x", b"new"))["seq"] == 51
+        finally:
+            await nc.close()
+    finally:
+        proc.stop()
+
+
+async def test_group_commit_answers_from_the_disk_thread(store_dir: Path, tmp_path: Path) -> None:
+    """With `sync_interval: always` every pub ack and every ack sent as a request waits for an
+    fsync on the disk thread, which hands the answers back to uvloop's loop with
+    `call_soon_threadsafe`: bursts of both, all answered in order."""
+    conf = tmp_path / "always.conf"
+    conf.write_text("jetstream {\n  sync_interval: always\n}\n")
+    proc = _start(store_dir, "-c", str(conf))
+    try:
+        nc = await nats.connect(proc.url, max_reconnect_attempts=0)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="SYNC", subjects=["sync"], storage=StorageType.FILE)
+            for burst in range(5):
+                futures = [await js.publish_async("sync", b"%d" % (burst * 50 + i)) for i in range(50)]
+                acks = [await asyncio.wait_for(f, 10) for f in futures]
+                assert [a.seq for a in acks] == list(range(burst * 50 + 1, burst * 50 + 51))
+            sub = await js.pull_subscribe("sync", durable="s", stream="SYNC")
+            msgs = await sub.fetch(100, timeout=5)
+            await asyncio.gather(*(m.ack_sync(timeout=10) for m in msgs))
+            info = await js.consumer_info("SYNC", "s")
+            assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (100, 0, 150)
         finally:
             await nc.close()
     finally:
