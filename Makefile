@@ -25,7 +25,7 @@ $(DEPS): Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cl
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket,snapshot]' ./testing ./cli '.[server,nkeys,jobs,test]'
+	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,jobs,test]'
 	touch $(DEPS)
 
 # Our four packages (fast): whenever a source file changes.
@@ -85,7 +85,7 @@ $(SPARK_VENVS)/%/.deps-installed: Makefile pyproject.toml server/pyproject.toml 
 	bash scripts/ensure-java.sh
 	test -x $(SPARK_VENVS)/$*/bin/python || $(PYTHON) -m venv $(SPARK_VENVS)/$*
 	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
-	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet 'pyspark==$*' './server[bcrypt,nkeys,websocket,snapshot]' ./testing ./cli '.[server,nkeys,test]'
+	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet 'pyspark==$*' './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,test]'
 	touch $@
 
 $(SPARK_VENVS)/%/.installed: $(SPARK_VENVS)/%/.deps-installed $(SOURCES)

@@ -52,6 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from jetstream_server.app.speedups import LoopChoice, SpeedupsUnavailable, choose
 from jetstream_testing.process import ServerProcess, nats_server_binary
 from jobs.bench import filestore, natspy, scale
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
@@ -112,6 +113,7 @@ TARGET_RSS = 1.0  # bundled server RSS after reading <= nats-server's with the s
 TARGET_RSS_RESTART = 1.5  # and after a restart, within 1.5x
 READ_PARTITIONS = 2  # the `size` family's reads (as the connector family's)
 PARTITIONS = (1, 2, 4)  # the `partitions` family's reads
+ASYNCIO_RUN = "bundled, speedups off"  # the bundled server on asyncio's loop (run_natspy)
 FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions", "clusters", "store", "dashboard")
 QUICK_FAMILIES = ("natspy", "cpu", "connector", "filestore", "size", "partitions")
 FULL_FAMILIES = (*QUICK_FAMILIES, "clusters")
@@ -135,7 +137,7 @@ def versions() -> str:
 
     return (
         f"Python {platform.python_version()}, pyspark {pyspark.__version__}, nats-py {version('nats-py')}, "
-        f"{real}, {java}"
+        f"{real}, {java}, bundled server on {bundled_loop().loop_name}"
     )
 
 
@@ -143,19 +145,34 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
 
 
+def bundled_loop() -> LoopChoice:
+    """The event loop the bundled server processes of this run get (the environment's
+    `JETSTREAM_SPEEDUPS`, uvloop where the `speedups` extra is installed)."""
+    try:
+        return choose()
+    except SpeedupsUnavailable:
+        return choose("off")  # the server refuses the same setting: its start says why
+
+
 def run_natspy(  # type: ignore[no-untyped-def]
     root: Path, sizes: Sizes, families: set[str], out: list[Comparison], say
 ) -> None:
     """The nats-py workloads once per server: their rates (family `natspy`) and the server's
-    CPU per message over the same timed parts (family `cpu`)."""
+    CPU per message over the same timed parts (family `cpu`). Where the bundled server runs on
+    uvloop (the `speedups` extra), once more on asyncio's own loop, so that the gain shows
+    (group `speedups`: uvloop beside asyncio, same run)."""
+    runs: list[tuple[str, str, str | None]] = [("bundled", "bundled", None), ("nats-server", "nats-server", None)]
+    if bundled_loop().uses_uvloop:
+        runs.insert(1, (ASYNCIO_RUN, "bundled", "off"))
     results: dict[str, dict[str, natspy.Timing]] = {}
-    for kind in KINDS:
-        with running(kind, root, name="natspy") as srv:
-            results[kind] = asyncio.run(
+    for label, kind, speedups in runs:
+        with running(kind, root, name="natspy" if speedups is None else f"natspy-{speedups}",
+                     speedups=speedups) as srv:
+            results[label] = asyncio.run(
                 natspy.run_all(srv.url, sizes.natspy, sizes.size, server_cpu=functools.partial(cpu_seconds, srv))
             )
-        say(f"nats-py on {kind}: " + ", ".join(
-            f"{k} {t.rate:,.0f}/s ({t.server_cpu_us_per_msg:.1f} us server CPU/msg)" for k, t in results[kind].items()
+        say(f"nats-py on {label}: " + ", ".join(
+            f"{k} {t.rate:,.0f}/s ({t.server_cpu_us_per_msg:.1f} us server CPU/msg)" for k, t in results[label].items()
         ))
     b, r = results["bundled"], results["nats-server"]
     for workload in natspy.WORKLOADS:
@@ -169,6 +186,18 @@ def run_natspy(  # type: ignore[no-untyped-def]
             out.append(Comparison("server CPU", what, "us/msg", "bundled", b[workload].server_cpu_us_per_msg,
                                   "nats-server", r[workload].server_cpu_us_per_msg,
                                   TARGET_CPU_BY.get(workload, TARGET_CPU), lower_is_better=True))
+    plain = results.get(ASYNCIO_RUN)
+    if plain is None:
+        return
+    for workload in natspy.WORKLOADS:
+        what = f"{workload} ({sizes.natspy[workload]:,} x {sizes.size} B)"
+        if "natspy" in families:
+            out.append(Comparison("speedups", f"nats-py, {what}", "msgs/s", "uvloop", b[workload].rate,
+                                  "asyncio", plain[workload].rate))
+        if "cpu" in families:
+            out.append(Comparison("speedups", f"server CPU, {what}", "us/msg", "uvloop",
+                                  b[workload].server_cpu_us_per_msg, "asyncio",
+                                  plain[workload].server_cpu_us_per_msg, lower_is_better=True))
 
 
 def run_connector(  # type: ignore[no-untyped-def]

@@ -22,6 +22,12 @@ The real one is the oracle: a test that passes there and fails on the bundled
 server has found a bug in the bundled server. Set `JS_TEST_SERVERS` (comma
 separated: bundled, nats-server) to run against one of them only while
 developing; CI runs both.
+
+Event loop: `make install` installs the server's `speedups` extra (uvloop), but the suite runs
+the bundled server (child processes and embedded ones) on asyncio's own loop, the one every
+install has: `JETSTREAM_SPEEDUPS=off` unless the environment sets it
+(`JETSTREAM_SPEEDUPS=on make test` runs the whole suite on uvloop).
+tests/server/integration/test_speedups.py runs the server on uvloop whatever this says.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ from server_kinds import SERVER_KINDS
 from spare_servers import SparePool
 
 from jetstream_testing.process import ServerProcess, start_server, write_config
+
+# the pure-Python loop unless told otherwise (see the module docstring); inherited by every
+# server process the suite starts
+os.environ.setdefault("JETSTREAM_SPEEDUPS", "off")
 
 SHIPPED = {"jetstream_server": "jetstream-server", "spark_jetstream": "spark-jetstream",
            "jetstream_testing": "jetstream-testing", "jetstream_cli": "jetstream-cli"}

@@ -4,7 +4,9 @@
 (`python -m jetstream_server`) or the real nats-server, with its store under `root`;
 `sync_always=True` writes a nats-server config file with
 ``jetstream { sync_interval: always }`` (both servers read that form) so the
-same switch reaches both. The process is stopped when the block ends, even on
+same switch reaches both; `speedups` sets the bundled server's `JETSTREAM_SPEEDUPS` (``off``:
+asyncio's own loop even where the `speedups` extra is installed; None: this process's
+environment decides, as for any server it starts). The process is stopped when the block ends, even on
 error; when the server process died during the block, `ServerDied` carries its
 exit code and last log lines. `rss_bytes(proc)` reads the resident set size of the server process
 and `cpu_seconds(proc)` its CPU time (user + system, every thread), both from /proc (Linux).
@@ -21,6 +23,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from jetstream_server.app.speedups import SPEEDUPS_ENV
 from jetstream_testing.process import ServerProcess, bundled_server_command, nats_server_binary
 
 KINDS: tuple[str, ...] = ("bundled", "nats-server")
@@ -41,9 +44,9 @@ def server_command(kind: str) -> list[str]:
 
 @contextlib.contextmanager
 def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "",
-            http_port: int | None = None) -> Iterator[ServerProcess]:
+            http_port: int | None = None, speedups: str | None = None) -> Iterator[ServerProcess]:
     """A started server of `kind` with its store under `root` (and a monitoring port with
-    `http_port`, -1: a free one), stopped on exit."""
+    `http_port`, -1: a free one; the bundled server's loop by `speedups`), stopped on exit."""
     store = root / f"{kind}-{name or 'store'}"
     store.mkdir(parents=True, exist_ok=True)
     args: list[str] = []
@@ -58,8 +61,9 @@ def running(kind: str, root: Path, *, sync_always: bool = False, name: str = "",
         )
         args = ["-c", str(conf)]
         store_flag = None  # nats-server refuses store_dir in both the file and -sd
+    env = None if speedups is None else {**os.environ, SPEEDUPS_ENV: speedups}
     proc = ServerProcess(server_command(kind), args, store_dir=store_flag, startup_timeout=60.0,
-                         http_port=http_port)
+                         http_port=http_port, env=env)
     proc.start()
     try:
         yield proc

@@ -137,3 +137,24 @@ def test_a_workload_against_a_server_that_is_not_listening_fails_in_bounded_time
     with pytest.raises(natspy.BenchError, match=f"cannot connect to {url}"):
         asyncio.run(natspy.sync_publish(url, 10, 16))
     assert time.monotonic() - started < natspy.CONNECT_TIMEOUT_S + 5
+
+
+@pytest.mark.timeout(300)
+def test_natspy_family_shows_the_speedups_beside_asyncio(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """With uvloop installed (the server's `speedups` extra), `--only natspy --only cpu` runs the
+    bundled server on uvloop and once more with JETSTREAM_SPEEDUPS=off, one `speedups` row per
+    workload and figure: the gain in the same run."""
+    pytest.importorskip("uvloop")
+    monkeypatch.setenv("JETSTREAM_SPEEDUPS", "auto")  # the suite's default is off (tests/conftest.py)
+    assert main(["--quick", "--only", "natspy", "--only", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "nats-py on bundled, speedups off: " in out
+    assert ", bundled server on uvloop " in out
+    rows = [_cells(line) for line in out.splitlines() if line.startswith("| speedups")]
+    assert [(r[1].split(" (")[0], r[2], r[3], r[5]) for r in rows] == [
+        (what, unit, "uvloop", "asyncio")
+        for workload in natspy.WORKLOADS
+        for what, unit in ((f"nats-py, {workload}", "msgs/s"), (f"server CPU, {workload}", "us/msg"))
+    ]
+    assert all(_number(r[4]) > 0 and _number(r[6]) > 0 for r in rows if r[2] == "msgs/s")
+    assert len([line for line in out.splitlines() if line.startswith("| nats-py")]) == 4

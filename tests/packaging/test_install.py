@@ -119,7 +119,10 @@ def test_server_alone_has_no_dependencies_and_serves(
     assert "jetstream-server" in installed
     assert not installed & {"pyspark", "pyarrow", "nats-py", "py4j", "spark-jetstream"}, installed
     command = [str(python.parent / "jetstream-server")]
-    with ServerProcess(command, store_dir=tmp_path / "store") as srv:
+    # the speedups' default (auto) without the extra: asyncio's loop, said in the log
+    env = {**os.environ, "JETSTREAM_SPEEDUPS": "auto"}
+    with ServerProcess(command, store_dir=tmp_path / "store", env=env) as srv:
+        assert srv.wait_for_log(r"Speedups: none, event loop asyncio, JSON json \(not installed")
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
             sock.settimeout(10)
             info = sock.recv(4096)

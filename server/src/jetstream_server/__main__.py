@@ -5,7 +5,8 @@ Flags: ``-a/--addr``, ``-p/--port`` (-1 = random), ``-m/--http_port``,
 the config file, as on nats-server), ``-sd/--store_dir``,
 ``-c/--config``, ``--user``, ``--pass``, ``--auth``, ``--tls``, ``--tlscert``,
 ``--tlskey``, ``--tlscacert``, ``--tlsverify``, ``-D``, ``-V``, ``-DV``,
-``-n/--name``, ``-sl/--signal`` (see `jetstream_server.signals`), ``-P/--pid``.
+``-n/--name``, ``-sl/--signal`` (see `jetstream_server.signals`), ``-P/--pid``, and one of
+its own: ``--speedups auto|on|off`` (the event loop, `jetstream_server.app.speedups`).
 Precedence: defaults < config file < flags.
 
 Logs go to stderr, one flushed line each, in nats-server's shape
@@ -105,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         "PID is a pid or a pid file",
     )
     p.add_argument("-P", "--pid", dest="pid_file", help="file to store the PID in")
+    p.add_argument(
+        "--speedups", dest="speedups", choices=("auto", "on", "off"),
+        help="the event loop of the speedups extra (uvloop): auto (default: when installed), "
+        "on (required), off; default from JETSTREAM_SPEEDUPS",
+    )
     return p
 
 
@@ -216,10 +222,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             logging.getLogger(__name__).error("Could not write pidfile: %s", exc)
             return 1
+    from jetstream_server.app import speedups
     from jetstream_server.app.monitor_http import MonitorListenError
 
     try:
-        asyncio.run(serve(config))
+        loop_choice = speedups.choose(parsed.speedups, hold_first_bytes=speedups.holds_first_bytes(config))
+    except speedups.SpeedupsUnavailable as exc:
+        logging.getLogger(__name__).error("%s", exc)
+        return 1
+    logging.getLogger(__name__).info("%s", loop_choice.describe())
+    try:
+        speedups.run(serve(config), loop_choice)
     except ConfigError as exc:
         logging.getLogger(__name__).error("configuration error: %s", exc)
         return 1

@@ -10,7 +10,9 @@ thread; it is idempotent. `store_dir=None` gives JetStream a temporary
 directory that is removed on stop. Other keyword arguments are
 `ServerConfig` fields (``max_payload=...``, ``server_name=...``,
 ``auth=AuthSettings(...)``) or `JetStreamSettings` fields
-(``max_file_store=...``, ``sync_always=...``).
+(``max_file_store=...``, ``sync_always=...``). `speedups` picks the event loop
+(``auto``, ``on``, ``off``; None: `JETSTREAM_SPEEDUPS`, else auto: see
+`jetstream_server.app.speedups`); a mode that cannot be honoured raises from the constructor.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 from dataclasses import fields, replace
 from typing import Any
 
+from jetstream_server.app.speedups import choose, holds_first_bytes, run
 from jetstream_server.config import JetStreamSettings, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -40,6 +43,7 @@ class EmbeddedServer:
         host: str = "127.0.0.1",
         http_port: int | None = None,
         startup_timeout: float = 20.0,
+        speedups: str | None = None,
         **options: Any,
     ) -> None:
         unknown = set(options) - _CONFIG_FIELDS - _JS_FIELDS
@@ -57,6 +61,7 @@ class EmbeddedServer:
         if store_dir is not None:
             js = replace(js, store_dir=str(store_dir))
         self.config = replace(config, jetstream=js).validate()
+        self.loop_choice = choose(speedups, hold_first_bytes=holds_first_bytes(self.config))
         self.startup_timeout = startup_timeout
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,7 +103,7 @@ class EmbeddedServer:
 
     def _run(self) -> None:
         try:
-            asyncio.run(self._main())
+            run(self._main(), self.loop_choice)
         except BaseException as exc:  # reported to the starting thread
             if not self._started.is_set():
                 self._error = exc
@@ -110,6 +115,7 @@ class EmbeddedServer:
     async def _main(self) -> None:
         from jetstream_server.app.server import NatsServer
 
+        log.info("%s", self.loop_choice.describe())
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self._server = NatsServer(self.config)

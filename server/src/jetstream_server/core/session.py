@@ -168,13 +168,17 @@ RAFT_PREFIX: Final = "$NRG."
 SYSTEM_QUEUE: Final = "_sys_"
 
 
+_RESERVED_REPLY_PREFIXES: Final = (SERVICE_REPLY_PREFIX, JS_ACK_PREFIX, GATEWAY_REPLY_PREFIX)
+
+
 def is_reserved_reply(reply: str) -> bool:
     """A reply subject no client may set (nats-server's `isReservedReply`; the
-    ack and gateway prefixes need a token after them)."""
-    return (
-        reply.startswith(SERVICE_REPLY_PREFIX)
-        or (len(reply) > len(JS_ACK_PREFIX) and reply.startswith(JS_ACK_PREFIX))
-        or (len(reply) > len(GATEWAY_REPLY_PREFIX) and reply.startswith(GATEWAY_REPLY_PREFIX))
+    ack and gateway prefixes need a token after them). One `startswith` for the
+    common answer (an `_INBOX.` reply on every JetStream publish is not reserved)."""
+    if not reply.startswith(_RESERVED_REPLY_PREFIXES):
+        return False
+    return reply.startswith(SERVICE_REPLY_PREFIX) or len(reply) > (
+        len(JS_ACK_PREFIX) if reply[0] == "$" else len(GATEWAY_REPLY_PREFIX)
     )
 
 
