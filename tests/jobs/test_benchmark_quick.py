@@ -66,10 +66,18 @@ def test_quick_benchmark_reports_every_workload_with_ratios(spark, tmp_path: Pat
         cells = _cells(row)
         assert _number(cells[4]) > 0 and _number(cells[6]) > 0
         assert cells[7].endswith("x")
-    # server CPU per message: the same four workloads, lower is better (target <= 1)
+    # server CPU per message: the same four workloads, lower is better (issue 22's targets)
     cpu = [_cells(line) for line in text.splitlines() if line.startswith("| server CPU")]
     assert [c[1].split(" (")[0] for c in cpu] == ["sync publish", "publish_async", "pull fetch + ack", "ordered consumer"]
-    assert all(c[2] == "us/msg" and c[8].startswith("<= 1 ") for c in cpu)
+    assert [(c[2], c[8].rsplit(" ", 1)[0]) for c in cpu] == [
+        ("us/msg", "<= 1"), ("us/msg", "<= 1.6"), ("us/msg", "<= 1.6"), ("us/msg", "<= 2")
+    ]
+    # each connector workload's CPU per row by process, the ceilings' too
+    per_row = [_cells(line) for line in text.splitlines() if line.startswith("| CPU per row")]
+    assert {(c[1].split(",")[0], c[2]) for c in per_row} == {
+        (w, kind) for w in ("streaming read", "batch read") for kind in ("ceiling", "bundled")
+    } | {("sink", "bundled")}  # --quick runs the connector against the bundled server only
+    assert all(c[4] == "us/row" and _number(c[3]) >= 0 for c in per_row)
     # 10 ms clock ticks: one workload may read 0, the four together cannot
     assert sum(_number(c[4]) for c in cpu) > 0 and sum(_number(c[6]) for c in cpu) > 0
     # partitions: 2 and 4 beside 1, on both servers
