@@ -27,10 +27,10 @@ STEPS: Final = (
     ("natspy", "cpu"), ("connector",), ("filestore",), ("size", "partitions"), ("clusters",),
     ("dashboard",),
 )
-# Seconds; the full run of 2026-11-26 (529 s in all; the dashboard family's a guess).
+# Seconds; the full run of 2026-11-28 (473 s in all; the dashboard family's a guess).
 EXPECTED_FULL_S: Final = {
-    "natspy": 20.0, "cpu": 20.0, "connector": 77.0, "filestore": 46.0, "size": 301.0,
-    "partitions": 60.0, "clusters": 83.0, "dashboard": 90.0,
+    "natspy": 30.0, "cpu": 30.0, "connector": 71.0, "filestore": 50.0, "size": 241.0,
+    "partitions": 60.0, "clusters": 79.0, "dashboard": 90.0,
 }
 EXPECTED_QUICK_S: Final = {  # 2026-11-28: 95 s, most of the connector's in Spark's start
     "natspy": 3.0, "cpu": 3.0, "connector": 70.0, "filestore": 6.0, "size": 14.0,
