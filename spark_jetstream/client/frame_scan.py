@@ -49,7 +49,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
+__all__ = ["ACK_PREFIX", "LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
 
 Ints = npt.NDArray[np.int64]
 

@@ -33,13 +33,11 @@ from typing import Final
 import numpy as np
 
 from spark_jetstream.client import frame_scan
-from spark_jetstream.client.frame_scan import FrameIndex
+from spark_jetstream.client.frame_scan import ACK_PREFIX, FrameIndex
 
 __all__ = ["Chunk", "RawChunk", "RunScanner", "ack_fields"]
 
 CRLF: Final = b"\r\n"
-ACK_PREFIX: Final = b"$JS.ACK."
-_OPS: Final = (b"MSG ", b"HMSG ")
 
 
 @dataclass(slots=True)

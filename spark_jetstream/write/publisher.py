@@ -252,19 +252,17 @@ class Publisher:
     def _drain(self, target: int) -> None:
         """Read acks until at most `target` messages are unacked."""
         pending = self._pending
-        deadline = time.monotonic() + self._ack_timeout_s
-        silence = self._resend_after_s
-        resend_at = time.monotonic() + silence
+        progress_at, silence, resend_at = self._progress_clocks()
         while len(pending) > target:
             now = time.monotonic()
             if self._retry and self._retry[0][0] <= now:
                 self._resend_due(now)
                 continue
             if now >= resend_at:
-                self._resend_silent(now - (deadline - self._ack_timeout_s))
+                self._resend_silent(now - progress_at)
                 silence *= 2
                 resend_at = now + silence
-            remaining = deadline - now
+            remaining = progress_at + self._ack_timeout_s - now
             if remaining <= 0:
                 first = min(pending)
                 raise PublishTimeoutError(
@@ -290,13 +288,11 @@ class Publisher:
                 if str(exc).startswith("server error") and "stale" not in str(exc).lower():
                     raise PublishError(f"the server refused the publish: {exc}") from exc
                 self._reconnect(exc)
-                deadline = time.monotonic() + self._ack_timeout_s
-                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
+                progress_at, silence, resend_at = self._progress_clocks()
                 continue
             except OSError as exc:
                 self._reconnect(exc)
-                deadline = time.monotonic() + self._ack_timeout_s
-                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
+                progress_at, silence, resend_at = self._progress_clocks()
                 continue
             before = len(pending)
             sid = self._sid
@@ -327,8 +323,13 @@ class Publisher:
             self.stats.published += stored
             self.stats.duplicates += duplicates
             if len(pending) < before:
-                deadline = time.monotonic() + self._ack_timeout_s
-                silence, resend_at = self._resend_after_s, time.monotonic() + self._resend_after_s
+                progress_at, silence, resend_at = self._progress_clocks()
+
+    def _progress_clocks(self) -> tuple[float, float, float]:
+        """(now, the silence before a re-send, when that is) at a drain's start and on progress:
+        the ack timeout and the re-sends count from the last progress."""
+        now = time.monotonic()
+        return now, self._resend_after_s, now + self._resend_after_s
 
     def _note_stream(self, payload: bytes) -> None:
         m = _STREAM_RE.search(payload)

@@ -38,8 +38,10 @@ from typing import Any, Final, TypeVar
 
 from jetstream_server.config import ServerConfig
 from jetstream_server.core import compact_json
+from jetstream_server.core.compact_json import (
+    SPEEDUPS_ENV as SPEEDUPS_ENV,  # re-exported for its users
+)
 
-SPEEDUPS_ENV: Final = "JETSTREAM_SPEEDUPS"
 MODES: Final = ("auto", "on", "off")
 UVLOOP: Final = "uvloop"
 ORJSON: Final = "orjson"

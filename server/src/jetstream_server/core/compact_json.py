@@ -21,8 +21,10 @@ import json
 import os
 from collections.abc import Callable
 from importlib import import_module
-from typing import Any
+from typing import Any, Final
 
+# the variable that turns the speedups on or off (read here, below `app`, and by app/speedups.py)
+SPEEDUPS_ENV: Final = "JETSTREAM_SPEEDUPS"
 _stdlib_separators = (",", ":")
 
 
@@ -67,4 +69,4 @@ def in_use() -> bool:
     return dumps is not _stdlib_dumps
 
 
-use_orjson(os.environ.get("JETSTREAM_SPEEDUPS", "").strip().lower() != "off")
+use_orjson(os.environ.get(SPEEDUPS_ENV, "").strip().lower() != "off")
