@@ -26,8 +26,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.bench.servers import KINDS, cpu_seconds, running
 from jetstream_testing.process import ServerProcess
+from jobs.bench.servers import KINDS, cpu_seconds, running
 from spark_jetstream.client import LeanConnection
 from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.write.schema import WriteColumns

@@ -41,8 +41,10 @@ import logging
 import re
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
@@ -50,6 +52,7 @@ from spark_jetstream.client.errors import API_UNAVAILABLE
 from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.write.pub_acks import scan_acks
 
 log = logging.getLogger(__name__)
 
@@ -275,10 +278,11 @@ class Publisher:
                 wait = max(0.001, min(wait, self._retry[0][0] - now))
             conn = self._conn
             assert conn is not None and conn.sock is not None
+            before = len(pending)  # acks counted in the read (`_take_acks`) are progress too
             try:
                 conn.sock.settimeout(wait)
                 try:
-                    frames = conn.read_frames()
+                    frames = conn.read_frames(take=self._take_acks)
                 finally:
                     if conn.sock is not None:  # sends block up to the ack timeout, not `wait`
                         conn.sock.settimeout(self._ack_timeout_s)
@@ -294,7 +298,6 @@ class Publisher:
                 self._reconnect(exc)
                 progress_at, silence, resend_at = self._progress_clocks()
                 continue
-            before = len(pending)
             sid = self._sid
             skip = len(self._prefix)
             stored = duplicates = 0
@@ -324,6 +327,30 @@ class Publisher:
             self.stats.duplicates += duplicates
             if len(pending) < before:
                 progress_at, silence, resend_at = self._progress_clocks()
+
+    def _take_acks(self, buf: bytes, pos: int) -> int:
+        """The bulk path (pub_acks.py): count a buffer of plain positive acks at once;
+        returns where it stopped (`pos`: nothing taken, the frames go the full parse)."""
+        run = scan_acks(buf, pos, self._prefix, self._sid)
+        if run is None:
+            return pos
+        pending = self._pending
+        resent = self._resent
+        stats = self.stats
+        for token in run.duplicates:
+            if pending.pop(token, None) is not None:
+                stats.duplicates += 1
+                if token in resent:
+                    stats.resent_duplicates += 1
+        before = len(pending)
+        # acks of frames re-sent after a reconnect may come twice: counted once, when popped
+        deque(map(pending.pop, run.tokens, repeat(None)), maxlen=0)
+        stats.published += before - len(pending)
+        if resent:
+            resent.difference_update(run.tokens)
+        for stream in run.streams:
+            stats.streams.add(stream.decode("utf-8", "replace"))
+        return run.end
 
     def _progress_clocks(self) -> tuple[float, float, float]:
         """(now, the silence before a re-send, when that is) at a drain's start and on progress:
