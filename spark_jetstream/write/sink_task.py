@@ -38,7 +38,7 @@ from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.write.msg_ids import (
     MsgIdGenerator,
     content_digest,
-    content_digests,
+    content_digest_text,
     values_digest,
 )
 from spark_jetstream.write.publisher import Publisher, PublishStats
@@ -47,6 +47,7 @@ from spark_jetstream.write.schema import WriteColumns
 log = logging.getLogger(__name__)
 
 VERSION_LINE = b"NATS/1.0\r\n"
+ID_LINE = VERSION_LINE + b"Nats-Msg-Id: "  # every header block opens with the row's id
 _BAD_NAME_CHARS = frozenset(" \t\r\n:")
 
 
@@ -221,28 +222,33 @@ def publish_batches(
                     for i, entries in enumerate(maps)
                 ]
             digest = partial(_row_digest, subjects, lines, payloads)
-            # message ids
+            # message ids (UTF-8)
+            msg_ids: list[bytes]
             if mode == "column":
                 assert columns.msg_id is not None
-                msg_ids = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
+                given = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
+                msg_ids = [m.encode() for m in given]
             elif mode == "source":
                 assert columns.source_stream is not None and columns.source_seq is not None
-                msg_ids = ids.from_source(
+                derived = ids.from_source(
                     batch.column(columns.source_stream).to_pylist(),
                     batch.column(columns.source_seq).to_pylist(),
                     digest,
                 )
+                msg_ids = [m.encode() for m in derived]
             elif by_values:
                 value_lists = [batch.column(c).to_pylist() for c in columns.id_columns]
-                msg_ids = ids.from_digests([values_digest(v) for v in zip(*value_lists, strict=True)])
+                text = "".join([values_digest(v) for v in zip(*value_lists, strict=True)]).encode()
+                msg_ids = ids.from_digest_text(text)
             else:
-                msg_ids = ids.from_digests(content_digests(subjects, lines, payloads))
+                msg_ids = ids.from_digest_text(content_digest_text(subjects, lines, payloads))
             # header blocks
-            tail = b"\r\n" + expected
-            hdrs = [
-                b"NATS/1.0\r\nNats-Msg-Id: " + m.encode() + tail + hl + b"\r\n"
-                for m, hl in zip(msg_ids, lines, strict=True)
-            ]
+            if columns.headers is None:
+                tail = b"\r\n" + expected + b"\r\n"
+                hdrs = [ID_LINE + m + tail for m in msg_ids]
+            else:
+                tail = b"\r\n" + expected
+                hdrs = [ID_LINE + m + tail + hl + b"\r\n" for m, hl in zip(msg_ids, lines, strict=True)]
             publisher.publish_many(subjects, hdrs, payloads)
             rows += n
         stats = publisher.flush() if publisher is not None else PublishStats()
