@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Final
 
 __all__ = ["AckRun", "scan_acks"]
@@ -64,11 +63,10 @@ def scan_acks(buf: bytes, pos: int, prefix: bytes, sid: bytes) -> AckRun | None:
         return None
     heads = lines[0::2]
     payloads = lines[1::2]
-    # header lines: exactly `MSG <subject> <sid> <size>`, single spaces
-    if list(map(bytes.count, heads, repeat(b" "))) != [3] * n:
-        return None
+    # header lines: exactly `MSG <subject> <sid> <size>`, single spaces (four words a line,
+    # or a word out of place fails the checks of the words in each place)
     words = b" ".join(heads).split(b" ")
-    if words[0::4] != [b"MSG"] * n or words[2::4] != [sid] * n:
+    if len(words) != 4 * n or words[0::4] != [b"MSG"] * n or words[2::4] != [sid] * n:
         return None
     sizes = words[3::4]
     if not b"".join(sizes).isdigit() or list(map(int, sizes)) != list(map(len, payloads)):
