@@ -180,23 +180,25 @@ class MsgIdGenerator:
             raise ValueError(f"digests of {DIGEST_CHARS} ASCII characters expected, got {digests[:3]!r}...")
         return [m.decode() for m in self.from_digest_text(text)]
 
-    def from_digest_text(self, text: bytes) -> list[bytes]:
-        """The ids (UTF-8) of rows whose digests are `text`, `DIGEST_CHARS` bytes each."""
+    def from_digest_text(self, text: bytes, before: bytes = b"", after: bytes = b"") -> list[bytes]:
+        """The ids (UTF-8) of rows whose digests are `text`, `DIGEST_CHARS` bytes each; each
+        id between `before` and `after` (a header block made in the id's concatenation)."""
         size = DIGEST_CHARS
         digests = [text[i : i + size] for i in range(0, len(text), size)]
         self._row += len(digests)
-        base = self._base_bytes
+        base = before + self._base_bytes
         counts = self._digest_counts
         fresh = dict.fromkeys(digests, 1)
         if len(fresh) == len(digests) and fresh.keys().isdisjoint(counts.keys()):  # the smaller one is walked
             counts.update(fresh)  # every row the first of its content (the usual case): k = 0
-            return [base + d + b":0" for d in digests]
+            end = b":0" + after
+            return [base + d + end for d in digests]
         out: list[bytes] = []
         append = out.append
         for d in digests:
             k = counts.get(d, 0)
             counts[d] = k + 1
-            append(b"%b%b:%d" % (base, d, k))
+            append(b"%b%b:%d%b" % (base, d, k, after))
         return out
 
     def from_source(
