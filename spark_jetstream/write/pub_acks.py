@@ -55,9 +55,9 @@ def scan_acks(buf: bytes, pos: int, prefix: bytes, sid: bytes) -> AckRun | None:
     if b"\n" in prefix:
         return None
     lines = buf[pos:].split(CRLF)
-    lines.pop()  # after the last CRLF: the start of a frame still in flight, or b""
+    end = len(buf) - len(lines.pop())  # after the last CRLF: a frame still in flight, or b""
     if len(lines) % 2:
-        lines.pop()  # a header line whose payload has not fully arrived
+        end -= len(lines.pop()) + 2  # a header line whose payload has not fully arrived
     n = len(lines) // 2
     if not n:
         return None
@@ -98,5 +98,4 @@ def scan_acks(buf: bytes, pos: int, prefix: bytes, sid: bytes) -> AckRun | None:
     duplicates: list[int] = []
     if b"duplicate" in text:
         duplicates = [t for t, p in zip(ints, payloads, strict=True) if _DUPLICATE_RE.search(p)]
-    end = pos + sum(map(len, lines)) + 2 * len(lines)
     return AckRun(ints, duplicates, streams, end)
