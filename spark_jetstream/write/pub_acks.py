@@ -68,8 +68,10 @@ def scan_acks(buf: bytes, pos: int, prefix: bytes, sid: bytes) -> AckRun | None:
     words = b" ".join(heads).split(b" ")
     if len(words) != 4 * n or words[0::4] != [b"MSG"] * n or words[2::4] != [sid] * n:
         return None
-    sizes = words[3::4]
-    if not b"".join(sizes).isdigit() or list(map(int, sizes)) != list(map(len, payloads)):
+    # sizes: each the payload's length, written as nats-server writes it (a few distinct ones)
+    lengths = list(map(len, payloads))
+    written = {length: b"%d" % length for length in set(lengths)}
+    if words[3::4] != list(map(written.__getitem__, lengths)):
         return None
     # subjects: `<prefix><digits>` each (a subject holds no LF, so LF+prefix marks a start)
     tokens = (b"\n" + b"\n".join(words[1::4])).split(b"\n" + prefix)
