@@ -408,10 +408,13 @@ class LeanConnection:
         text = self.redact(payload.decode("utf-8", "replace").strip("' "))
         return ServerError("server error: " + text + permission_hint(text))
 
-    def read_frames(self) -> list[Frame]:
+    def read_frames(self, take: Callable[[bytes, int], int] | None = None) -> list[Frame]:
         """Block until at least one frame is available; return all parsed frames.
 
         PINGs are answered here; `-ERR` raises; INFO updates are absorbed.
+        `take(buf, pos)`, when given, sees each read's buffer first and may consume
+        frames from `pos` itself in bulk (a publisher's pub acks), returning where it
+        stopped; the call returns once it took any, with the frames after them.
         """
         if self._backlog:
             backlog, self._backlog = self._backlog, []
@@ -422,8 +425,11 @@ class LeanConnection:
                 self._buf = self._buf[self._pos :] + chunk
             else:
                 self._buf = self._buf + chunk if self._buf else chunk
-            frames, self._pos = parse_frames(self._buf, 0)
+            taken = 0 if take is None else take(self._buf, 0)
+            frames, self._pos = parse_frames(self._buf, taken)
             if not frames:
+                if taken:
+                    return []
                 continue
             out: list[Frame] = []
             for f in frames:
@@ -440,7 +446,7 @@ class LeanConnection:
                     out.append(f)
                 else:
                     out.append(f)
-            if out:
+            if out or taken:
                 return out
 
     def frames_within(self, timeout: float) -> list[Frame]:

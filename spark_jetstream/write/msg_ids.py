@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from spark_jetstream.spark_internals import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
 
 DIGEST_BYTES = 12  # 96 bits: 16 base64 characters; collisions are out of reach in any window
+DIGEST_CHARS = 16
 BATCH_WRITE_SCOPE = "w"  # scope of a df.write outside streaming without msgIdScope
 
 
@@ -92,13 +93,37 @@ def content_digest(subject: bytes, header_lines: bytes, payload: bytes) -> str:
 def content_digests(
     subjects: Sequence[bytes], header_lines: Sequence[bytes], payloads: Sequence[bytes]
 ) -> list[str]:
-    """`content_digest` of every row (one call per batch: the per-row cost is the hash)."""
-    blake2b = hashlib.blake2b
-    size = DIGEST_BYTES
-    return [
-        b2a_base64(blake2b(s + b"\n" + h + b"\n" + p, digest_size=size).digest(), newline=False).decode()
-        for s, h, p in zip(subjects, header_lines, payloads, strict=True)
-    ]
+    """`content_digest` of every row."""
+    text = content_digest_text(subjects, header_lines, payloads).decode("ascii")
+    return [text[i : i + DIGEST_CHARS] for i in range(0, len(text), DIGEST_CHARS)]
+
+
+def content_digest_text(
+    subjects: Sequence[bytes], header_lines: Sequence[bytes], payloads: Sequence[bytes]
+) -> bytes:
+    """`content_digest` of every row as one base64 text, `DIGEST_CHARS` bytes a row (one call
+    per batch: the per-row cost is the hash). 12 bytes are 16 base64 characters without
+    padding, so the text of the digests joined is their texts joined."""
+    n = len(payloads)
+    if len(subjects) != n or len(header_lines) != n:
+        raise ValueError(f"{len(subjects)} subjects, {len(header_lines)} header lines, {n} payloads")
+    raw: list[bytes] = []
+    append = raw.append
+    if n and not any(header_lines) and subjects.count(subjects[0]) == n:
+        # one subject and no header lines (the `subject` option, no `headers` column): the
+        # hash of what every row starts with, copied and fed the payload
+        copy = hashlib.blake2b(subjects[0] + b"\n\n", digest_size=DIGEST_BYTES).copy
+        for p in payloads:
+            h = copy()
+            h.update(p)
+            append(h.digest())
+    else:
+        copy = hashlib.blake2b(digest_size=DIGEST_BYTES).copy  # cheaper than a new hasher a row
+        for s, hl, p in zip(subjects, header_lines, payloads, strict=True):
+            h = copy()
+            h.update(s + b"\n" + hl + b"\n" + p)
+            append(h.digest())
+    return b2a_base64(b"".join(raw), newline=False)
 
 
 def _canonical(value: object) -> bytes:
@@ -123,14 +148,15 @@ def values_digest(values: Sequence[object]) -> str:
 class MsgIdGenerator:
     """Ids for one task's rows, batch after batch. Memory: one counter per distinct row."""
 
-    __slots__ = ("_scoped", "_base", "_partition", "_row", "_digest_counts", "_source_counts")
+    __slots__ = ("_scoped", "_base", "_base_bytes", "_partition", "_row", "_digest_counts", "_source_counts")
 
     def __init__(self, prefix: str, scope: str, partition_id: int, *, with_partition: bool = True) -> None:
         self._scoped = f"{prefix}{scope}:"
         self._base = f"{self._scoped}{partition_id}:" if with_partition else self._scoped
+        self._base_bytes = self._base.encode()
         self._partition = partition_id
         self._row = 0
-        self._digest_counts: dict[str, int] = {}
+        self._digest_counts: dict[bytes, int] = {}  # digest (base64) -> rows seen so far
         # source stream -> seq -> rows seen so far for that source message
         self._source_counts: dict[str, dict[int, int]] = {}
 
@@ -149,15 +175,30 @@ class MsgIdGenerator:
         return out  # type: ignore[return-value]
 
     def from_digests(self, digests: Sequence[str]) -> list[str]:
+        text = "".join(digests).encode()
+        if len(text) != DIGEST_CHARS * len(digests):
+            raise ValueError(f"digests of {DIGEST_CHARS} ASCII characters expected, got {digests[:3]!r}...")
+        return [m.decode() for m in self.from_digest_text(text)]
+
+    def from_digest_text(self, text: bytes, before: bytes = b"", after: bytes = b"") -> list[bytes]:
+        """The ids (UTF-8) of rows whose digests are `text`, `DIGEST_CHARS` bytes each; each
+        id between `before` and `after` (a header block made in the id's concatenation)."""
+        size = DIGEST_CHARS
+        digests = [text[i : i + size] for i in range(0, len(text), size)]
         self._row += len(digests)
-        base = self._base
+        base = before + self._base_bytes
         counts = self._digest_counts
-        out: list[str] = []
+        fresh = dict.fromkeys(digests, 1)
+        if len(fresh) == len(digests) and fresh.keys().isdisjoint(counts.keys()):  # the smaller one is walked
+            counts.update(fresh)  # every row the first of its content (the usual case): k = 0
+            end = b":0" + after
+            return [base + d + end for d in digests]
+        out: list[bytes] = []
         append = out.append
         for d in digests:
             k = counts.get(d, 0)
             counts[d] = k + 1
-            append(f"{base}{d}:{k}")
+            append(b"%b%b:%d%b" % (base, d, k, after))
         return out
 
     def from_source(
@@ -177,8 +218,9 @@ class MsgIdGenerator:
         for i, (stream, seq) in enumerate(zip(streams, seqs, strict=True)):
             if stream is None or seq is None:
                 d = fallback(i)
-                k = self._digest_counts.get(d, 0)
-                self._digest_counts[d] = k + 1
+                key = d.encode()
+                k = self._digest_counts.get(key, 0)
+                self._digest_counts[key] = k + 1
                 append(f"{self._base}{d}:{k}")
                 continue
             if counts is None or stream != last_stream:

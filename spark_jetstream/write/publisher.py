@@ -41,8 +41,12 @@ import logging
 import re
 import secrets
 import time
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
@@ -50,6 +54,7 @@ from spark_jetstream.client.errors import API_UNAVAILABLE
 from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
+from spark_jetstream.write.pub_acks import scan_acks
 
 log = logging.getLogger(__name__)
 
@@ -211,36 +216,64 @@ class Publisher:
     def publish_many(
         self, subjects: Sequence[bytes], header_blocks: Sequence[bytes], payloads: Sequence[bytes]
     ) -> None:
-        """Queue one message per (subject, header block, payload); blocks while the window is full."""
+        """Queue one message per (subject, header block, payload); blocks while the window is full.
+
+        Frames are made a chunk at a time (at most the window's free room and about
+        `SEND_CHUNK_BYTES` of payload), sent when `SEND_CHUNK_BYTES` are queued."""
+        n = len(payloads)
+        if len(subjects) != n or len(header_blocks) != n:
+            raise ValueError(f"{len(subjects)} subjects, {len(header_blocks)} header blocks, {n} payloads")
         pending = self._pending
-        out = self._out
-        prefix = self._prefix
         window = self._max_in_flight
-        max_payload = self._max_payload
-        token = self._token
-        out_bytes = self._out_bytes
-        for subject, hdr, payload in zip(subjects, header_blocks, payloads, strict=True):
-            hlen = len(hdr)
-            total = hlen + len(payload)
-            if total > max_payload:
-                msg_id = _frame_msg_id(CRLF + hdr)
-                raise PublishError(
-                    f"message {msg_id!r} to subject {subject.decode()!r} is {total} bytes "
-                    f"with headers; the server's max_payload is {max_payload}"
-                )
-            token += 1
-            frame = b"HPUB %b %b%d %d %d\r\n%b%b\r\n" % (subject, prefix, token, hlen, total, hdr, payload)
-            pending[token] = frame
-            out.append(frame)
-            out_bytes += len(frame)
-            if out_bytes >= SEND_CHUNK_BYTES or len(pending) >= window:
-                self._token, self._out_bytes = token, out_bytes
+        ends = list(accumulate(map(len, payloads), initial=0))  # payload bytes before each row
+        start = 0
+        while start < n:
+            room = window - len(pending)
+            if room <= 0:
                 self._send()
-                if len(pending) >= window:
-                    self._drain(window - 1 - window // 4)
-                out = self._out
-                out_bytes = self._out_bytes
-        self._token, self._out_bytes = token, out_bytes
+                self._drain(window - 1 - window // 4)
+                continue
+            stop = min(start + room, max(start + 1, bisect_right(ends, ends[start] + SEND_CHUNK_BYTES) - 1))
+            self._queue_frames(subjects[start:stop], header_blocks[start:stop], payloads[start:stop])
+            start = stop
+            if self._out_bytes >= SEND_CHUNK_BYTES or len(pending) >= window:
+                self._send()
+
+    def _queue_frames(
+        self, subjects: Sequence[bytes], header_blocks: Sequence[bytes], payloads: Sequence[bytes]
+    ) -> None:
+        """The HPUB frames of a chunk, each with its reply `<prefix><token>`, into the window."""
+        n = len(payloads)
+        hlens = list(map(len, header_blocks))
+        totals = list(map(add, hlens, map(len, payloads)))
+        max_payload = self._max_payload
+        if max(totals) > max_payload:
+            i = next(i for i, total in enumerate(totals) if total > max_payload)
+            raise PublishError(
+                f"message {_frame_msg_id(CRLF + header_blocks[i])!r} to subject {subjects[i].decode()!r} "
+                f"is {totals[i]} bytes with headers; the server's max_payload is {max_payload}"
+            )
+        tokens = range(self._token + 1, self._token + 1 + n)
+        prefix = self._prefix
+        if subjects.count(subjects[0]) == n and hlens.count(hlens[0]) == n:
+            # one subject and header size (the usual batch): fewer fields to format a row
+            fmt = b"HPUB %b %b%%d %d %%d\r\n%%b%%b\r\n" % (
+                subjects[0].replace(b"%", b"%%"),
+                prefix.replace(b"%", b"%%"),
+                hlens[0],
+            )
+            frames = [fmt % row for row in zip(tokens, totals, header_blocks, payloads, strict=True)]
+        else:
+            frames = [
+                b"HPUB %b %b%d %d %d\r\n%b%b\r\n" % (subject, prefix, token, hlen, total, hdr, payload)
+                for subject, token, hlen, total, hdr, payload in zip(
+                    subjects, tokens, hlens, totals, header_blocks, payloads, strict=True
+                )
+            ]
+        self._token += n
+        self._pending.update(zip(tokens, frames, strict=True))
+        self._out.extend(frames)
+        self._out_bytes += sum(map(len, frames))
 
     def flush(self) -> PublishStats:
         """Send what is queued and wait until every message is acked."""
@@ -275,10 +308,11 @@ class Publisher:
                 wait = max(0.001, min(wait, self._retry[0][0] - now))
             conn = self._conn
             assert conn is not None and conn.sock is not None
+            before = len(pending)  # acks counted in the read (`_take_acks`) are progress too
             try:
                 conn.sock.settimeout(wait)
                 try:
-                    frames = conn.read_frames()
+                    frames = conn.read_frames(take=self._take_acks)
                 finally:
                     if conn.sock is not None:  # sends block up to the ack timeout, not `wait`
                         conn.sock.settimeout(self._ack_timeout_s)
@@ -294,7 +328,6 @@ class Publisher:
                 self._reconnect(exc)
                 progress_at, silence, resend_at = self._progress_clocks()
                 continue
-            before = len(pending)
             sid = self._sid
             skip = len(self._prefix)
             stored = duplicates = 0
@@ -324,6 +357,30 @@ class Publisher:
             self.stats.duplicates += duplicates
             if len(pending) < before:
                 progress_at, silence, resend_at = self._progress_clocks()
+
+    def _take_acks(self, buf: bytes, pos: int) -> int:
+        """The bulk path (pub_acks.py): count a buffer of plain positive acks at once;
+        returns where it stopped (`pos`: nothing taken, the frames go the full parse)."""
+        run = scan_acks(buf, pos, self._prefix, self._sid)
+        if run is None:
+            return pos
+        pending = self._pending
+        resent = self._resent
+        stats = self.stats
+        for token in run.duplicates:
+            if pending.pop(token, None) is not None:
+                stats.duplicates += 1
+                if token in resent:
+                    stats.resent_duplicates += 1
+        before = len(pending)
+        # acks of frames re-sent after a reconnect may come twice: counted once, when popped
+        deque(map(pending.pop, run.tokens, repeat(None)), maxlen=0)
+        stats.published += before - len(pending)
+        if resent:
+            resent.difference_update(run.tokens)
+        for stream in run.streams:
+            stats.streams.add(stream.decode("utf-8", "replace"))
+        return run.end
 
     def _progress_clocks(self) -> tuple[float, float, float]:
         """(now, the silence before a re-send, when that is) at a drain's start and on progress:

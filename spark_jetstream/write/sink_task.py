@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_jetstream.client import LeanConnection, lease
@@ -38,7 +39,7 @@ from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.write.msg_ids import (
     MsgIdGenerator,
     content_digest,
-    content_digests,
+    content_digest_text,
     values_digest,
 )
 from spark_jetstream.write.publisher import Publisher, PublishStats
@@ -47,6 +48,8 @@ from spark_jetstream.write.schema import WriteColumns
 log = logging.getLogger(__name__)
 
 VERSION_LINE = b"NATS/1.0\r\n"
+ID_LINE = VERSION_LINE + b"Nats-Msg-Id: "  # every header block opens with the row's id
+CRLF = b"\r\n"
 _BAD_NAME_CHARS = frozenset(" \t\r\n:")
 
 
@@ -157,6 +160,17 @@ def _header_lines(
     return "".join(lines).encode()
 
 
+def _payloads(column: pa.Array) -> list[bytes]:
+    """The column's values as bytes (UTF-8 for strings: Arrow's strings are), null as empty."""
+    if pa.types.is_large_string(column.type):
+        column = column.cast(pa.large_binary())
+    elif pa.types.is_string(column.type):
+        column = column.cast(pa.binary())
+    if column.null_count:
+        column = pc.fill_null(column, b"")
+    return column.to_pylist()  # type: ignore[no-any-return]
+
+
 def _row_digest(subjects: list[bytes], lines: list[bytes], payloads: list[bytes], i: int) -> str:
     return content_digest(subjects[i], lines[i], payloads[i])
 
@@ -197,11 +211,7 @@ def publish_batches(
                 )
             first_row = ids.rows
             # payloads
-            data_col = batch.column(columns.data)
-            if columns.data_is_string:
-                payloads = [b"" if v is None else v.encode() for v in data_col.to_pylist()]
-            else:
-                payloads = [b"" if v is None else v for v in data_col.to_pylist()]
+            payloads = _payloads(batch.column(columns.data))
             # subjects
             if option_subject is not None:
                 subjects = [option_subject] * n
@@ -221,28 +231,35 @@ def publish_batches(
                     for i, entries in enumerate(maps)
                 ]
             digest = partial(_row_digest, subjects, lines, payloads)
-            # message ids
-            if mode == "column":
-                assert columns.msg_id is not None
-                msg_ids = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
-            elif mode == "source":
-                assert columns.source_stream is not None and columns.source_seq is not None
-                msg_ids = ids.from_source(
-                    batch.column(columns.source_stream).to_pylist(),
-                    batch.column(columns.source_seq).to_pylist(),
-                    digest,
-                )
-            elif by_values:
-                value_lists = [batch.column(c).to_pylist() for c in columns.id_columns]
-                msg_ids = ids.from_digests([values_digest(v) for v in zip(*value_lists, strict=True)])
+            # header blocks: `Nats-Msg-Id: <id>`, `Nats-Expected-Stream`, the copied lines
+            tail = CRLF + expected
+            msg_ids: list[bytes] = []
+            hdrs: list[bytes] | None = None
+            if mode in ("column", "source"):
+                given: list[str]
+                if mode == "column":
+                    assert columns.msg_id is not None
+                    given = ids.from_column(batch.column(columns.msg_id).to_pylist(), columns.msg_id)
+                else:
+                    assert columns.source_stream is not None and columns.source_seq is not None
+                    given = ids.from_source(
+                        batch.column(columns.source_stream).to_pylist(),
+                        batch.column(columns.source_seq).to_pylist(),
+                        digest,
+                    )
+                msg_ids = [m.encode() for m in given]
             else:
-                msg_ids = ids.from_digests(content_digests(subjects, lines, payloads))
-            # header blocks
-            tail = b"\r\n" + expected
-            hdrs = [
-                b"NATS/1.0\r\nNats-Msg-Id: " + m.encode() + tail + hl + b"\r\n"
-                for m, hl in zip(msg_ids, lines, strict=True)
-            ]
+                if by_values:
+                    value_lists = [batch.column(c).to_pylist() for c in columns.id_columns]
+                    text = "".join([values_digest(v) for v in zip(*value_lists, strict=True)]).encode()
+                else:
+                    text = content_digest_text(subjects, lines, payloads)
+                if columns.headers is None:  # the whole block made in the id's concatenation
+                    hdrs = ids.from_digest_text(text, ID_LINE, tail + CRLF)
+                else:
+                    msg_ids = ids.from_digest_text(text)
+            if hdrs is None:
+                hdrs = [ID_LINE + m + tail + hl + CRLF for m, hl in zip(msg_ids, lines, strict=True)]
             publisher.publish_many(subjects, hdrs, payloads)
             rows += n
         stats = publisher.flush() if publisher is not None else PublishStats()

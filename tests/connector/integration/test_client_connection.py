@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,8 @@ class ScriptedServer:
     answers a range read with a flow-control request, a PING, 12-token ack subjects (domain
     + account hash + random token) and a header message in between data messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, script: Callable[[ScriptedServer, socket.socket], None] | None = None) -> None:
+        self.script = script or ScriptedServer._range_read
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(1)
@@ -116,31 +118,34 @@ class ScriptedServer:
                 sock.sendall(b'INFO {"server_id":"double","headers":true,"max_payload":1048576,"proto":1}\r\n')
                 self._wait_for(sock, rb"PING\r\n")
                 sock.sendall(b"PONG\r\n")
-                m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.CREATE\.S\.(\S+) (\S+) \d+\r\n")
-                body = b'{"type":"io.nats.jetstream.api.v1.consumer_create_response","num_pending":3}'
-                sock.sendall(b"MSG %s 1 %d\r\n%s\r\n" % (m.group(2), len(body), body))
-                m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.MSG\.NEXT\.S\.\S+ (\S+) \d+\r\n")
-                inbox = m.group(1)
-                sid = re.search(rb"SUB " + re.escape(inbox) + rb" (\d+)\r\n", self.received).group(1)  # type: ignore[union-attr]
-                ack = b"$JS.ACK.dom.acchash.S.c.1.%d.%d.%d.%d.rnd"
-                fc = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
-                hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
-                sock.sendall(
-                    b"HMSG %s %s fc.reply %d %d\r\n%s\r\n" % (inbox, sid, len(fc), len(fc), fc)
-                    + b"PING\r\n"
-                    + b"MSG a.b %s %s 3\r\nabc\r\n" % (sid, ack % (5, 5, 1700000000000000000, 2))
-                    + b"HMSG a.c %s %s %d %d\r\n%sxyz\r\n" % (sid, ack % (6, 6, 1700000000000000001, 1), len(hdr), len(hdr) + 3, hdr)
-                    + b"MSG a.d %s %s 1\r\nq\r\n" % (sid, ack % (7, 7, 1700000000000000002, 0))
-                )
-                m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.DELETE\.S\.\S+ (\S+) \d+\r\n")
-                body = b'{"type":"io.nats.jetstream.api.v1.consumer_delete_response","success":true}'
-                sock.sendall(b"MSG %s 1 %d\r\n%s\r\n" % (m.group(1), len(body), body))
-                self._wait_for(sock, rb"PUB fc\.reply 0\r\n\r\n")
-                self._wait_for(sock, rb"PONG\r\n")
+                self.script(self, sock)
         except BaseException as exc:  # reported by the test through self.error
             self.error = exc
         finally:
             self.listener.close()
+
+    def _range_read(self, sock: socket.socket) -> None:
+        m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.CREATE\.S\.(\S+) (\S+) \d+\r\n")
+        body = b'{"type":"io.nats.jetstream.api.v1.consumer_create_response","num_pending":3}'
+        sock.sendall(b"MSG %s 1 %d\r\n%s\r\n" % (m.group(2), len(body), body))
+        m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.MSG\.NEXT\.S\.\S+ (\S+) \d+\r\n")
+        inbox = m.group(1)
+        sid = re.search(rb"SUB " + re.escape(inbox) + rb" (\d+)\r\n", self.received).group(1)  # type: ignore[union-attr]
+        ack = b"$JS.ACK.dom.acchash.S.c.1.%d.%d.%d.%d.rnd"
+        fc = b"NATS/1.0 100 FlowControl Request\r\n\r\n"
+        hdr = b"NATS/1.0\r\nK: v\r\n\r\n"
+        sock.sendall(
+            b"HMSG %s %s fc.reply %d %d\r\n%s\r\n" % (inbox, sid, len(fc), len(fc), fc)
+            + b"PING\r\n"
+            + b"MSG a.b %s %s 3\r\nabc\r\n" % (sid, ack % (5, 5, 1700000000000000000, 2))
+            + b"HMSG a.c %s %s %d %d\r\n%sxyz\r\n" % (sid, ack % (6, 6, 1700000000000000001, 1), len(hdr), len(hdr) + 3, hdr)
+            + b"MSG a.d %s %s 1\r\nq\r\n" % (sid, ack % (7, 7, 1700000000000000002, 0))
+        )
+        m = self._wait_for(sock, rb"PUB \$JS\.API\.CONSUMER\.DELETE\.S\.\S+ (\S+) \d+\r\n")
+        body = b'{"type":"io.nats.jetstream.api.v1.consumer_delete_response","success":true}'
+        sock.sendall(b"MSG %s 1 %d\r\n%s\r\n" % (m.group(1), len(body), body))
+        self._wait_for(sock, rb"PUB fc\.reply 0\r\n\r\n")
+        self._wait_for(sock, rb"PONG\r\n")
 
 
 def test_statuses_flow_control_ping_and_domain_ack_subjects() -> None:
@@ -154,3 +159,39 @@ def test_statuses_flow_control_ping_and_domain_ack_subjects() -> None:
     assert [d for c in chunks for d in c.data] == [b"abc", b"xyz", b"q"]
     assert [h for c in chunks for h in (c.headers or [])] == [b"", b"NATS/1.0\r\nK: v\r\n\r\n", b""]
     assert [t for c in chunks for t in c.ts_ns] == [1700000000000000000, 1700000000000000001, 1700000000000000002]
+
+
+def _acks_ping_and_a_message(peer: ScriptedServer, sock: socket.socket) -> None:
+    sid = peer._wait_for(sock, rb"SUB r\.\* (\d+)\r\n").group(1)
+    sock.sendall(b"MSG r.1 %b 2\r\nok\r\nMSG r.2 %b 2\r\nok\r\nPING\r\nMSG r.x %b 3\r\nodd\r\n" % (sid, sid, sid))
+    peer._wait_for(sock, rb"PONG\r\n")
+    sock.sendall(b"MSG r.3 %b 2\r\nok\r\n" % sid)
+    peer._wait_for(sock, rb"UNSUB " + sid + rb"\r\n")
+
+
+def test_read_frames_lets_the_caller_take_a_run_of_frames_first() -> None:
+    # a publisher's bulk ack reading: `take` consumes what it recognises from the buffer's
+    # start; PINGs after it are answered, the frames after it returned, a read it took whole
+    # returns nothing
+    peer = ScriptedServer(_acks_ping_and_a_message)
+    taken: list[bytes] = []
+
+    def take(buf: bytes, pos: int) -> int:
+        while (m := re.compile(rb"MSG (r\.\d) \d+ 2\r\nok\r\n").match(buf, pos)) is not None:
+            taken.append(m.group(1))
+            pos = m.end()
+        return pos
+
+    opts = ConnectionOptions.from_options({"servers": f"nats://127.0.0.1:{peer.port}", "connectTimeout": "5"})
+    with LeanConnection.connect(opts, read_timeout_s=5) as conn:
+        sid = conn.subscribe("r.*")
+        frames: list[tuple[bytes, ...]] = []
+        while not frames:  # the peer's bytes may come in more than one read
+            frames = conn.read_frames(take=take)
+        assert [(f[0], f[1], f[5]) for f in frames] == [(b"MSG", b"r.x", b"odd")]
+        assert taken == [b"r.1", b"r.2"]
+        assert conn.read_frames(take=take) == []  # r.3, taken whole
+        assert taken == [b"r.1", b"r.2", b"r.3"]
+        conn.unsubscribe(sid)
+        peer.thread.join(5)
+    assert peer.error is None, peer.error

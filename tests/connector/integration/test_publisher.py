@@ -191,3 +191,32 @@ def test_a_message_without_an_id_is_never_resent_on_silence(server: ServerProces
     finally:
         lossy.close()
     assert lossy.copies == {b"": 1} and pub.stats.resends == 0
+
+
+def test_mixed_subjects_header_sizes_and_payload_sizes_are_framed_exactly(server: ServerProcess) -> None:
+    # frames are made a chunk at a time: one subject and header size share a format, anything
+    # else is framed field by field; a `%` in a subject is data, not a format directive
+    create_stream(server.url, "F", ["f.>"])
+    n = 600
+    subjects = [b"f.one%d" if i < 300 else (b"f.a%s" if i % 3 else b"f.b") for i in range(n)]
+    ids = [f"m{i}" if i < 300 else f"mixed-{i}" * (1 + i % 4) for i in range(n)]
+    payloads = [b"%d" % i * (1 if i % 50 else 20_000) for i in range(n)]  # some cross the send chunk
+    pub = publish(server.url, subjects, ids, payloads, max_in_flight=97)
+    assert (pub.stats.published, pub.stats.duplicates) == (n, 0)
+    msgs = read_stream(server.url, "F")
+    assert [(m.subject.encode(), m.msg_id, m.data) for m in msgs] == list(zip(subjects, ids, payloads, strict=True))
+
+
+def test_duplicates_among_new_messages_are_counted_apart(server: ServerProcess) -> None:
+    create_stream(server.url, "H", ["h"])
+    publish(server.url, [b"h"] * 100, [f"h{i}" for i in range(0, 200, 2)], [b"v"] * 100)
+    again = publish(server.url, [b"h"] * 200, [f"h{i}" for i in range(200)], [b"v"] * 200, max_in_flight=50)
+    assert (again.stats.published, again.stats.duplicates, again.stats.resent_duplicates) == (100, 100, 0)
+    assert again.stats.streams == {"H"}
+
+
+def test_a_row_over_max_payload_inside_a_batch_is_named(server: ServerProcess) -> None:
+    create_stream(server.url, "G", ["g"])
+    payloads = [b"x"] * 10 + [b"z" * (2 * 1024 * 1024)] + [b"y"] * 10
+    with pytest.raises(PublishError, match=r"message 'g-10' to subject 'g' is \d+ bytes.*max_payload"):
+        publish(server.url, [b"g"] * 21, [f"g-{i}" for i in range(21)], payloads)
