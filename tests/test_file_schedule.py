@@ -39,9 +39,9 @@ def test_files_go_slowest_first_with_their_tests_together_and_in_order() -> None
     ]
     assert ids(order_by_cost(items)) == [  # type: ignore[arg-type]
         f"{recorded}::t1",  # its record: more than two crash tests
-        "tests/a/test_crash.py::t1", "tests/a/test_crash.py::t2",  # 2 x 30 s (the largest marker)
+        "tests/a/test_crash.py::t1", "tests/a/test_crash.py::t2",  # 2 x 10 s (the largest marker)
         "tests/a/test_spark.py::t1",  # 2 s
-        "tests/a/test_many.py::t1", "tests/a/test_many.py::t2", "tests/a/test_many.py::t3",  # 3 x 0.4 s
+        "tests/a/test_many.py::t1", "tests/a/test_many.py::t2", "tests/a/test_many.py::t3",  # 3 x 0.2 s
     ]
 
 
