@@ -41,7 +41,8 @@ demo: $(STAMP)
 
 # The suite in two worker processes (pytest-xdist), one test file per worker at a time so
 # that a module's shared servers, clusters and venvs start once; a single test process
-# spends most of its time waiting (server starts, JVMs, timeouts), not on the CPU.
+# spends most of its time waiting (server starts, JVMs, timeouts), not on the CPU. The files go
+# out slowest first (tests/support/file_schedule.py; docs/test-suite-time.md).
 # `make test PYTEST_WORKERS=` runs it in one process.
 PYTEST_WORKERS ?= -n 2 --dist loadfile
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import nats
 import pytest
+from file_schedule import order_by_cost
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from server_kinds import SERVER_KINDS
@@ -103,6 +104,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             callspec.params.get("server_kind"), callspec.params.get("shared_server")
         ):
             item.add_marker(pytest.mark.nats_server)
+    # slowest files first, for `--dist loadfile` (file_schedule.py; last: the markers count)
+    items[:] = order_by_cost(items)  # type: ignore[arg-type]
 
 
 

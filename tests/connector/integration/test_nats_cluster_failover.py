@@ -35,10 +35,14 @@ from spark_jetstream.options import ConnectionOptions
 
 pytestmark = [pytest.mark.crash, pytest.mark.cluster]
 
-# enough micro-batches (of MAX_PER_TRIGGER) that the query outlasts the faults on a fast,
-# quiet machine too: each leader fault holds the test a few seconds while the query goes on
-N = 3000
+# the faults land at output counts in [FAULTS_FROM, FAULTS_TO): 30 micro-batches (of
+# MAX_PER_TRIGGER) to spread them over; each leader fault holds the test a few seconds while the
+# query goes on. After the last one at least (N - FAULTS_TO) / MAX_PER_TRIGGER = 44 micro-batches
+# remain: the query outlasts the faults on a fast, quiet machine too (a longer tail proves
+# nothing more, it only takes longer)
+N = 2000
 MAX_PER_TRIGGER = 25
+FAULTS_FROM, FAULTS_TO = 150, 900
 PIPELINE = Path(__file__).resolve().parents[2] / "support" / "crash_pipeline.py"
 
 
@@ -186,10 +190,10 @@ def test_leader_kills_and_a_spark_kill_give_each_input_once(
     assert messages(cluster, in_stream) == N
 
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "child.log"
-    # the faults, in order of output progress (Spark's restart takes longest: not last); all in
-    # the first 30 %, so that the query (small micro-batches) is still running for the last one
+    # the faults, in order of output progress (Spark's restart takes longest: not last); all
+    # early (FAULTS_TO), so that the query (small micro-batches) is still running for the last one
     faults = ["in", "spark", "out", "in"]
-    thresholds = sorted(rng.sample(range(N // 20, N * 6 // 20), len(faults)))
+    thresholds = sorted(rng.sample(range(FAULTS_FROM, FAULTS_TO), len(faults)))
     done: list[str] = []
     child = start_child(cluster.servers, checkpoint, log, in_stream, f"out{tag}.copy")
     try:
