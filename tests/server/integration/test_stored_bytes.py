@@ -11,6 +11,7 @@ same after every step. Needs both servers (JS_TEST_SERVERS must name both)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -36,10 +37,22 @@ STORAGES = ("file", "memory")
 SUBJECTS = ("b.one", "b.déjà", "b.x.y")
 
 
+# nats-server tears a deleted stream down asynchronously; on a loaded machine a create right
+# after a delete can meet the teardown and be refused with 10049 "error creating store for
+# stream" (its log names the cause). Such a create is retried, a bounded number of times.
+STORE_CREATE_FAILED = 10049
+CREATE_ATTEMPTS = 20
+CREATE_RETRY_S = 0.25
+
+
 async def _api(nc: NATS, subject: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     payload = json.dumps(body).encode() if body is not None else b""
-    reply = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    answer: dict[str, Any] = json.loads(reply.data)
+    for _ in range(CREATE_ATTEMPTS if subject.startswith("STREAM.CREATE.") else 1):
+        reply = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
+        answer: dict[str, Any] = json.loads(reply.data)
+        if answer.get("error", {}).get("err_code") != STORE_CREATE_FAILED:
+            break
+        await asyncio.sleep(CREATE_RETRY_S)
     assert "error" not in answer, (subject, answer)
     return answer
 
