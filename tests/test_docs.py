@@ -116,7 +116,10 @@ RUN_BY_TESTS: tuple[RunBy, ...] = (
           "tests/jobs/test_client_suites.py", "def test_the_command_needs_a_checkout",
           "a developer command (it needs a nats.py checkout CI has not): its shim, its report reading "
           "and its refusal without a checkout are tested"),
-    RunBy(r"python -m jobs\.benchmark --markdown \S+ --plot \S+", _BENCH,
+    RunBy(r"python -m jobs\.bench\.sink_cpu --server (both|bundled|nats-server) --rows \d+",
+          "tests/jobs/test_bench_sink_cpu.py", 'sink_cpu.main(["--server", "both", "--rows"',
+          "main() on both servers it starts, with fewer rows"),
+    RunBy(r"python -m jobs\.benchmark --markdown \S+( --plot \S+)?", _BENCH,
           '"--markdown", str(report), "--plot", str(plot)', "--markdown and --plot, written and read back"),
     RunBy(r"python -m spark_jetstream\.options --update docs/options\.md",
           "tests/connector/unit/test_option_tables_page.py", '"--check", str(OPTIONS_PAGE)',

@@ -27,3 +27,11 @@ def test_measure_publishes_every_row_and_reports_cpu_per_row(server: ServerProce
 def test_main_rejects_a_url_with_a_server_kind(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         sink_cpu.main(["--url", "nats://127.0.0.1:4222", "--server", "bundled"])
+
+
+def test_main_measures_each_server_it_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The page's command (`--server both`), with fewer rows: a line a server, every row stored."""
+    sink_cpu.main(["--server", "both", "--rows", "2000"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["bundled", "nats-server"]
+    assert all(" 2000 rows in " in line and "server" in line.split(":", 1)[1] for line in lines)
