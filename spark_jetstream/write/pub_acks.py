@@ -30,10 +30,13 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["AckRun", "scan_acks"]
+from spark_jetstream.client.frames import CRLF
 
-CRLF: Final = b"\r\n"
-_DUPLICATE_RE: Final = re.compile(rb'"duplicate"\s*:\s*true')
+__all__ = ["DUPLICATE_RE", "AckRun", "scan_acks"]
+
+# a duplicate's pub ack, with or without a space after the colon (the publisher's frame
+# by frame path reads it with the same pattern)
+DUPLICATE_RE: Final = re.compile(rb'"duplicate"\s*:\s*true')
 # how a pub ack opens (checked one by one only when the acks name different streams)
 _OPENING_RE: Final = re.compile(rb'\{"stream":"([^"\\]*)",')
 
@@ -99,5 +102,5 @@ def scan_acks(buf: bytes, pos: int, prefix: bytes, sid: bytes) -> AckRun | None:
     ints = list(map(int, tokens))
     duplicates: list[int] = []
     if b"duplicate" in text:
-        duplicates = [t for t, p in zip(ints, payloads, strict=True) if _DUPLICATE_RE.search(p)]
+        duplicates = [t for t, p in zip(ints, payloads, strict=True) if DUPLICATE_RE.search(p)]
     return AckRun(ints, duplicates, streams, end)

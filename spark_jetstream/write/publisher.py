@@ -51,14 +51,13 @@ from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
 from spark_jetstream.client.errors import API_UNAVAILABLE
-from spark_jetstream.client.frames import parse_headers
+from spark_jetstream.client.frames import CRLF, parse_headers
 from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
-from spark_jetstream.write.pub_acks import scan_acks
+from spark_jetstream.write.pub_acks import DUPLICATE_RE, scan_acks
 
 log = logging.getLogger(__name__)
 
-CRLF: Final = b"\r\n"
 SEND_CHUNK_BYTES: Final = 256 * 1024
 RETRY_DELAY_S: Final = 0.1
 ELECTION_RETRY_DELAY_S: Final = 0.25  # a stream leader election takes a few seconds
@@ -66,7 +65,6 @@ MAX_RECONNECTS: Final = 20  # per task: a server that keeps dropping us is not a
 # silence (no ack at all) before unacked frames are re-sent: longer than a loaded server's
 # ack latency, shorter than a leader election plus the ack timeout
 RESEND_AFTER_S: Final = 4.0
-_DUPLICATE_RE = re.compile(rb'"duplicate"\s*:\s*true')
 _STREAM_RE = re.compile(rb'"stream"\s*:\s*"([^"]*)"')
 _MSG_ID_RE = re.compile(rb"\r\nNats-Msg-Id: ([^\r]*)\r\n")
 
@@ -345,7 +343,7 @@ class Publisher:
                     continue  # an ack for a frame re-sent after a reconnect, already counted
                 if not payload.startswith(self._ack_head):
                     self._note_stream(payload)
-                if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
+                if b"duplicate" in payload and DUPLICATE_RE.search(payload):
                     duplicates += 1
                     if token in resent:
                         self.stats.resent_duplicates += 1
@@ -493,7 +491,7 @@ class Publisher:
             )
         del self._pending[token]
         self._note_stream(payload)
-        if b"duplicate" in payload and _DUPLICATE_RE.search(payload):
+        if b"duplicate" in payload and DUPLICATE_RE.search(payload):
             self.stats.duplicates += 1
             if token in self._resent:
                 self.stats.resent_duplicates += 1

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import WriterCommitMessage
 
 from spark_jetstream.client import LeanConnection, lease
+from spark_jetstream.client.frames import CRLF
 from spark_jetstream.options import ConnectionOptions, WriteOptions
 from spark_jetstream.write.msg_ids import (
     MsgIdGenerator,
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 
 VERSION_LINE = b"NATS/1.0\r\n"
 ID_LINE = VERSION_LINE + b"Nats-Msg-Id: "  # every header block opens with the row's id
-CRLF = b"\r\n"
 _BAD_NAME_CHARS = frozenset(" \t\r\n:")
 
 
