@@ -16,12 +16,14 @@ that gets fewer messages than it published raises instead of reporting a rate.
 
 A `Span` brackets the timed part of a workload: wall time and, when given a
 reader of the server process's CPU time (`jobs.bench.servers.cpu_seconds`),
-the CPU the server spent on it; `run_all` returns one `Timing` per workload.
+the CPU the server spent on it; `run_all` returns one `Timing` per workload, and
+`median_timing` folds several runs of one workload into one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +56,22 @@ class Timing:
     @property
     def server_cpu_us_per_msg(self) -> float:
         return self.server_cpu_s * 1e6 / self.count if self.count else 0.0
+
+
+def median_timing(timings: list[Timing]) -> Timing:
+    """One `Timing` of several runs of the same workload (the same `count`): the median wall
+    time and, apart, the median server CPU (a run slow on the wall clock need not be the one
+    that cost the server most)."""
+    if not timings:
+        raise ValueError("median_timing of no runs")
+    counts = {t.count for t in timings}
+    if len(counts) != 1:
+        raise ValueError(f"median_timing of runs with different counts: {sorted(counts)}")
+    return Timing(
+        timings[0].count,
+        statistics.median(t.wall_s for t in timings),
+        statistics.median(t.server_cpu_s for t in timings),
+    )
 
 
 class Span:

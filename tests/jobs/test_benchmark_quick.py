@@ -166,3 +166,42 @@ def test_natspy_family_shows_the_speedups_beside_asyncio(monkeypatch: pytest.Mon
     ]
     assert all(_number(r[4]) > 0 and _number(r[6]) > 0 for r in rows if r[2] == "msgs/s")
     assert len([line for line in out.splitlines() if line.startswith("| nats-py")]) == 4
+
+
+def test_median_timing_takes_the_median_wall_time_and_server_cpu_apart() -> None:
+    runs = [natspy.Timing(1000, 2.0, 0.5), natspy.Timing(1000, 1.0, 0.9), natspy.Timing(1000, 4.0, 0.1)]
+    median = natspy.median_timing(runs)
+    assert (median.count, median.wall_s, median.server_cpu_s) == (1000, 2.0, 0.5)
+    assert median.rate == 500.0
+    assert natspy.median_timing(runs[:1]) == runs[0]
+    with pytest.raises(ValueError, match="different counts"):
+        natspy.median_timing([natspy.Timing(1000, 1.0, 0.1), natspy.Timing(999, 1.0, 0.1)])
+    with pytest.raises(ValueError, match="no runs"):
+        natspy.median_timing([])
+
+
+@pytest.mark.timeout(300)
+def test_natspy_rounds_alternate_the_servers_and_report_the_median(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """With two rounds each server runs twice, nats-server first in the second round, every round
+    is printed, and the table's rate lies between the two rounds' rates (their median)."""
+    import dataclasses
+    import re
+
+    import jobs.benchmark as benchmark
+
+    monkeypatch.setattr(benchmark, "QUICK", dataclasses.replace(benchmark.QUICK, natspy_rounds=2))
+    assert main(["--quick", "--only", "natspy"]) == 0
+    out = capsys.readouterr().out
+    rounds = re.findall(r"nats-py on (bundled|nats-server), round (\d) of 2: (.*)$", out, re.MULTILINE)
+    assert [(label, number) for label, number, _ in rounds] == [
+        ("bundled", "1"), ("nats-server", "1"), ("nats-server", "2"), ("bundled", "2")
+    ]
+    for label, column in (("bundled", 4), ("nats-server", 6)):
+        for workload in natspy.WORKLOADS:
+            rates = [
+                _number(re.search(rf"{re.escape(workload)} ([\d,]+)/s", figures).group(1))  # type: ignore[union-attr]
+                for name, _, figures in rounds if name == label
+            ]
+            row = next(_cells(line) for line in out.splitlines()
+                       if line.startswith("| nats-py") and f"| {workload} (" in line)
+            assert min(rates) * 0.99 <= _number(row[column]) <= max(rates) * 1.01, (label, workload, rates, row)
