@@ -49,6 +49,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from spark_jetstream.client.frames import ACK_PREFIX
+
 __all__ = ["ACK_PREFIX", "LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
 
 Ints = npt.NDArray[np.int64]
@@ -59,7 +61,6 @@ LARGE_FRAME: Final = 4096
 # Below this many bytes in the buffer the buffer-wide passes cost more than the walk.
 SMALL_BUFFER: Final = 2048
 
-ACK_PREFIX: Final = b"$JS.ACK."
 MAX_DIGITS: Final = 19
 # ADR-15's layouts have 9, 11 or 12 tokens; like `msg_runs.ack_fields`, any reply with at least
 # four dots is read from its end (with 11 dots, the 12-token layout: a random token last)

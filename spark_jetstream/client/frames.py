@@ -17,9 +17,11 @@ from typing import Final
 
 from spark_jetstream.client.errors import NatsError
 
-__all__ = ["CRLF", "Frame", "encode_headers", "parse_frames", "parse_headers"]
+__all__ = ["ACK_PREFIX", "CRLF", "Frame", "encode_headers", "parse_frames", "parse_headers"]
 
 CRLF: Final = b"\r\n"
+# how every JetStream ack reply subject starts (`$JS.ACK.<stream>.<consumer>...`)
+ACK_PREFIX: Final = b"$JS.ACK."
 
 # A frame: (op, subject, sid, reply, header_bytes, payload)
 Frame = tuple[bytes, bytes, bytes, bytes, bytes, bytes]

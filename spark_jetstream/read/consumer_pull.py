@@ -40,12 +40,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
-from spark_jetstream.client.frames import Frame, parse_headers
+from spark_jetstream.client.frames import ACK_PREFIX, Frame, parse_headers
 
 __all__ = ["ACK_BURST", "ConsumerGoneError", "Delivered", "ack_sync", "nak", "parse_ack_reply", "pull"]
 
 ACK_BURST: Final = 1024  # acks in flight before their replies are awaited
-ACK_PREFIX: Final = b"$JS.ACK."
 # 409s that end a request without anything being wrong (a leader moving, a server going down: ask again)
 _PULL_ENDS: Final = frozenset({"batch completed", "message size exceeds maxbytes", "leadership change", "server shutdown"})
 

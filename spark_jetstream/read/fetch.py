@@ -35,7 +35,7 @@ from spark_jetstream.client import (
     Status,
 )
 from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
-from spark_jetstream.client.frames import parse_frames, parse_headers
+from spark_jetstream.client.frames import ACK_PREFIX, parse_frames, parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner
 from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
 from spark_jetstream.read.filtered import count_matching
@@ -296,7 +296,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     raise conn.server_error(payload)
                 elif op != b"MSG" or msid != sid:
                     continue
-                elif reply.startswith(b"$JS.ACK."):  # a data frame the scan did not take (not expected)
+                elif reply.startswith(ACK_PREFIX):  # a data frame the scan did not take (not expected)
                     runs.add_frame(buf[frame_start:pos])
                     outstanding -= 1
                     done = runs.last_fields()[2] == 0

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from spark_jetstream.client import JetStreamApiError, LeanConnection, NatsError
 from spark_jetstream.client.errors import WORKQUEUE_CONSUMER_ERRORS
-from spark_jetstream.client.frames import parse_headers
+from spark_jetstream.client.frames import ACK_PREFIX, parse_headers
 
 PULL_BATCH: Final = 10_000
 INACTIVE_NS: Final = 10_000_000_000
@@ -110,7 +110,7 @@ def nth_matching_seq(
                 received = 0
                 while received < want:
                     _, _, _, reply, hdr, _ = conn.wait_for_sid(sid)
-                    if not reply.startswith(b"$JS.ACK."):
+                    if not reply.startswith(ACK_PREFIX):
                         status = parse_headers(hdr)[0] if hdr else None
                         if status == 100:
                             continue  # heartbeat or flow control: not the end of the request

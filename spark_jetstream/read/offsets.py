@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jetstream.client import ErrorCode, JetStreamApiError, LeanConnection
+from spark_jetstream.client.frames import ACK_PREFIX
 from spark_jetstream.options import ReadOptions
 
 
@@ -261,7 +262,7 @@ def _next_one(conn: LeanConnection, stream: str, name: str) -> tuple[bytes, byte
     finally:
         conn.unsubscribe(sid)
     # a message carries its ack subject as reply; a status (404/408) has none
-    if frame[3].startswith(b"$JS.ACK."):
+    if frame[3].startswith(ACK_PREFIX):
         tokens = frame[3].split(b".")
         seq_index = -4 if len(tokens) in (9, 11) else -5
         return frame[4], frame[5], int(tokens[seq_index])
