@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from child_process import kill_group, run_to_success, start_child
+from child_process import kill_group, run_to_success, start_spark_child
 from crash_helpers import prepare_streams, seed
 from sink_helpers import connect, read_all, stream_info
 
@@ -49,7 +49,7 @@ def test_sigkill_between_pull_and_commit_then_restart_gives_each_input_once(
     argv = [*ARGV, server.url, str(checkpoint), "IN", "out.copy", "consumer=FEED", "max=50"]
 
     threshold = rng.randrange(60, N - 100)
-    child = start_child(argv, log)
+    child = start_spark_child(argv, log)
     deadline = time.monotonic() + 240
     try:
         while int(stream_info(server.url, "OUT")["state"]["messages"]) < threshold:
@@ -62,7 +62,7 @@ def test_sigkill_between_pull_and_commit_then_restart_gives_each_input_once(
     print(f"killed at {threshold}+ messages; the consumer holds {held['num_ack_pending']} pending")
     assert held["num_ack_pending"] > 0, "the kill did not land between a pull and its commit"
 
-    child = start_child(argv, log)
+    child = start_spark_child(argv, log)
     run_to_success(child, log, 300)
 
     msgs = read_all(server.url, "OUT")

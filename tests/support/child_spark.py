@@ -1,0 +1,42 @@
+"""The Spark settings of the crash tests' child drivers (crash_pipeline.py, latest_pipeline.py):
+a quick start-up, the same query.
+
+Each kill of a crash test costs a fresh driver JVM and fresh Python planner and worker processes,
+so their start-up sets the test's time. The parent starts a child with `child_env()`, and the child
+builds its session with `child_conf()`:
+- the driver JVM: C1 only and the serial GC (a short life) and, when the parent has one, the class
+  archive of `jvm_class_archive.py` (its path in `ARCHIVE_ENV`);
+- Spark's Python processes: `worker_site/` on PYTHONPATH (Spark appends it to theirs), whose
+  `sitecustomize` has them import the installed pyspark from its bytecode instead of compiling
+  `pyspark.zip` in every process;
+- four shuffle partitions.
+None of these changes what a query reads, writes or commits, nor its checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+ARCHIVE_ENV = "JS_TEST_JVM_CLASS_ARCHIVE"
+WORKER_SITE = Path(__file__).resolve().parent / "worker_site"
+
+
+def child_env(archive: Path | None) -> dict[str, str]:
+    """The environment of a child driver: this one, `worker_site` on PYTHONPATH, the archive."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_SITE), env.get("PYTHONPATH", "")) if p)
+    env.pop(ARCHIVE_ENV, None)
+    if archive is not None:
+        env[ARCHIVE_ENV] = str(archive)
+    return env
+
+
+def child_conf() -> dict[str, str]:
+    """The Spark conf of a child driver's local session (in the child: reads `ARCHIVE_ENV`)."""
+    options = JAVA_OPTIONS
+    archive = os.environ.get(ARCHIVE_ENV)
+    if archive:
+        options += f" -XX:SharedArchiveFile={archive}"
+    return {"spark.driver.extraJavaOptions": options, "spark.sql.shuffle.partitions": "4"}
