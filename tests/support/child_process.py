@@ -49,6 +49,12 @@ def kill_group(child: subprocess.Popen[bytes]) -> None:
     child.wait(30)
 
 
+def signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
+    """Send `signum` to the child's whole process group (SIGSTOP freezes the JVM and its Python
+    workers where they are, SIGCONT lets them go on)."""
+    os.killpg(child.pid, signum)
+
+
 def run_to_success(child: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
     """Wait for `child` to exit 0 within `timeout_s` (the log's tail when it does not); its
     group is killed if it is still running when the wait ends either way."""

@@ -23,10 +23,15 @@ ARCHIVE_ENV = "JS_TEST_JVM_CLASS_ARCHIVE"
 WORKER_SITE = Path(__file__).resolve().parent / "worker_site"
 
 
+def worker_site_path() -> str:
+    """PYTHONPATH with `worker_site` first: for a driver whose Spark starts Python processes."""
+    return os.pathsep.join(p for p in (str(WORKER_SITE), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def child_env(archive: Path | None) -> dict[str, str]:
     """The environment of a child driver: this one, `worker_site` on PYTHONPATH, the archive."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(WORKER_SITE), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = worker_site_path()
     env.pop(ARCHIVE_ENV, None)
     if archive is not None:
         env[ARCHIVE_ENV] = str(archive)

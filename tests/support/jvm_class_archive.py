@@ -49,21 +49,22 @@ def _key() -> str:
     return digest.hexdigest()[:16]
 
 
-def class_archive() -> Path | None:
-    """The archive for this environment, trained on first use; None when it cannot be had now."""
+def class_archive(*, train: bool = True) -> Path | None:
+    """The archive for this environment, trained on first use (unless not `train`); None when it
+    cannot be had now."""
     key = _key()
     if key not in _found:  # None is not kept: the archive another process trains comes later
-        archive = _train_or_find(Path(sys.prefix) / "jvm-class-archives", key)
+        archive = _train_or_find(Path(sys.prefix) / "jvm-class-archives", key, train)
         if archive is None:
             return None
         _found[key] = archive
     return _found[key]
 
 
-def _train_or_find(directory: Path, key: str) -> Path | None:
+def _train_or_find(directory: Path, key: str, train: bool) -> Path | None:
     archive = directory / f"{key}.jsa"
-    if archive.exists():
-        return archive
+    if archive.exists() or not train:
+        return archive if archive.exists() else None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with (directory / f"{key}.lock").open("w") as lock:
