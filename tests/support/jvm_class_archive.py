@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def _key() -> str:
 
     jars = Path(pyspark.__file__).parent / "jars"
     java = shutil.which("java") or "java"
-    digest = hashlib.sha256(JAVA_OPTIONS.encode())
+    digest = hashlib.sha256(f"{JAVA_OPTIONS}\n{os.environ.get('JAVA_HOME', '')}\n".encode())
     for path in [Path(java).resolve(), *sorted(jars.glob("*.jar"))]:
         stat = path.stat()
         digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
@@ -82,6 +83,7 @@ def _train_or_find(directory: Path, key: str, train: bool) -> Path | None:
 
 def _train(archive: Path) -> None:
     partial = archive.with_suffix(".partial")
+    partial.unlink(missing_ok=True)  # of a training cut short (the JVM writes it read-only)
     log = archive.with_suffix(".log")
     with log.open("wb") as out:
         subprocess.run(
