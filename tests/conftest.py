@@ -32,7 +32,6 @@ tests/server/integration/test_speedups.py runs the server on uvloop whatever thi
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.metadata
 import json
@@ -209,26 +208,11 @@ async def js(nc: NATS) -> JetStreamContext:
     return nc.jetstream()
 
 
-@contextlib.contextmanager
-def _jvm_environment(**variables: str) -> Iterator[None]:
-    """`variables` set in os.environ while a JVM starts (it inherits them), restored after."""
-    previous = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession for the whole test session; no `register` call: Spark finds
     `jetstream` itself (the connector ships pyspark_jetstream), as in a user's session."""
-    from child_spark import worker_site_path
+    from child_spark import jvm_environment, worker_site_path
     from jvm_class_archive import class_archive
 
     from spark_jetstream.local import local_spark_session
@@ -243,7 +227,7 @@ def spark():  # type: ignore[no-untyped-def]
     # there is one (trained by the first crash test: not worth training for one JVM).
     archive = class_archive(train=False)
     conf = {"spark.driver.extraJavaOptions": f"-XX:SharedArchiveFile={archive}"} if archive else {}
-    with _jvm_environment(PYTHONSAFEPATH="1", PYTHONPATH=worker_site_path()):
+    with jvm_environment(PYTHONSAFEPATH="1", PYTHONPATH=worker_site_path()):
         session = local_spark_session("spark-jetstream-tests", cores=2, conf=conf)
     try:
         yield session

@@ -15,7 +15,9 @@ None of these changes what a query reads, writes or commits, nor its checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -28,6 +30,22 @@ def worker_site_path() -> str:
     return os.pathsep.join(p for p in (str(WORKER_SITE), os.environ.get("PYTHONPATH", "")) if p)
 
 
+@contextlib.contextmanager
+def jvm_environment(**variables: str) -> Iterator[None]:
+    """`variables` set in os.environ while a JVM starts in this process (it inherits them: the
+    suite's shared session, a Spark Connect server), restored after."""
+    previous = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def child_env(archive: Path | None) -> dict[str, str]:
     """The environment of a child driver: this one, `worker_site` on PYTHONPATH, the archive."""
     env = dict(os.environ)
@@ -38,10 +56,12 @@ def child_env(archive: Path | None) -> dict[str, str]:
     return env
 
 
+def java_options(archive: str | os.PathLike[str] | None) -> str:
+    """The driver JVM's options: `JAVA_OPTIONS`, and the class archive when there is one."""
+    return f"{JAVA_OPTIONS} -XX:SharedArchiveFile={archive}" if archive else JAVA_OPTIONS
+
+
 def child_conf() -> dict[str, str]:
     """The Spark conf of a child driver's local session (in the child: reads `ARCHIVE_ENV`)."""
-    options = JAVA_OPTIONS
-    archive = os.environ.get(ARCHIVE_ENV)
-    if archive:
-        options += f" -XX:SharedArchiveFile={archive}"
+    options = java_options(os.environ.get(ARCHIVE_ENV))
     return {"spark.driver.extraJavaOptions": options, "spark.sql.shuffle.partitions": "4"}
