@@ -10,7 +10,11 @@ builds its session with `child_conf()`:
   `sitecustomize` has them import the installed pyspark from its bytecode instead of compiling
   `pyspark.zip` in every process;
 - four shuffle partitions.
-None of these changes what a query reads, writes or commits, nor its checkpoint.
+None of these changes what a query reads, writes or commits, nor its checkpoint. Other Spark
+drivers of the suite take what fits them: `worker_site_path()` (the shared session, the clusters
+benchmark's jobs, spark-submit drivers, the Connect server), `java_options()` with an existing
+archive (the shared session's and the Connect server's JVMs), `jvm_environment()` to hand a JVM
+started in this process its environment.
 """
 
 from __future__ import annotations
