@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_spark import worker_site_path
 
 from jetstream_testing.spark_cluster import SparkStandalone
 from jobs.bench import clusters, natspy
@@ -17,7 +18,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 
 @pytest.mark.timeout(900)
-def test_clusters_family_reports_workers_and_replication_ratios(tmp_path: Path) -> None:
+def test_clusters_family_reports_workers_and_replication_ratios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the Python processes of the jobs' drivers and executors import the installed pyspark,
+    # compiled, instead of compiling pyspark.zip each (child_spark.py): the same jobs, started sooner
+    monkeypatch.setenv("PYTHONPATH", worker_site_path())
     said: list[str] = []
     rows = clusters.run(tmp_path, 2_000, 128, said.append)
     # 2 workers beside 1 on each target, then the R3 cluster beside one server at 1 and 2 workers

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from child_process import start_child as start_child_process
+from child_process import start_spark_child
 from sink_helpers import create_stream, publish_acked, stream_info
 
 PIPELINE = Path(__file__).resolve().parent / "crash_pipeline.py"
@@ -40,4 +40,4 @@ def start_child(
     url: str, checkpoint: Path, log: Path, variant: str = "narrow", *settings: str
 ) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(PIPELINE), variant, url, str(checkpoint), "IN", "out.copy"]
-    return start_child_process([*argv, *settings], log)
+    return start_spark_child([*argv, *settings], log)

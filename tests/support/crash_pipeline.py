@@ -42,18 +42,16 @@ def main(argv: list[str]) -> int:
     from spark_jetstream.local import local_spark_session
     from spark_jetstream.spark_features import detect
 
-    # C1-only JIT and serial GC: this short-lived JVM starts several times per test
-    fast_start = {
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.sql.shuffle.partitions": "4",
-    }
-    fast_start.update({k[len("conf.") :]: v for k, v in settings.items() if k.startswith("conf.")})
     if settings.get("submit") == "1":
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.appName("crash-pipeline").getOrCreate()
     else:
-        spark = local_spark_session("crash-pipeline", cores=2, conf=fast_start)
+        from child_spark import child_conf  # this short-lived driver starts several times per test
+
+        conf = child_conf()
+        conf.update({k[len("conf.") :]: v for k, v in settings.items() if k.startswith("conf.")})
+        spark = local_spark_session("crash-pipeline", cores=2, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     # no register call: Spark finds the source itself (pyspark_jetstream)
     reader = spark.readStream.format("jetstream").option("servers", url).option("stream", in_stream)

@@ -20,10 +20,11 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     url, checkpoint, stream, api_prefix, out_dir, mode = argv
+    from child_spark import child_conf
+
     from spark_jetstream.local import local_spark_session
 
-    fast_start = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-    spark = local_spark_session("latest-pipeline", cores=2, conf=fast_start)
+    spark = local_spark_session("latest-pipeline", cores=2, conf=child_conf())  # a quick start-up
     spark.sparkContext.setLogLevel("ERROR")  # no register call: Spark finds the source itself
     out = Path(out_dir)
 

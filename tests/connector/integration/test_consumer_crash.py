@@ -3,22 +3,24 @@
 The crash pipeline (tests/support/crash_pipeline.py, `consumer=FEED`: content ids, so a message
 read into two micro-batches would show twice in the output) runs in a child process, SIGKILLed
 with its JVM and Python workers while a micro-batch is being written: after the driver pulled
-the batch's messages, before its commit acknowledged them (the consumer holds them pending,
-checked). The restarted query replays the logged batch: the server redelivers the pending
-messages once their ack wait is over, the batch is rebuilt from exactly those of its range,
-and the output holds each input exactly once; the consumer ends acknowledged up to the last
-message. The seed of the kill point is printed; CRASH_SEED replays one.
+the batch's messages, before its commit acknowledged them. At the kill point the child is
+frozen (SIGSTOP) and the consumer asked: killed there when it holds messages pending, else (a
+poll that came late, between a commit's acks and the next pull) let go on to the next batch.
+The restarted query replays the logged batch: the server redelivers the pending messages once
+their ack wait is over, the batch is rebuilt from exactly those of its range, and the output
+holds each input exactly once; the consumer ends acknowledged up to the last message. The seed of the kill point is printed; CRASH_SEED replays one.
 """
 
 from __future__ import annotations
 
 import random
+import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from child_process import kill_group, run_to_success, start_child
+from child_process import kill_group, run_to_success, signal_group, start_spark_child
 from crash_helpers import prepare_streams, seed
 from sink_helpers import connect, read_all, stream_info
 
@@ -49,20 +51,29 @@ def test_sigkill_between_pull_and_commit_then_restart_gives_each_input_once(
     argv = [*ARGV, server.url, str(checkpoint), "IN", "out.copy", "consumer=FEED", "max=50"]
 
     threshold = rng.randrange(60, N - 100)
-    child = start_child(argv, log)
+    child = start_spark_child(argv, log)
     deadline = time.monotonic() + 240
     try:
-        while int(stream_info(server.url, "OUT")["state"]["messages"]) < threshold:
-            assert child.poll() is None, f"the query ended before {threshold}:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no progress to {threshold}:\n{log.read_text()[-3000:]}"
-            time.sleep(0.02)  # bounded poll of an external process's progress
+        while True:
+            while (stored := int(stream_info(server.url, "OUT")["state"]["messages"])) < threshold:
+                assert child.poll() is None, f"the query ended before {threshold}:\n{log.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"no progress to {threshold}:\n{log.read_text()[-3000:]}"
+                time.sleep(0.02)  # bounded poll of an external process's progress
+            # frozen where it is; killed there if a batch is between its pull and its commit, else
+            # (between a commit's acks and the next pull: a poll that came late) on in the next batch
+            signal_group(child, signal.SIGSTOP)
+            held = consumer_info(server.url)
+            if held["num_ack_pending"] > 0:
+                break
+            print(f"stopped at {stored} messages between two batches: the next one")
+            signal_group(child, signal.SIGCONT)
+            threshold = stored + 1
     finally:
         kill_group(child)
-    held = consumer_info(server.url)
     print(f"killed at {threshold}+ messages; the consumer holds {held['num_ack_pending']} pending")
     assert held["num_ack_pending"] > 0, "the kill did not land between a pull and its commit"
 
-    child = start_child(argv, log)
+    child = start_spark_child(argv, log)
     run_to_success(child, log, 300)
 
     msgs = read_all(server.url, "OUT")

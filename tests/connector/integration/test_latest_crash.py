@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 from api_proxy import ApiProxy
-from child_process import kill_group
-from child_process import start_child as start_child_process
+from child_process import kill_group, start_spark_child
 from read_helpers import BurstPublisher
 
 from jetstream_testing.process import ServerProcess
@@ -39,7 +38,7 @@ PIPELINE = Path(__file__).resolve().parents[2] / "support" / "latest_pipeline.py
 
 
 def start_child(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    return start_child_process([sys.executable, str(PIPELINE), *args], log)
+    return start_spark_child([sys.executable, str(PIPELINE), *args], log)
 
 
 

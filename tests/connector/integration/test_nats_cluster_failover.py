@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from child_process import kill_group
-from child_process import start_child as start_child_process
+from child_process import kill_group, start_spark_child
 
 from jetstream_testing.cluster import NatsCluster
 from spark_jetstream.client import LeanConnection, NatsError
@@ -112,7 +111,7 @@ def all_current(cluster: NatsCluster, stream: str) -> bool:
 
 def start_child(servers: str, checkpoint: Path, log: Path, in_stream: str, out_subject: str) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(PIPELINE), "narrow", servers, str(checkpoint), in_stream, out_subject]
-    return start_child_process([*argv, "durable=spark", f"max={MAX_PER_TRIGGER}"], log)
+    return start_spark_child([*argv, "durable=spark", f"max={MAX_PER_TRIGGER}"], log)
 
 
 

@@ -12,12 +12,15 @@ as the connector's message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from child_spark import java_options, jvm_environment, worker_site_path
+from jvm_class_archive import class_archive
 from sink_helpers import create_stream, publish_acked, read_stream
 
 from jetstream_testing.process import ServerProcess, start_server
@@ -44,7 +47,12 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # A Connect session sets SPARK_CONNECT_MODE_ENABLED in os.environ and leaves it there: every
     # later session of this process, and every child process, would try to be a Connect client.
     environ = dict(os.environ)
-    with ConnectServer(tmp_path_factory.mktemp("connect")) as server:
+    with contextlib.ExitStack() as stack:
+        # the server's Python processes import the installed pyspark, compiled, and its JVM maps
+        # the class archive when there is one (child_spark.py)
+        conf = {"spark.driver.extraJavaOptions": java_options(class_archive(train=False))}
+        with jvm_environment(PYTHONPATH=worker_site_path()):
+            server = stack.enter_context(ConnectServer(tmp_path_factory.mktemp("connect"), conf=conf))
         # what the classic builder would set: pyspark.sql.functions then build Connect columns
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         spark = SparkSession.builder.remote(server.remote).getOrCreate()

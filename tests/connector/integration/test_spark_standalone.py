@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from child_spark import WORKER_SITE
 from sink_helpers import create_stream, publish_acked, read_stream, stream_info
 
 from jetstream_testing.process import ServerProcess, start_server
@@ -132,8 +133,11 @@ def _submit_env() -> dict[str, str]:
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
     # the driver's `python3` (Python workers of the driver) is this venv's
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
-    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH"):
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         env.pop(key, None)
+    # only worker_site: the driver's Python processes import the installed pyspark, compiled, not
+    # pyspark.zip (child_spark.py); the executors' come from the workers' env, untouched
+    env["PYTHONPATH"] = str(WORKER_SITE)
     return env
 
 
