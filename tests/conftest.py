@@ -212,7 +212,7 @@ async def js(nc: NATS) -> JetStreamContext:
 def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession for the whole test session; no `register` call: Spark finds
     `jetstream` itself (the connector ships pyspark_jetstream), as in a user's session."""
-    from child_spark import jvm_environment, worker_site_path
+    from child_spark import jvm_environment
     from jvm_class_archive import class_archive
 
     from spark_jetstream.local import local_spark_session
@@ -221,13 +221,13 @@ def spark():  # type: ignore[no-untyped-def]
     # repository root), which would put the source tree first on their path: the JVM (and
     # so its workers) starts with PYTHONSAFEPATH, and they import the installed connector,
     # as the tests of this process do. Only the JVM: other child processes (user projects,
-    # `python -m jobs...`) keep Python's usual path. As in the crash tests' children
-    # (child_spark.py), its Python processes (a source runner per streaming query) import the
-    # installed pyspark, compiled, not pyspark.zip, and the JVM maps the class archive when
-    # there is one (trained by the first crash test: not worth training for one JVM).
+    # `python -m jobs...`) keep Python's usual path. Its Python processes (a source runner per
+    # streaming query) import the installed pyspark, compiled, not pyspark.zip, as every
+    # `local_spark_session` arranges; the JVM maps the class archive when there is one
+    # (child_spark.py; trained by the first crash test: not worth training for one JVM).
     archive = class_archive(train=False)
     conf = {"spark.driver.extraJavaOptions": f"-XX:SharedArchiveFile={archive}"} if archive else {}
-    with jvm_environment(PYTHONSAFEPATH="1", PYTHONPATH=worker_site_path()):
+    with jvm_environment(PYTHONSAFEPATH="1"):
         session = local_spark_session("spark-jetstream-tests", cores=2, conf=conf)
     try:
         yield session

@@ -6,9 +6,10 @@ so their start-up sets the test's time. The parent starts a child with `child_en
 builds its session with `child_conf()`:
 - the driver JVM: C1 only and the serial GC (a short life) and, when the parent has one, the class
   archive of `jvm_class_archive.py` (its path in `ARCHIVE_ENV`);
-- Spark's Python processes: `worker_site/` on PYTHONPATH (Spark appends it to theirs), whose
-  `sitecustomize` has them import the installed pyspark from its bytecode instead of compiling
-  `pyspark.zip` in every process;
+- Spark's Python processes: the connector's `worker_site/` on PYTHONPATH (Spark appends it to
+  theirs; `spark_jetstream.local.WORKER_SITE`, what `local_spark_session` does for the JVM it
+  starts), whose `sitecustomize` has them import the installed pyspark from its bytecode
+  instead of compiling `pyspark.zip` in every process;
 - four shuffle partitions.
 None of these changes what a query reads, writes or commits, nor its checkpoint. Other Spark
 drivers of the suite take what fits them: `worker_site_path()` (the shared session, the clusters
@@ -24,9 +25,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from spark_jetstream.local import WORKER_SITE as _WORKER_SITE
+
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ARCHIVE_ENV = "JS_TEST_JVM_CLASS_ARCHIVE"
-WORKER_SITE = Path(__file__).resolve().parent / "worker_site"
+WORKER_SITE = Path(_WORKER_SITE)
 
 
 def worker_site_path() -> str:
