@@ -16,28 +16,36 @@ class RawClient:
 
     def __init__(self, port: int, timeout: float = 3.0) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.buf = b""
+        # what was received and not yet read: `_buf[_pos:]` (read in place, no copy of the rest
+        # per line: a reader of megabytes keeps up with the server)
+        self._buf = bytearray()
+        self._pos = 0
         self.info: dict[str, Any] = json.loads(self.readline()[5:])
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
+    def _receive(self, what: str) -> None:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError(f"closed; {what}")
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += chunk
+
     def readline(self) -> bytes:
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError(f"closed; buffered {self.buf!r}")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\r\n")
+        while (end := self._buf.find(b"\r\n", self._pos)) < 0:
+            self._receive(f"buffered {bytes(self._buf[self._pos:])!r}")
+        line = bytes(self._buf[self._pos : end])
+        self._pos = end + 2
         return line
 
     def read_exact(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError(f"closed; buffered {len(self.buf)} of {n} bytes")
-            self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
+        while len(self._buf) - self._pos < n:
+            self._receive(f"buffered {len(self._buf) - self._pos} of {n} bytes")
+        out = bytes(self._buf[self._pos : self._pos + n])
+        self._pos += n
         return out
 
     def until_pong(self) -> list[bytes]:
@@ -49,13 +57,13 @@ class RawClient:
         return lines
 
     def read_all_until_close(self) -> bytes:
-        data = self.buf
+        data = bytes(self._buf[self._pos :])
         try:
             while chunk := self.sock.recv(65536):
                 data += chunk
         except (ConnectionResetError, TimeoutError):
             pass
-        self.buf = b""
+        self._buf, self._pos = bytearray(), 0
         return data
 
     def close(self) -> None:
