@@ -51,7 +51,7 @@ import numpy.typing as npt
 
 from spark_jetstream.client.frames import ACK_PREFIX
 
-__all__ = ["ACK_PREFIX", "LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
+__all__ = ["LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
 
 Ints = npt.NDArray[np.int64]
 

@@ -33,7 +33,8 @@ from typing import Final
 import numpy as np
 
 from spark_jetstream.client import frame_scan
-from spark_jetstream.client.frame_scan import ACK_PREFIX, FrameIndex
+from spark_jetstream.client.frame_scan import FrameIndex
+from spark_jetstream.client.frames import ACK_PREFIX
 
 __all__ = ["Chunk", "RawChunk", "RunScanner", "ack_fields"]
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spark_jetstream.local import WORKER_SITE as _WORKER_SITE
+from spark_jetstream.local import use_worker_site
 
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ARCHIVE_ENV = "JS_TEST_JVM_CLASS_ARCHIVE"
@@ -34,7 +35,9 @@ WORKER_SITE = Path(_WORKER_SITE)
 
 def worker_site_path() -> str:
     """PYTHONPATH with `worker_site` first: for a driver whose Spark starts Python processes."""
-    return os.pathsep.join(p for p in (str(WORKER_SITE), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    use_worker_site(env)
+    return env["PYTHONPATH"]
 
 
 @contextlib.contextmanager

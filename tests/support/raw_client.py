@@ -25,25 +25,29 @@ class RawClient:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def _receive(self, what: str) -> None:
+    def _receive(self) -> bool:
+        """Append what the socket has; False when the server closed it."""
         chunk = self.sock.recv(1 << 20)
         if not chunk:
-            raise ConnectionError(f"closed; {what}")
+            return False
         if self._pos:
             del self._buf[: self._pos]
             self._pos = 0
         self._buf += chunk
+        return True
 
     def readline(self) -> bytes:
         while (end := self._buf.find(b"\r\n", self._pos)) < 0:
-            self._receive(f"buffered {bytes(self._buf[self._pos:])!r}")
+            if not self._receive():
+                raise ConnectionError(f"closed; buffered {bytes(self._buf[self._pos:])!r}")
         line = bytes(self._buf[self._pos : end])
         self._pos = end + 2
         return line
 
     def read_exact(self, n: int) -> bytes:
         while len(self._buf) - self._pos < n:
-            self._receive(f"buffered {len(self._buf) - self._pos} of {n} bytes")
+            if not self._receive():
+                raise ConnectionError(f"closed; buffered {len(self._buf) - self._pos} of {n} bytes")
         out = bytes(self._buf[self._pos : self._pos + n])
         self._pos += n
         return out
