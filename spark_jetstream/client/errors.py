@@ -80,6 +80,11 @@ FIRST_ERROR_STATUS = 400  # request replies with a status at or above this are e
 # The `code` of a JetStream error reply (a pub ack) while JetStream cannot take the message
 # yet, e.g. a restarting server still loading its streams: worth a retry.
 API_UNAVAILABLE = 503
+# The `err_code` of a pub ack while another copy of the message (same `Nats-Msg-Id`, e.g. one
+# re-sent after silence) is still being replicated by a nats-server cluster: proposed, not yet
+# stored (JSStreamDuplicateMessageConflict, 409). Not a failure: a later copy is acked as stored
+# or as a duplicate of that one.
+DUPLICATE_IN_PROCESS = 10158
 
 
 class NatsError(Exception):

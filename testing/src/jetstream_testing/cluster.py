@@ -126,7 +126,9 @@ class NatsCluster:
     def meta_leader(self, *, all_current: bool = False) -> str | None:
         """The meta group leader as some running node sees it, or None during an election;
         with `all_current`, only once the leader sees every other node as a current peer
-        (before that, an R3 stream create fails with "no suitable peers for placement")."""
+        and not `offline` (before that, an R3 stream create fails with "no suitable peers for
+        placement": the leader marks a restarted peer online only at its first statsz, which
+        can come after raft already calls it current)."""
         for name in self.running():
             try:
                 meta = self.jsz(name).get("meta_cluster") or {}
@@ -138,7 +140,7 @@ class NatsCluster:
             if all_current:
                 if leader != name:
                     continue  # only the leader knows whether its peers are current
-                peers = [r for r in meta.get("replicas") or [] if r.get("current")]
+                peers = [r for r in meta.get("replicas") or [] if r.get("current") and not r.get("offline")]
                 if len(peers) < len(self.nodes) - 1:
                     continue
             return str(leader)

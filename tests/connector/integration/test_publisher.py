@@ -114,10 +114,16 @@ class LossyResponder:
     """A real subscriber standing in for a stream leader that dies with messages in flight:
     it drops the first copy of each message and acks later copies (deduplicated by
     Nats-Msg-Id, as a stream would), counting every copy it gets. With `first_stored` the
-    first copy counts as stored (its ack was lost), so later copies are duplicates."""
+    first copy counts as stored (its ack was lost), so later copies are duplicates. With
+    `in_process` the first copy is answered as a cluster leader answers a copy whose twin is
+    still being replicated: `duplicate message id is in process` (409, err_code 10158)."""
 
-    def __init__(self, url: str, subject: str, *, first_stored: bool = False) -> None:
+    IN_PROCESS = (b'{"error":{"code":409,"err_code":10158,"description":"duplicate message id is in process"},'
+                  b'"stream":"LOSSY","seq":0}')
+
+    def __init__(self, url: str, subject: str, *, first_stored: bool = False, in_process: bool = False) -> None:
         self.first_stored = first_stored  # the first copy was stored: later ones are duplicates
+        self.in_process = in_process
         self.conn = LeanConnection.connect(ConnectionOptions(servers=(url,)))
         self.sid = self.conn.subscribe(subject)
         self.conn.flush()
@@ -140,7 +146,9 @@ class LossyResponder:
                     continue
                 msg_id = hdr.split(b"Nats-Msg-Id: ")[1].split(b"\r\n")[0] if b"Nats-Msg-Id: " in hdr else b""
                 self.copies[msg_id] = self.copies.get(msg_id, 0) + 1
-                if self.copies[msg_id] == 2 and not self.first_stored:
+                if self.copies[msg_id] == 1 and self.in_process:
+                    self.conn.publish(reply.decode(), self.IN_PROCESS)
+                elif self.copies[msg_id] == 2 and not self.first_stored:
                     stored += 1
                     self.conn.publish(reply.decode(), b'{"stream":"LOSSY","seq":%d}' % stored)
                 elif self.copies[msg_id] > 1:
@@ -175,6 +183,20 @@ def test_a_resent_message_whose_first_copy_was_stored_is_a_duplicate_of_its_own(
     finally:
         lossy.close()
     assert (pub.stats.published, pub.stats.duplicates, pub.stats.resent_duplicates) == (0, 5, 5)
+
+
+def test_duplicate_in_process_is_resent_until_stored(server: ServerProcess) -> None:
+    """nats-server (a cluster) answers a copy whose twin is still being replicated with 409
+    "duplicate message id is in process": not a failure, the copy is re-sent a moment later
+    (long before a silence would re-send it) and its ack counts."""
+    lossy = LossyResponder(server.url, "lossy", in_process=True)
+    try:
+        ids = [f"p{i}" for i in range(10)]
+        pub = publish(server.url, [b"lossy"] * 10, ids, [b"v"] * 10, ack_timeout_s=10, resend_after_s=60)
+    finally:
+        lossy.close()
+    assert (pub.stats.published, pub.stats.resends) == (10, 0)
+    assert all(lossy.copies[i.encode()] == 2 for i in ids)
 
 
 def test_a_message_without_an_id_is_never_resent_on_silence(server: ServerProcess) -> None:

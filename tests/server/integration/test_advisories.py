@@ -25,14 +25,19 @@ EVENT = "$JS.EVENT.ADVISORY."
 COMMON = {"type", "id", "timestamp"}
 
 
-async def _until(events: list[tuple[str, dict[str, Any]]], subjects: list[str]) -> None:
+async def _until(events: list[tuple[str, dict[str, Any]]], subjects: list[str], *, required: bool = True) -> bool:
+    """Wait (5 s at most) until every advisory of `subjects` was seen; False when one was not
+    and it is not `required`."""
     async def wait() -> None:
         while not all(any(s == subject for s, _ in events) for subject in subjects):
             await asyncio.sleep(0.02)
     try:
         await asyncio.wait_for(wait(), 5)
     except TimeoutError:
-        pytest.fail(f"advisories {subjects} not all seen: {[s for s, _ in events]}")
+        if required:
+            pytest.fail(f"advisories {subjects} not all seen: {[s for s, _ in events]}")
+        return False
+    return True
 
 
 def _one(events: list[tuple[str, dict[str, Any]]], subject: str) -> dict[str, Any]:
@@ -77,8 +82,14 @@ async def test_advisories(server: ServerProcess, server_kind: str) -> None:
         await api(nc, "STREAM.DELETE.S")  # with P still on it
         missing = await api(nc, "STREAM.INFO.NOPE")
         assert missing["error"]["err_code"] == 10059
-        await _until(events, [EVENT + "STREAM.DELETED.S", EVENT + "CONSUMER.DELETED.S.C",
-                              EVENT + "CONSUMER.DELETED.S.P"])
+        await _until(events, [EVENT + "CONSUMER.DELETED.S.C"])
+        # nats-server queues a deleted stream's advisories (its consumers', then its own) on
+        # the stream's send queue and at once closes the loop that drains it (stream.go,
+        # stop(): sendDeleteAdvisoryLocked, then close(mset.qch)); that loop's select may
+        # take the close first, so under load nats-server drops them. The bundled server
+        # sends them always.
+        await _until(events, [EVENT + "STREAM.DELETED.S", EVENT + "CONSUMER.DELETED.S.P"],
+                     required=server_kind == "bundled")
         # the last audit follows its answer
         await until(lambda: any(s == EVENT + "API" and body["subject"] == "$JS.API.STREAM.INFO.NOPE"
                                 for s, body in events), 5, "the audit of the last API request")
@@ -99,7 +110,10 @@ async def test_advisories(server: ServerProcess, server_kind: str) -> None:
         "CONSUMER.MAX_DELIVERIES.S.C": ("max_deliver", {
             "stream": "S", "consumer": "C", "stream_seq": 1, "deliveries": 2}),
     }
+    seen = {s for s, _ in events}
     for suffix, (kind, fields) in actions.items():
+        if EVENT + suffix not in seen and suffix == "STREAM.DELETED.S" and server_kind == "nats-server":
+            continue  # dropped by nats-server (above)
         body = _one(events, EVENT + suffix)
         assert set(body) == COMMON | set(fields), (suffix, body)
         assert body["type"] == "io.nats.jetstream.advisory.v1." + kind
@@ -139,7 +153,8 @@ async def test_advisories(server: ServerProcess, server_kind: str) -> None:
         assert isinstance(client["id"], int) and client["ver"] and client["server"]
         assert json.loads(audit["response"])["type"].startswith("io.nats.jetstream.api.v1.")
     assert "request" not in audit_of("$JS.API.CONSUMER.DELETE.S.C")  # an empty request is left out
-    assert _one(events, EVENT + "CONSUMER.DELETED.S.P")["action"] == "delete"
+    if EVENT + "CONSUMER.DELETED.S.P" in seen or server_kind == "bundled":
+        assert _one(events, EVENT + "CONSUMER.DELETED.S.P")["action"] == "delete"
     assert json.loads(audit_of("$JS.API.STREAM.CREATE.S")["request"]) == {
         "name": "S", "subjects": ["s.>"]}
     assert json.loads(audit_of("$JS.API.STREAM.INFO.NOPE")["response"])["error"]["err_code"] == 10059
@@ -152,7 +167,8 @@ async def test_advisories(server: ServerProcess, server_kind: str) -> None:
     if server_kind == "bundled":
         assert order.index(EVENT + "STREAM.CREATED.S") < order.index(EVENT + "API")
     # a deleted stream's consumers are deleted first
-    assert order.index(EVENT + "CONSUMER.DELETED.S.P") < order.index(EVENT + "STREAM.DELETED.S")
+    if {EVENT + "CONSUMER.DELETED.S.P", EVENT + "STREAM.DELETED.S"} <= seen or server_kind == "bundled":
+        assert order.index(EVENT + "CONSUMER.DELETED.S.P") < order.index(EVENT + "STREAM.DELETED.S")
     pauses = [body for s, body in events if s == EVENT + "CONSUMER.PAUSE.S.P"]
     assert [{k: v for k, v in p.items() if k not in ("id", "timestamp")} for p in pauses] == [
         {"type": "io.nats.jetstream.advisory.v1.consumer_pause", "stream": "S", "consumer": "P",
