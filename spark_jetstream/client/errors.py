@@ -40,6 +40,10 @@ class ErrorCode(IntEnum):
     CONSUMER_WQ_MULTIPLE_UNFILTERED = 10099  # JSConsumerWQMultipleUnfilteredErr
     CONSUMER_WQ_CONSUMER_NOT_UNIQUE = 10100  # JSConsumerWQConsumerNotUniqueErr
     CONSUMER_WQ_CONSUMER_NOT_DELIVER_ALL = 10101  # JSConsumerWQConsumerNotDeliverAllErr
+    # A pub ack while another copy of the message (same `Nats-Msg-Id`, e.g. one re-sent after
+    # silence) is still being replicated by a nats-server cluster: proposed, not yet stored. Not
+    # a failure: a later copy is acked as stored or as a duplicate of that one.
+    DUPLICATE_MESSAGE_IN_PROCESS = 10158  # JSStreamDuplicateMessageConflict (409)
 
 
 # Refusals of a read consumer on a work-queue stream: read by message get instead.
@@ -80,11 +84,6 @@ FIRST_ERROR_STATUS = 400  # request replies with a status at or above this are e
 # The `code` of a JetStream error reply (a pub ack) while JetStream cannot take the message
 # yet, e.g. a restarting server still loading its streams: worth a retry.
 API_UNAVAILABLE = 503
-# The `err_code` of a pub ack while another copy of the message (same `Nats-Msg-Id`, e.g. one
-# re-sent after silence) is still being replicated by a nats-server cluster: proposed, not yet
-# stored (JSStreamDuplicateMessageConflict, 409). Not a failure: a later copy is acked as stored
-# or as a duplicate of that one.
-DUPLICATE_IN_PROCESS = 10158
 
 
 class NatsError(Exception):

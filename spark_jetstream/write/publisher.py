@@ -50,7 +50,7 @@ from operator import add
 from typing import Final
 
 from spark_jetstream.client import LeanConnection, NatsError, NatsTimeoutError, Status
-from spark_jetstream.client.errors import API_UNAVAILABLE, DUPLICATE_IN_PROCESS
+from spark_jetstream.client.errors import API_UNAVAILABLE, ErrorCode
 from spark_jetstream.client.frames import CRLF, parse_headers
 from spark_jetstream.client.streams import capturing_stream
 from spark_jetstream.options import ConnectionOptions
@@ -485,7 +485,7 @@ class Publisher:
             if code == API_UNAVAILABLE and self._retryable():
                 self._retry.append((time.monotonic() + RETRY_DELAY_S, token))
                 return
-            if err.get("err_code") == DUPLICATE_IN_PROCESS:  # until the ack timeout, like an election
+            if err.get("err_code") == ErrorCode.DUPLICATE_MESSAGE_IN_PROCESS:  # until the ack timeout, like an election
                 self._retry.append((time.monotonic() + ELECTION_RETRY_DELAY_S, token))
                 return
             raise PublishError(
