@@ -74,6 +74,16 @@ def test_parser_gives_ops_or_a_protocol_error(data: bytes, draw: st.DataObject) 
     assert parse([data[i : i + 1] for i in range(len(data))]) == whole
 
 
+def test_a_payload_followed_by_lf_alone_is_refused_at_the_lf_however_it_is_split() -> None:
+    """The parser waiting for a payload's CRLF looks again at its first byte (found by the
+    test above): fed a byte at a time, the LF is refused when it comes, not held."""
+    data = b"PUB a 3\r\nxyz\n"  # nothing after the LF: no later byte triggers a parse
+    expected = ([], "Unknown Protocol Operation")
+    assert parse([data]) == expected
+    assert parse([data[i : i + 1] for i in range(len(data))]) == expected
+    assert parse([data[:10], data[10:12], data[12:]]) == expected
+
+
 class Wire:
     def __init__(self) -> None:
         self.out = b""

@@ -187,7 +187,9 @@ class Parser:
                 if end < stop + 2:
                     if end > stop and data[stop] != 13:
                         raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
-                    self._need = stop + 2 - pos
+                    # parse again when the byte after the payload is here (a CR, or the
+                    # error at once, as nats-server's parser), then when its LF is
+                    self._need = (stop + 1 if end <= stop else stop + 2) - pos
                     return pos
                 if not startswith(CRLF, stop):
                     raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
