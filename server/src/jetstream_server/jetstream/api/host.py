@@ -29,7 +29,6 @@ from typing import Any, Protocol
 from jetstream_server.core.clock import Clock
 from jetstream_server.core.router import Router
 from jetstream_server.core.steps import Steps
-from jetstream_server.jetstream.api.request import ApiRequest
 from jetstream_server.jetstream.consumer.delivery import ConsumerHost
 from jetstream_server.jetstream.errors import ApiError, Err
 from jetstream_server.jetstream.limits import StoreLimits
@@ -55,9 +54,10 @@ class ApiQueue:
 
     busy: bool = False
     waiting: deque[tuple[Any, ...]] = field(default_factory=deque)
-    # streams whose create waits for its fsyncs -> identical creates that came meanwhile
-    # (per server: dropped with it; no weak references, which compiled classes lack)
-    creating: dict[Stream, list[ApiRequest]] = field(default_factory=dict)
+    # streams whose create waits for its fsyncs -> the identical creates (ApiRequest: a sibling
+    # module, not imported) that came meanwhile; per server, dropped with it (no weak map of
+    # streams: a compiled class cannot be weakly referenced)
+    creating: dict[Stream, list[Any]] = field(default_factory=dict)
 
 
 class ApiHost(Protocol):
