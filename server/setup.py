@@ -47,7 +47,6 @@ COMPILED = [
     "jetstream/pub_ack.py",
     "jetstream/consumer/acks.py",
     "jetstream/consumer/ack_tracker.py",
-    "jetstream/consumer/delivery.py",
 ]
 
 
