@@ -91,17 +91,24 @@ def _ext_modules() -> list[Any]:
         os.chdir(HERE / "src")
         return list(
             mypycify(
-                # the optional extras (uvloop, orjson, bcrypt...) are not in the build's environment
-                ["--ignore-missing-imports", *(f"jetstream_server/{path}" for path in COMPILED)],
+                [
+                    # mypy's defaults, not a configuration found above (the repository's strict
+                    # one checks for the development environment), a cache of this build's own,
+                    # and the optional extras (uvloop, orjson, bcrypt...) not installed here
+                    f"--config-file={os.devnull}",
+                    f"--cache-dir={HERE / 'build' / 'mypy-cache'}",
+                    "--ignore-missing-imports",
+                    *(f"jetstream_server/{path}" for path in COMPILED),
+                ],
                 opt_level="3",
                 group_name="jetstream_server",  # its runtime library: jetstream_server__mypyc
                 target_dir=str(HERE / "build" / "mypyc"),
             )
         )
-    except Exception as exc:  # no mypy, or it refused a module
+    except (Exception, SystemExit) as exc:  # no mypy, or it refused a module (mypy exits)
         if mode == "1":
             raise
-        _say(f"not compiled ({exc}); installing the pure-Python server")
+        _say(f"not compiled ({exc!r}); installing the pure-Python server")
         return []
     finally:
         os.chdir(HERE)
