@@ -13,22 +13,24 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 STAMP  := $(VENV)/.installed
-SOURCES := $(shell find spark_jetstream pyspark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed -o -path '*/dashboard_page/*' 2>/dev/null)
+SOURCES := $(shell find spark_jetstream pyspark_jetstream server/src testing/src cli/src -name '*.py' -o -name py.typed -o -path '*/dashboard_page/*' 2>/dev/null) server/setup.py
 PACKAGES := ./server ./testing ./cli .
 
 .PHONY: demo test lint bench bench-quick install clean test-spark-versions
 
 install: $(STAMP)
 
-# Dependencies (slow, rarely changes): only when a pyproject changes.
+# Dependencies (slow, rarely changes): only when a pyproject changes. The server is not
+# compiled here: the reinstall below compiles it (server/setup.py), once.
 $(DEPS): Makefile pyproject.toml server/pyproject.toml testing/pyproject.toml cli/pyproject.toml scripts/ensure-java.sh
 	bash scripts/ensure-java.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,jobs,test]'
+	JETSTREAM_SERVER_COMPILE=0 $(BIN)/python -m pip install --quiet './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,jobs,test]'
 	touch $(DEPS)
 
-# Our four packages (fast): whenever a source file changes.
+# Our four packages: whenever a source file changes (a minute or two: the server's hot
+# modules are compiled, server/setup.py).
 # setuptools' build/ directories keep modules deleted or moved in the sources:
 # removed first, so the installed packages hold exactly what the sources hold.
 $(STAMP): $(DEPS) $(SOURCES)
@@ -60,7 +62,8 @@ lint: $(STAMP)
 
 # The connector on every pyspark it supports (issue 21): one virtual environment per
 # version under .venv-spark/<version> (pip's cache keeps a rebuild fast), the four
-# packages installed there as in .venv, and the connector's version-matrix tests
+# packages installed there as in .venv but the server pure Python (not compiled: the
+# bundled server's tests there run its pure build), and the connector's version-matrix tests
 # (marker spark_matrix: quick start, the `latest` start, the SIGKILL exactly-once test,
 # registration by Spark's own lookup) run on each. `make test-spark-versions
 # SPARK_VERSIONS="4.0.5 4.3.0"` runs some of them; each prints its time.
@@ -86,12 +89,12 @@ $(SPARK_VENVS)/%/.deps-installed: Makefile pyproject.toml server/pyproject.toml 
 	bash scripts/ensure-java.sh
 	test -x $(SPARK_VENVS)/$*/bin/python || $(PYTHON) -m venv $(SPARK_VENVS)/$*
 	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
-	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet 'pyspark==$*' './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,test]'
+	JETSTREAM_SERVER_COMPILE=0 $(SPARK_VENVS)/$*/bin/python -m pip install --quiet 'pyspark==$*' './server[bcrypt,nkeys,websocket,snapshot,speedups]' ./testing ./cli '.[server,nkeys,test]'
 	touch $@
 
 $(SPARK_VENVS)/%/.installed: $(SPARK_VENVS)/%/.deps-installed $(SOURCES)
 	rm -rf build server/build testing/build cli/build
-	$(SPARK_VENVS)/$*/bin/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
+	JETSTREAM_SERVER_COMPILE=0 $(SPARK_VENVS)/$*/bin/python -m pip install --quiet --no-deps --force-reinstall $(PACKAGES)
 	touch $@
 
 bench: $(STAMP)

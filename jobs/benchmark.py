@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jetstream_server.app.speedups import LoopChoice, SpeedupsUnavailable, choose
+from jetstream_server.app.speedups import LoopChoice, SpeedupsUnavailable, choose, compiled
 from jetstream_testing.process import ServerProcess, nats_server_binary
 from jobs.bench import filestore, natspy, scale
 from jobs.bench.results import Comparison, Measure, render_comparisons, render_measures
@@ -140,7 +140,8 @@ def versions() -> str:
 
     return (
         f"Python {platform.python_version()}, pyspark {pyspark.__version__}, nats-py {version('nats-py')}, "
-        f"{real}, {java}, bundled server on {bundled_loop().loop_name}"
+        f"{real}, {java}, bundled server on {bundled_loop().loop_name}, "
+        f"{'compiled' if compiled() else 'pure Python (not compiled)'}"
     )
 
 

@@ -119,10 +119,12 @@ def test_server_alone_has_no_dependencies_and_serves(
     assert "jetstream-server" in installed
     assert not installed & {"pyspark", "pyarrow", "nats-py", "py4j", "spark-jetstream"}, installed
     command = [str(python.parent / "jetstream-server")]
-    # the speedups' default (auto) without the extra: asyncio's loop, said in the log
+    # the speedups' default (auto) without the extra: asyncio's loop, said in the log; the
+    # build's default (auto) on a machine with a C compiler: the hot modules compiled
     env = {**os.environ, "JETSTREAM_SPEEDUPS": "auto"}
     with ServerProcess(command, store_dir=tmp_path / "store", env=env) as srv:
         assert srv.wait_for_log(r"Speedups: none, event loop asyncio, JSON json \(not installed")
+        assert srv.wait_for_log(r"Build: hot modules compiled \(mypyc\)")
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
             sock.settimeout(10)
             info = sock.recv(4096)
@@ -182,6 +184,8 @@ def test_installed_distributions_add_only_distinctive_top_level_packages() -> No
             and Path(str(f)).parts[0] not in ("..", "bin")
         }
         tops = {t.removesuffix(".py") for t in tops if not t.endswith(".pth")}
+        # the compiled server's runtime library (server/setup.py), named after its package
+        tops = {t.split(".")[0] if t.endswith(".so") else t for t in tops} - {"jetstream_server__mypyc"}
         assert tops == expected, f"{dist_name} installs top-level {sorted(tops)}"
 
 
@@ -202,3 +206,30 @@ def test_a_user_project_with_its_own_server_and_jobs_imports_both(tmp_path: Path
     """, cwd=project, timeout=120)
     lines = out.split()
     assert lines[0].startswith("nats://127.0.0.1:") and lines[-1] == "jetstream"
+
+
+def test_without_a_c_compiler_the_server_installs_as_pure_python(tmp_path: Path) -> None:
+    """server/setup.py's default (auto): when compiling fails (here the C compiler is `false`),
+    the build says why and installs the pure-Python server, which serves. A copy of server/ is
+    built, so that this build and the fresh install above do not share a build directory."""
+    import shutil
+
+    source = tmp_path / "server"
+    shutil.copytree(ROOT / "server", source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    python = _fresh_venv(tmp_path / "venv")
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-v", str(source)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "CC": "false", "JETSTREAM_SERVER_COMPILE": "auto"},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "compiling failed" in done.stdout + done.stderr
+    out = _run(python, """
+        from jetstream_server import EmbeddedServer
+        from jetstream_server.app.speedups import build_line
+        with EmbeddedServer(port=0) as srv:
+            print(build_line(), srv.url)
+    """, cwd=tmp_path, timeout=120)
+    assert out.startswith("Build: pure Python") and "nats://127.0.0.1:" in out, out
+    site = {p.name for p in (tmp_path / "venv").glob("lib/python*/site-packages/*")}
+    assert not {name for name in site if "mypyc" in name}, site

@@ -231,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).error("%s", exc)
         return 1
     logging.getLogger(__name__).info("%s", loop_choice.describe())
+    logging.getLogger(__name__).info("%s", speedups.build_line())
     try:
         speedups.run(serve(config), loop_choice)
     except ConfigError as exc:

@@ -25,7 +25,7 @@ import threading
 from dataclasses import fields, replace
 from typing import Any
 
-from jetstream_server.app.speedups import choose, holds_first_bytes, run
+from jetstream_server.app.speedups import build_line, choose, holds_first_bytes, run
 from jetstream_server.config import JetStreamSettings, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,7 @@ class EmbeddedServer:
         from jetstream_server.app.server import NatsServer
 
         log.info("%s", self.loop_choice.describe())
+        log.info("%s", build_line())
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self._server = NatsServer(self.config)

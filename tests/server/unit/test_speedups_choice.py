@@ -13,7 +13,9 @@ import pytest
 from jetstream_server.app.speedups import (
     SPEEDUPS_ENV,
     SpeedupsUnavailable,
+    build_line,
     choose,
+    compiled,
     holds_first_bytes,
     requested_mode,
     run,
@@ -133,3 +135,16 @@ def test_tls_handshake_first_with_a_fallback_keeps_asyncios_loop() -> None:
     assert not choice.uses_uvloop and choice.loop_name == "asyncio"
     assert choice.describe().endswith("; uvloop not used: tls handshake_first with a fallback delay)")
     assert choose("on", hold_first_bytes=False).uses_uvloop
+
+
+def test_the_installed_server_is_the_build_the_install_asked_for() -> None:
+    """`make install` compiles the hot modules (server/setup.py, JETSTREAM_SERVER_COMPILE=auto):
+    a build that fell back to pure Python (no C compiler?) is said here, not found in a benchmark.
+    With JETSTREAM_SERVER_COMPILE=0 in the environment the pure build is expected."""
+    import os
+
+    from jetstream_server.core import session
+
+    wanted = os.environ.get("JETSTREAM_SERVER_COMPILE", "auto").strip().lower() != "0"
+    assert compiled() is wanted, (build_line(), session.__file__)
+    assert build_line().startswith("Build: hot modules compiled" if wanted else "Build: pure Python")

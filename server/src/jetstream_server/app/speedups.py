@@ -82,6 +82,21 @@ class LoopChoice:
         return f"Speedups: none, {used} ({why})"
 
 
+def compiled() -> bool:
+    """Whether the installed hot modules are the compiled build's (server/setup.py: mypyc), not
+    the pure-Python sources (the same code either way)."""
+    from jetstream_server.core import session
+
+    return not (getattr(session, "__file__", None) or "").endswith(".py")
+
+
+def build_line() -> str:
+    """The log line that says which build runs."""
+    if compiled():
+        return "Build: hot modules compiled (mypyc)"
+    return "Build: pure Python (not compiled; docs/server-speedups.md)"
+
+
 def requested_mode(mode: str | None = None) -> str:
     """`mode` when given, else `JETSTREAM_SPEEDUPS`, else ``auto``; checked against `MODES`."""
     raw = mode if mode is not None else os.environ.get(SPEEDUPS_ENV, "")

@@ -56,7 +56,7 @@ PWC: Final = "*"
 FWC: Final = ">"
 TSEP: Final = "."
 CACHE_MAX: Final = 4096
-DEEP_TOKENS: Final = 64  # a wildcard filter with more tokens is kept outside the trie
+DEEP_TOKENS = 64  # a wildcard filter with more tokens is kept outside the trie (not Final: see PAGE_ENTRIES)
 CACHE_SUBJECT_MAX: Final = 4096  # longer subjects are matched but not cached
 
 # validation runs in C (str methods, one regex), never a Python loop per character:

@@ -54,7 +54,6 @@ from jetstream_server.store.runs import ListRun, MessageRun
 
 MAX_MESSAGE_BYTES = 0xFFFFFFFF
 ITER_BATCH = 256  # messages `iter_range` reads per run
-_BYTES = (bytes, bytearray, memoryview)
 
 
 class IndexedStore(StreamStore):
@@ -128,10 +127,10 @@ class IndexedStore(StreamStore):
             raise StoreError("store is closed")
         if not subject:
             raise ValueError("subject must not be empty")
-        if not isinstance(data, _BYTES) or (
-            headers is not None and not isinstance(headers, _BYTES)
-        ):
-            raise TypeError("headers and data must be bytes-like")
+        if type(data) is not bytes or (headers is not None and type(headers) is not bytes):
+            # bytes only, as annotated (a compiled build checks the annotation itself): a
+            # bytearray stored by reference could change after it was stored
+            raise TypeError("headers and data must be bytes")
         # msg_size(), inlined: once per published message
         slen = len(subject) if subject.isascii() else len(subject.encode())
         if headers:

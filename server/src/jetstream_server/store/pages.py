@@ -43,7 +43,7 @@ from typing import Any, Final
 
 log = logging.getLogger(__name__)
 
-PAGE_ENTRIES: Final = 4096
+PAGE_ENTRIES = 4096  # not Final: tests set smaller pages, and a compiled build inlines Final values
 SUBJECTS_CAP: Final = 32
 DEFAULT_INDEX_BUDGET: Final = 32 * 1024 * 1024
 MIN_PAGES_PER_INDEX: Final = 4

@@ -54,6 +54,10 @@ class ApiQueue:
 
     busy: bool = False
     waiting: deque[tuple[Any, ...]] = field(default_factory=deque)
+    # streams whose create waits for its fsyncs -> the identical creates (ApiRequest: a sibling
+    # module, not imported) that came meanwhile; per server, dropped with it (no weak map of
+    # streams: a compiled class cannot be weakly referenced)
+    creating: dict[Stream, list[Any]] = field(default_factory=dict)
 
 
 class ApiHost(Protocol):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import weakref
 from typing import Any, Final
 
 from jetstream_server.core.steps import Steps
@@ -81,7 +80,7 @@ def stream_create(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any] | None
     if existing is not None:
         if not existing.config.same_as(config):
             raise ApiError(Err.STREAM_NAME_EXIST)
-        waiting = _SYNCING.get(existing)
+        waiting = host.api_queue.creating.get(existing)
         if waiting is not None:  # the same create again while the first one's files are synced
             waiting.append(req)
             return None
@@ -89,13 +88,9 @@ def stream_create(host: ApiHost, req: ApiRequest) -> Steps[dict[str, Any] | None
     stream, job = yield from host.create_stream_steps(config, SUBJECTS_PER_TURN)
     if job is None:
         return _created(host, stream)
-    _SYNCING[stream] = []
+    host.api_queue.creating[stream] = []
     host.clock.run_off_loop(job, functools.partial(_after_fsyncs, host, req, stream))
     return None
-
-
-# streams whose create waits for its fsyncs -> identical creates that came meanwhile
-_SYNCING: weakref.WeakKeyDictionary[Stream, list[ApiRequest]] = weakref.WeakKeyDictionary()
 
 
 def _created(host: ApiHost, stream: Stream) -> dict[str, Any]:
@@ -106,7 +101,7 @@ def _created(host: ApiHost, stream: Stream) -> dict[str, Any]:
 def _after_fsyncs(host: ApiHost, req: ApiRequest, stream: Stream, result: object) -> None:
     """Answer a create (and the identical ones that came meanwhile) once its files
     are durable; if they could not be made so, the stream goes again."""
-    requests = [req, *_SYNCING.pop(stream, [])]
+    requests = [req, *host.api_queue.creating.pop(stream, [])]
     if host.streams.get(stream.name) is not stream:  # deleted meanwhile, or the server stops
         result = result if isinstance(result, BaseException) else LookupError("deleted meanwhile")
     if isinstance(result, BaseException):
