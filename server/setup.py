@@ -28,7 +28,9 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).resolve().parent
 
 # the modules every published message or delivered batch goes through (profiles in
-# docs/performance.md); paths under src/jetstream_server
+# docs/performance.md); paths under src/jetstream_server. The stores (indexed, file, memory) and
+# the consumers' delivery runs stay interpreted: compiled, reads through the bundled server were
+# 5-10 % slower and publishing no cheaper (docs/server-speedups.md)
 COMPILED = [
     "core/protocol.py",
     "core/subjects.py",
@@ -36,9 +38,6 @@ COMPILED = [
     "core/session.py",
     "store/codec.py",
     "store/index.py",
-    "store/indexed.py",
-    "store/file.py",
-    "store/memory.py",
     "jetstream/stream.py",
     "jetstream/publish.py",
     "jetstream/intake.py",
