@@ -10,7 +10,7 @@ wheel beside the extensions (Python imports the extension when there is one).
 - `1`: compile, and fail the build if that fails;
 - `0`: the pure-Python server.
 
-`jetstream_server.build_kind()` says which one is installed. docs/server-speedups.md
+`jetstream_server.app.speedups.compiled()` says which one is installed. docs/server-speedups.md
 has the figures.
 """
 

@@ -128,8 +128,8 @@ class IndexedStore(StreamStore):
         if not subject:
             raise ValueError("subject must not be empty")
         if type(data) is not bytes or (headers is not None and type(headers) is not bytes):
-            # bytes only, as annotated (a compiled build checks the annotation itself): a
-            # bytearray stored by reference could change after it was stored
+            # bytes only, as annotated: a bytearray stored by reference could change after it
+            # was stored (and compiled callers check the annotation themselves)
             raise TypeError("headers and data must be bytes")
         # msg_size(), inlined: once per published message
         slen = len(subject) if subject.isascii() else len(subject.encode())

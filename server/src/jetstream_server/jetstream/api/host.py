@@ -50,7 +50,8 @@ class ApiStats:
 @dataclass(slots=True)
 class ApiQueue:
     """Requests waiting while one works over several loop turns (api/dispatch.py):
-    (subject, reply, headers, payload, origin, route table), in arrival order."""
+    (subject, reply, headers, payload, origin, route table), in arrival order; and the
+    stream creates waiting for their fsyncs (api/streams.py)."""
 
     busy: bool = False
     waiting: deque[tuple[Any, ...]] = field(default_factory=deque)
