@@ -45,6 +45,10 @@ FRAMES: list[tuple[bytes, list[P.Op]]] = [
         b"HPUB foo rep 18 18\r\nNATS/1.0\r\nA: b\r\n\r\n\r\n",
         [Pub("foo", "rep", b"NATS/1.0\r\nA: b\r\n\r\n", b"")],
     ),
+    # off the PUB/HPUB fast path: lower case, tabs, a header block of 0 bytes
+    (b"hpub foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", [Pub("foo", None, b"NATS/1.0\r\n\r\n", b"hi")]),
+    (b"HPUB\tfoo\tr\t0\t2\r\nhi\r\n", [Pub("foo", "r", b"", b"hi")]),
+    (b"pub foo 2\r\nhi\r\n", [Pub("foo", None, None, b"hi")]),
     (b"INFO {}\r\n+OK\r\n-ERR 'x'\r\nPING\r\n", [Ping()]),
     (
         b"SUB a 1\r\nPUB a 1\r\nx\r\nPING\r\nPONG\r\n",
@@ -98,6 +102,12 @@ def test_many_ops_per_feed_is_linear() -> None:
         (b"PUB a b c d\r\n", P.ERR_UNKNOWN_OP, True),
         (b"HPUB foo 5 3\r\n", P.ERR_UNKNOWN_OP, True),
         (b"HPUB foo 5\r\n", P.ERR_UNKNOWN_OP, True),
+        # the whole frame at hand (the fast path's checks): the same errors
+        (b"HPUB foo 14 12\r\nNATS/1.0\r\n\r\nhi\r\n", P.ERR_UNKNOWN_OP, True),
+        (b"HPUB foo 12 13\r\nNATS/1.0\r\n\r\nhi\r\n", P.ERR_UNKNOWN_OP, False),
+        (b"HPUB foo x 12\r\nNATS/1.0\r\n\r\n\r\n", P.ERR_UNKNOWN_OP, True),
+        (b"HPUB foo 1 2000000\r\n" + b"x" * 2_000_002, P.ERR_MAX_PAYLOAD, False),
+        (b"PUB foo 2000000\r\n" + b"x" * 2_000_002, P.ERR_MAX_PAYLOAD, False),
         (b"SUB foo\r\n", P.ERR_UNKNOWN_OP, True),
         (b"SUB a b c d\r\n", P.ERR_UNKNOWN_OP, True),
         (b"CONNECT {nope\r\n", P.ERR_UNKNOWN_OP, True),

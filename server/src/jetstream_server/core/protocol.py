@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 MAX_CONTROL_LINE_SIZE: Final = 4096
 MAX_PAYLOAD_SIZE: Final = 1024 * 1024
@@ -76,14 +76,29 @@ class Connect:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-class Pub(NamedTuple):
-    """PUB/HPUB. A typed tuple rather than a frozen dataclass: it is built once
-    per message on the hot path, and a tuple is built in half the time."""
+class Pub:
+    """PUB/HPUB. A plain class rather than a frozen dataclass or a NamedTuple: it
+    is built once per message on the hot path, and the compiled build makes it a
+    native class (a NamedTuple's constructor is a Python function even there)."""
 
-    subject: str
-    reply: str | None
-    headers: bytes | None
-    payload: bytes
+    __slots__ = ("subject", "reply", "headers", "payload")
+
+    def __init__(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
+        self.subject = subject
+        self.reply = reply
+        self.headers = headers
+        self.payload = payload
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Pub):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def _fields(self) -> tuple[str, str | None, bytes | None, bytes]:
+        return (self.subject, self.reply, self.headers, self.payload)
+
+    def __repr__(self) -> str:
+        return "Pub(subject={!r}, reply={!r}, headers={!r}, payload={!r})".format(*self._fields())
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,31 +224,42 @@ class Parser:
                     raise ProtocolError(ERR_MAX_CONTROL_LINE)
                 return pos
             line_end = nl - 1 if nl > pos and data[nl - 1] == 13 else nl
-            if startswith(b"PUB ", pos) and line_end - pos <= self.max_control_line:
-                # the hot path: a plain PUB whose payload is already here
-                args = data[pos + 4 : line_end].split()
-                nargs = len(args)
+            hpub = False
+            if (startswith(b"PUB ", pos) or (hpub := startswith(b"HPUB ", pos))) and (
+                line_end - pos <= self.max_control_line
+            ):
+                # the hot path: a PUB or HPUB whose payload is already here; anything
+                # unusual (a bad size, a header larger than the message) is left to
+                # _control, which says what is wrong
+                args = data[pos + 5 if hpub else pos + 4 : line_end].split()
+                nargs = len(args) - 1 if hpub else len(args)
                 if nargs == 2 or nargs == 3:
                     size_b = args[-1]
-                    if size_b.isdigit() and len(size_b) < 13:
+                    hdr = 0
+                    if hpub:
+                        hdr_b = args[-2]
+                        hdr = int(hdr_b) if hdr_b.isdigit() and len(hdr_b) < 13 else -1
+                    if hdr >= 0 and size_b.isdigit() and len(size_b) < 13:
                         size = int(size_b)
-                        if size > max_payload:
-                            raise ProtocolError(ERR_MAX_PAYLOAD, f"{size} > {max_payload}")
-                        start = nl + 1
-                        stop = start + size
-                        if stop + 2 <= end:
-                            if not startswith(CRLF, stop):
-                                raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
-                            append(
-                                Pub(
-                                    args[0].decode("utf-8", "surrogateescape"),
-                                    args[1].decode("utf-8", "surrogateescape") if nargs == 3 else None,
-                                    None,
-                                    data[start:stop],
+                        if hdr <= size:
+                            if size > max_payload:
+                                raise ProtocolError(ERR_MAX_PAYLOAD, f"{size} > {max_payload}")
+                            start = nl + 1
+                            stop = start + size
+                            if stop + 2 <= end:
+                                if not startswith(CRLF, stop):
+                                    raise ProtocolError(ERR_UNKNOWN_OP, "payload not followed by CRLF")
+                                split = start + hdr
+                                append(
+                                    Pub(
+                                        args[0].decode("utf-8", "surrogateescape"),
+                                        args[1].decode("utf-8", "surrogateescape") if nargs == 3 else None,
+                                        data[start:split] if hpub else None,
+                                        data[split:stop],
+                                    )
                                 )
-                            )
-                            pos = stop + 2
-                            continue
+                                pos = stop + 2
+                                continue
             op = self._control(data[pos:line_end])
             pos = nl + 1
             if op is not None:

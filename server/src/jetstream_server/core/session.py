@@ -684,7 +684,7 @@ class Session:
             self.send(P.OK)
 
     def _on_pub(self, op: P.Pub) -> None:
-        subject, reply, headers, payload = op
+        subject, reply, headers, payload = op.subject, op.reply, op.headers, op.payload
         self.in_msgs += 1
         if headers is not None:
             self.in_bytes += len(payload) + len(headers)
