@@ -28,9 +28,10 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).resolve().parent
 
 # the modules every published message or delivered batch goes through (profiles in
-# docs/performance.md); paths under src/jetstream_server. The stores (indexed, file, memory) and
-# the consumers' delivery runs stay interpreted: compiled, reads through the bundled server were
-# 5-10 % slower and publishing no cheaper (docs/server-speedups.md)
+# docs/performance.md); paths under src/jetstream_server. The stores compile with their pages and
+# subject table (compiled without them, publishing was no cheaper, and reads were slower until the
+# run read stopped unboxing its ints: docs/server-speedups.md); the consumers' delivery runs stay
+# interpreted (compiled, they gained nothing)
 COMPILED = [
     "core/protocol.py",
     "core/subjects.py",
@@ -38,6 +39,11 @@ COMPILED = [
     "core/session.py",
     "store/codec.py",
     "store/index.py",
+    "store/indexed.py",
+    "store/file.py",
+    "store/memory.py",
+    "store/pages.py",
+    "store/subject_table.py",
     "jetstream/stream.py",
     "jetstream/publish.py",
     "jetstream/intake.py",

@@ -753,11 +753,16 @@ class FileStore(IndexedStore):
         return StoredMessage(index.names[cols[SIDS][i]], seq, ts, headers, data)
 
     def _read_run(
-        self, slices: list[tuple[Page, list[Any], Sequence[int]]], next_seq: int
+        self, slices: list[tuple[Page, list[Any], Sequence[Any]]], next_seq: int
     ) -> MessageRun:
         """One `pread` per stretch of a block holding the run's records (at most
         `RUN_SPAN` bytes, records at most `RUN_GAP` apart), every record's
-        checksum checked as it is decoded. A page's entries are in one block."""
+        checksum checked as it is decoded. A page's entries are in one block.
+
+        The positions and the columns' values are `Any` on purpose: compiled, an
+        `int` local is unboxed, and boxed again (a new object above 256) each time
+        it indexes a column or joins a list; as `Any` the same object passes
+        through, as it does interpreted."""
         names = self._index.names
         unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
         kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from jetstream_server.core.headers import status_headers
 from jetstream_server.jetstream.consumer.consumer import Consumer
@@ -41,16 +40,32 @@ ACK_SUBJECT = "$JS.ACK.>"
 NO_RESPONDERS = status_headers(503)
 
 
-class AckSubject(NamedTuple):
-    """A parsed ack reply subject (a typed tuple: built once per ack, on the hot path)."""
+class AckSubject:
+    """A parsed ack reply subject. Built once per ack, on the hot path: a plain
+    class, which the compiled build makes a native one (a NamedTuple's
+    constructor stays a Python function there)."""
 
-    stream: str
-    consumer: str
-    delivery_count: int
-    stream_seq: int
-    consumer_seq: int
-    timestamp_ns: int
-    num_pending: int
+    __slots__ = (
+        "stream", "consumer", "delivery_count", "stream_seq", "consumer_seq", "timestamp_ns", "num_pending"
+    )
+
+    def __init__(
+        self,
+        stream: str,
+        consumer: str,
+        delivery_count: int,
+        stream_seq: int,
+        consumer_seq: int,
+        timestamp_ns: int,
+        num_pending: int,
+    ) -> None:
+        self.stream = stream
+        self.consumer = consumer
+        self.delivery_count = delivery_count
+        self.stream_seq = stream_seq
+        self.consumer_seq = consumer_seq
+        self.timestamp_ns = timestamp_ns
+        self.num_pending = num_pending
 
 
 def parse_ack_subject(subject: str) -> AckSubject | None:
