@@ -44,6 +44,7 @@ COMPILED = [
     "store/memory.py",
     "store/pages.py",
     "store/subject_table.py",
+    "store/blocks.py",
     "jetstream/stream.py",
     "jetstream/publish.py",
     "jetstream/intake.py",
