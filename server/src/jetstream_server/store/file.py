@@ -803,8 +803,7 @@ class FileStore(IndexedStore):
                 have = len(buf)
                 bufs.append(buf)
                 b = len(bufs) - 1
-                for n in range(g, h):
-                    p = positions[n]
+                for p in positions[g:h]:
                     rel = offs[p] - start
                     size = sizes[p]
                     seq = seqs[p]

@@ -895,7 +895,8 @@ class MessageIndex:
         for page, cols, i, end, wanted in self._candidates(start_seq, end_seq, sids):
             if wanted is None and page.dead is None:
                 end = min(end, i + left)  # no more than needed
-            taken = self._taken(page, cols, i, end, wanted)[:left]
+            # `Any`: compiled, an int position would be boxed again to index `sizes`
+            taken: Sequence[Any] = self._taken(page, cols, i, end, wanted)[:left]
             if max_bytes and taken:
                 sizes = cols[SIZES]
                 for n, j in enumerate(taken):
