@@ -114,15 +114,19 @@ def test_is_bcrypt_accepts_nats_server_forms_only() -> None:
 def test_bcrypt_passwords_and_the_success_cache() -> None:
     from jetstream_server.core import auth as A
 
-    hashed = _bcrypt_hash("pw")
-    assert A.check_password(hashed, "pw")
+    # a password long enough that no 32-byte digest holds it by chance (a 2-byte
+    # one is inside one random digest in about 2,000)
+    password = "pw-7c1e9a4f2b"
+    hashed = _bcrypt_hash(password)
+    assert A.check_password(hashed, password)
     assert not A.check_password(hashed, hashed)  # the hash is not a password
-    assert not A.check_password(hashed, "px")
+    assert not A.check_password(hashed, password[:-1] + "x")
     assert not A.check_password(hashed, None)
-    assert not A.check_password("$2a$10$malformed", "pw")
+    assert not A.check_password("$2a$10$malformed", password)
     # remembered as a keyed digest, never as the password
-    assert all(b"pw" not in key for key in A._verified)
-    assert A.check_password(hashed, "pw")
+    assert A._verified and all(len(key) == 32 for key in A._verified)
+    assert all(password.encode() not in key for key in A._verified)
+    assert A.check_password(hashed, password)
 
 
 def test_users_auth() -> None:
