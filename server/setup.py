@@ -28,10 +28,10 @@ from setuptools.command.build_ext import build_ext
 HERE = Path(__file__).resolve().parent
 
 # the modules every published message or delivered batch goes through (profiles in
-# docs/performance.md); paths under src/jetstream_server. The stores compile with their pages and
-# subject table (compiled without them, publishing was no cheaper, and reads were slower until the
-# run read stopped unboxing its ints: docs/server-speedups.md); the consumers' delivery runs stay
-# interpreted (compiled, they gained nothing)
+# docs/performance.md); paths under src/jetstream_server. The stores compile with their pages,
+# subject table and blocks (compiled without them, publishing was no cheaper, and reads were slower
+# until the run read stopped unboxing its ints: docs/server-speedups.md); the consumers' delivery
+# runs stay interpreted (compiled, they gained nothing)
 COMPILED = [
     "core/protocol.py",
     "core/subjects.py",
