@@ -45,6 +45,7 @@ COMPILED = [
     "store/pages.py",
     "store/subject_table.py",
     "store/blocks.py",
+    "store/message.py",
     "jetstream/stream.py",
     "jetstream/publish.py",
     "jetstream/intake.py",

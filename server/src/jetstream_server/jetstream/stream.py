@@ -47,7 +47,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from jetstream_server.core.clock import Clock, TimerHandle
 from jetstream_server.core.gotime import DurationError, format_duration, parse_duration_ns
@@ -81,6 +81,9 @@ STREAM_SOURCE = "Nats-Stream-Source"
 _JS_HEADER_MARK = b"Nats-"
 _ONLY_MSG_ID_MARK = b"\r\nNats-Msg-Id:"
 _NO_STATUS_LINE = b"NATS/1.0\r\n"
+# a block of that one header and nothing else, as the sink sends it: `<this><value>\r\n\r\n`
+_MSG_ID_BLOCK = b"NATS/1.0\r\nNats-Msg-Id:"
+_MSG_ID_BLOCK_LEN: Final = len(_MSG_ID_BLOCK)
 
 
 def parse_ttl_ns(value: str) -> int:
@@ -402,12 +405,26 @@ class Stream:
         Same answers as `_plan_headers`: every other header it looks up is
         absent (no "nats-" in any case elsewhere, no status line), and the
         value is what `parse_headers` makes of the line."""
-        at = headers.find(_ONLY_MSG_ID_MARK)
-        if at < 0 or not headers.startswith(_NO_STATUS_LINE) or headers.lower().count(b"nats-") != 1:
-            return None
-        start = at + len(_ONLY_MSG_ID_MARK)
-        end = headers.find(b"\r\n", start)
-        msg_id = headers[start : end if end >= 0 else len(headers)].strip().decode("utf-8", "replace")
+        last = len(headers) - 4
+        if (
+            headers[:_MSG_ID_BLOCK_LEN] == _MSG_ID_BLOCK
+            and headers.find(b"\r\n", _MSG_ID_BLOCK_LEN) == last
+            and headers[last:] == b"\r\n\r\n"
+        ):
+            # the sink's block: its one line is the id (whatever the value holds)
+            raw = headers[_MSG_ID_BLOCK_LEN:last]
+        else:
+            at = headers.find(_ONLY_MSG_ID_MARK)
+            if (
+                at < 0
+                or not headers.startswith(_NO_STATUS_LINE)
+                or headers.lower().count(b"nats-") != 1
+            ):
+                return None
+            start = at + len(_ONLY_MSG_ID_MARK)
+            end = headers.find(b"\r\n", start)
+            raw = headers[start : end if end >= 0 else len(headers)]
+        msg_id = raw.strip().decode("utf-8", "replace")
         if msg_id:
             found = self._dedup.lookup(msg_id, now)
             if found is not None:
@@ -571,12 +588,13 @@ class Stream:
 
     def deliver(self, msg: StoredMessage) -> None:
         """Tell listeners about a stored message; apply interest retention."""
-        for consumer in list(self.consumers.values()):
-            try:
-                consumer.on_stored(msg)
-            except Exception:  # a broken consumer must not lose the stream's other consumers
-                logger.exception("stream %s: consumer %s failed on message %d",
-                                 self.name, consumer.name, msg.seq)
+        if self.consumers:
+            for consumer in list(self.consumers.values()):
+                try:
+                    consumer.on_stored(msg)
+                except Exception:  # a broken consumer must not lose the stream's other consumers
+                    logger.exception("stream %s: consumer %s failed on message %d",
+                                     self.name, consumer.name, msg.seq)
         if self.config.retention == "interest" and not self._wanted(msg):
             self.store.remove(msg.seq)
         if self.on_appended is not None:
