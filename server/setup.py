@@ -46,6 +46,7 @@ COMPILED = [
     "store/subject_table.py",
     "store/blocks.py",
     "store/message.py",
+    "store/runs.py",
     "jetstream/stream.py",
     "jetstream/publish.py",
     "jetstream/intake.py",
@@ -53,6 +54,7 @@ COMPILED = [
     "jetstream/limits.py",
     "jetstream/pub_ack.py",
     "jetstream/consumer/acks.py",
+    "jetstream/consumer/delivery.py",
     "jetstream/consumer/ack_tracker.py",
 ]
 

@@ -306,7 +306,7 @@ class Stream:
                 return PubAck(0, duplicate=True)
         plan: _HeaderPlan | None = None
         msg_id = ""  # the Nats-Msg-Id of a block `_msg_id_only` took (no plan then)
-        if headers and _JS_HEADER_MARK in headers:
+        if headers and (headers[:_MSG_ID_BLOCK_LEN] == _MSG_ID_BLOCK or _JS_HEADER_MARK in headers):
             quick = self._msg_id_only(headers, now) if sourced is None and not self.counter else None
             if isinstance(quick, str):
                 msg_id = quick

@@ -38,8 +38,10 @@ RunColumns = tuple[
 ]
 
 
-class MessageRun(Sequence[StoredMessage]):
-    """Messages of one `read_run`, in order (see module docstring)."""
+class MessageRun:
+    """Messages of one `read_run`, in order (see module docstring): a sequence of
+    `StoredMessage`s (length, index, slice, iteration). Not a `collections.abc.Sequence`
+    subclass: the compiled build makes it a native class, which cannot derive from an ABC."""
 
     __slots__ = ("seqs", "sizes", "next_seq", "blocked_size")
 
