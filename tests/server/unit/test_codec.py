@@ -123,6 +123,23 @@ def test_any_single_byte_flip_is_detected(subject: bytes, data: bytes, flip: int
     assert isinstance(codec.scan_record(bytes(rec), 0, len(rec)), str)
 
 
+@given(
+    st.binary(min_size=1, max_size=30),
+    st.one_of(st.none(), st.binary(max_size=40)),
+    st.binary(max_size=300),
+    st.integers(min_value=0),
+)
+def test_a_whole_record_crcs_to_the_residue_and_a_flip_does_not(
+    subject: bytes, headers: bytes | None, data: bytes, flip: int
+) -> None:
+    """The run read checks a record with one crc32 over it, checksum included."""
+    rec = codec.encode_msg(7, 1, subject, headers, data)
+    assert zlib.crc32(rec) == codec.CRC_RESIDUE
+    damaged = bytearray(rec)
+    damaged[flip % len(rec)] ^= 0xFF
+    assert zlib.crc32(damaged) != codec.CRC_RESIDUE
+
+
 def test_limits_are_precise_errors() -> None:
     with pytest.raises(ValueError, match="subject of 70000 bytes"):
         codec.encode_msg(1, 1, b"s" * 70_000, None, b"")

@@ -75,6 +75,9 @@ MAX_RECORD: Final = 0xFFFFFFFF
 MAX_SUBJECT_BYTES: Final = 0xFFFF
 
 _CRC: Final = struct.Struct("<I")
+# zlib.crc32 of any record whole (its checksum included) when the checksum is right: a
+# property of CRC-32, so a reader checks a record with one crc32 call and no unpack
+CRC_RESIDUE: Final = 0x2144DF1C
 _pack_head = RECORD_HEAD.pack
 _unpack_head = RECORD_HEAD.unpack_from
 _crc32 = zlib.crc32

@@ -87,7 +87,6 @@ import functools
 import logging
 import os
 import shutil
-import struct
 import time
 import zlib
 from array import array
@@ -131,7 +130,6 @@ MAX_UNSYNCED_BLOCKS = 8
 RUN_SPAN = 1 << 20  # most bytes one read of a run covers
 RUN_GAP = 16 * 1024  # records further apart than this are read separately
 _HEAD = codec.RECORD_HEAD_SIZE
-_CRC = struct.Struct("<I")
 
 
 class FileStore(IndexedStore):
@@ -764,7 +762,7 @@ class FileStore(IndexedStore):
         it indexes a column or joins a list; as `Any` the same object passes
         through, as it does interpreted."""
         names = self._index.names
-        unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
+        unpack, crc32, residue = codec.RECORD_HEAD.unpack_from, zlib.crc32, codec.CRC_RESIDUE
         kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR
         bufs: list[bytes] = []
         r_seqs: list[int] = []
@@ -811,13 +809,13 @@ class FileStore(IndexedStore):
                         damaged = f"record for sequence {seq} is cut short"
                     else:
                         rec_len, kind, rseq, ts, slen, hlen, dlen = unpack(buf, rel)
-                        stop_at = rel + rec_len - 4
+                        stop_at = rel + rec_len
                         if (
                             kind != kind_msg
                             or rseq != seq
                             or rec_len != size + (hdr if hlen else plain)
-                            or stop_at + 4 > have
-                            or crc32(view[rel:stop_at]) != crc_at(buf, stop_at)[0]
+                            or stop_at > have
+                            or crc32(view[rel:stop_at]) != residue  # checksum included
                         ):
                             scan = codec.scan_record(buf, rel, have)
                             why = scan if isinstance(scan, str) else f"found kind {kind} seq {rseq}"
