@@ -71,6 +71,9 @@ class Sizes:
     size: int  # payload bytes of the throughput workloads
     connector_rows: int
     connector_kinds: tuple[str, ...]
+    # runs of each ceiling read; the fastest is the ceiling (one 1M-row run lasts about a
+    # second, and single runs moved by up to 1.7x between benchmark runs)
+    ceiling_rounds: int
     sync_count: int
     store_rows: int
     store_size: int
@@ -84,6 +87,7 @@ FULL = Sizes(
     size=128,
     connector_rows=1_000_000,
     connector_kinds=KINDS,
+    ceiling_rounds=3,
     sync_count=20_000,
     store_rows=1_000_000,
     store_size=1024,  # 1M x 1 KiB: a 1 GB stream
@@ -96,6 +100,7 @@ QUICK = Sizes(
     size=128,
     connector_rows=10_000,
     connector_kinds=("bundled",),
+    ceiling_rounds=1,
     sync_count=1_000,
     store_rows=5_000,
     store_size=1024,
@@ -231,11 +236,17 @@ def run_connector(  # type: ignore[no-untyped-def]
     # workload of each kind is not charged for them.
     connector.ceiling_batch_read(spark, 1000, sizes.size)
     connector.ceiling_stream_read(spark, 1000, sizes.size)
-    ceiling_stream, stream_cpu = cpu_by_role(None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
-    ceiling_batch, batch_cpu = cpu_by_role(None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
+    streams = [cpu_by_role(None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
+               for _ in range(max(1, sizes.ceiling_rounds))]
+    batches = [cpu_by_role(None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
+               for _ in range(max(1, sizes.ceiling_rounds))]
+    (ceiling_stream, stream_cpu), (ceiling_batch, batch_cpu) = (
+        max(streams, key=lambda run: run[0]), max(batches, key=lambda run: run[0]))
     cpu_measures(measures, "ceiling", f"{rows:,} x {sizes.size} B",
                  {"streaming read": stream_cpu, "batch read": batch_cpu}, rows)
-    say(f"ceiling: streaming {ceiling_stream:,.0f} rows/s, batch {ceiling_batch:,.0f} rows/s")
+    say(f"ceiling (the fastest of {len(streams)}): streaming "
+        f"{' / '.join(f'{rate:,.0f}' for rate, _ in streams)} rows/s, "
+        f"batch {' / '.join(f'{rate:,.0f}' for rate, _ in batches)} rows/s")
     for kind in sizes.connector_kinds:
         with running(kind, root, name="connector") as srv:
             sink, sink_cpu = cpu_by_role(srv, lambda: connector.sink_write(spark, srv.url, rows, sizes.size))

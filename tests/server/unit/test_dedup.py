@@ -11,6 +11,8 @@ from __future__ import annotations
 import tracemalloc
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jetstream_server.core.clock import FakeClock
 from jetstream_server.core.headers import encode_headers
@@ -117,6 +119,14 @@ HEADER_BLOCKS = [
     b"NATS/1.0\r\nNats-Msg-Id: nats-in-value\r\n\r\n",
     b"NATS/1.0 100\r\nNats-Msg-Id: status\r\n\r\n",
     b"NATS/1.0\r\n Nats-Msg-Id : padded-name\r\n\r\n",
+    # the sink's shape (one line, nothing after it) in its corners
+    b"NATS/1.0\r\nNats-Msg-Id:\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: lone\rcr\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: lone\nlf\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: Nats-Expected-Stream: OTHER\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: extra-crlf\r\n\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: a\r\n\r\nNats-Expected-Stream: OTHER\r\n\r\n",
+    b"NATS/1.0\r\nNats-Msg-Id: \t tabbed \t\r\n\r\n",
 ]
 
 
@@ -140,6 +150,19 @@ def test_msg_id_only_shortcut_answers_as_the_full_parse(block: bytes) -> None:
     assert first.error is None
     assert second.duplicate == bool(msg_id)
     assert second.seq == (first.seq if msg_id else first.seq + 1)
+
+
+@given(st.binary(max_size=40), st.sampled_from([b"", b"\r\n", b"X: 1\r\n", b"Nats-TTL: 5\r\n"]))
+def test_msg_id_only_answers_as_the_full_parse_for_any_value(value: bytes, more: bytes) -> None:
+    """The sink's one-line block takes the id without the general checks: any value,
+    with or without lines after it, gets the full parse's answer."""
+    block = b"NATS/1.0\r\nNats-Msg-Id:" + value + b"\r\n" + more + b"\r\n"
+    stream, clock = _stream()
+    now = clock.now_ns()
+    full = stream._plan_headers(block, "s.a", now)
+    quick = stream._msg_id_only(block, now)
+    if quick is not None:
+        assert _HeaderPlan(quick, "", 0) == full
 
 
 def test_an_idle_stream_forgets_its_ids_when_the_window_passes() -> None:
