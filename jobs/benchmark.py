@@ -71,9 +71,11 @@ class Sizes:
     size: int  # payload bytes of the throughput workloads
     connector_rows: int
     connector_kinds: tuple[str, ...]
-    # runs of each ceiling read; the fastest is the ceiling (one 1M-row run lasts about a
-    # second, and single runs moved by up to 1.7x between benchmark runs)
-    ceiling_rounds: int
+    # runs of each read, the ceiling's and the connector's; the fastest counts (a 1M-row read
+    # lasts one to four seconds, and Spark's JIT makes each run of the same query faster: the
+    # ceiling's three ran at 1.56M, 1.71M and 1.81M rows/s, and single runs moved by up to 1.7x
+    # between benchmark runs)
+    read_rounds: int
     sync_count: int
     store_rows: int
     store_size: int
@@ -87,7 +89,7 @@ FULL = Sizes(
     size=128,
     connector_rows=1_000_000,
     connector_kinds=KINDS,
-    ceiling_rounds=3,
+    read_rounds=3,
     sync_count=20_000,
     store_rows=1_000_000,
     store_size=1024,  # 1M x 1 KiB: a 1 GB stream
@@ -100,7 +102,7 @@ QUICK = Sizes(
     size=128,
     connector_rows=10_000,
     connector_kinds=("bundled",),
-    ceiling_rounds=1,
+    read_rounds=2,
     sync_count=1_000,
     store_rows=5_000,
     store_size=1024,
@@ -236,25 +238,24 @@ def run_connector(  # type: ignore[no-untyped-def]
     # workload of each kind is not charged for them.
     connector.ceiling_batch_read(spark, 1000, sizes.size)
     connector.ceiling_stream_read(spark, 1000, sizes.size)
-    streams = [cpu_by_role(None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
-               for _ in range(max(1, sizes.ceiling_rounds))]
-    batches = [cpu_by_role(None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
-               for _ in range(max(1, sizes.ceiling_rounds))]
-    (ceiling_stream, stream_cpu), (ceiling_batch, batch_cpu) = (
-        max(streams, key=lambda run: run[0]), max(batches, key=lambda run: run[0]))
+    rounds = sizes.read_rounds
+    ceiling_stream, stream_cpu, streams = fastest(
+        rounds, None, lambda: connector.ceiling_stream_read(spark, rows, sizes.size))
+    ceiling_batch, batch_cpu, batches = fastest(
+        rounds, None, lambda: connector.ceiling_batch_read(spark, rows, sizes.size))
     cpu_measures(measures, "ceiling", f"{rows:,} x {sizes.size} B",
                  {"streaming read": stream_cpu, "batch read": batch_cpu}, rows)
-    say(f"ceiling (the fastest of {len(streams)}): streaming "
-        f"{' / '.join(f'{rate:,.0f}' for rate, _ in streams)} rows/s, "
-        f"batch {' / '.join(f'{rate:,.0f}' for rate, _ in batches)} rows/s")
+    say(f"ceiling, the fastest of {rounds}: streaming {streams} rows/s, batch {batches} rows/s")
     for kind in sizes.connector_kinds:
         with running(kind, root, name="connector") as srv:
             sink, sink_cpu = cpu_by_role(srv, lambda: connector.sink_write(spark, srv.url, rows, sizes.size))
             pub = connector.publish_async_rate(srv.url, min(rows, 200_000), sizes.size)
-            stream, stream_cpu = cpu_by_role(srv, lambda: connector.stream_read(spark, srv.url, rows))
-            batch, batch_cpu = cpu_by_role(srv, lambda: connector.batch_read(spark, srv.url, rows))
+            stream, stream_cpu, streams = fastest(
+                rounds, srv, lambda: connector.stream_read(spark, srv.url, rows))
+            batch, batch_cpu, batches = fastest(
+                rounds, srv, lambda: connector.batch_read(spark, srv.url, rows))
         say(f"connector on {kind}: sink {sink:,.0f}/s, publish_async {pub:,.0f}/s, "
-            f"streaming read {stream:,.0f}/s, batch read {batch:,.0f}/s")
+            f"streaming read {streams}/s, batch read {batches}/s (the fastest of {rounds} counts)")
         label = f"{rows:,} x {sizes.size} B, {kind}"
         out += [
             Comparison("connector", f"streaming read, AvailableNow -> noop ({label})", "rows/s",
@@ -267,6 +268,16 @@ def run_connector(  # type: ignore[no-untyped-def]
         cpu_measures(measures, kind, f"{rows:,} x {sizes.size} B",
                      {"sink": sink_cpu, "streaming read": stream_cpu, "batch read": batch_cpu}, rows)
     return spark
+
+
+def fastest(
+    rounds: int, srv: ServerProcess | None, workload: Callable[[], float]
+) -> tuple[float, dict[str, float], str]:
+    """`cpu_by_role(srv, workload)` run `rounds` times: the fastest run's rate and CPU by role,
+    and every run's rate as text."""
+    runs = [cpu_by_role(srv, workload) for _ in range(max(1, rounds))]
+    rate, cpu = max(runs, key=lambda run: run[0])
+    return rate, cpu, " / ".join(f"{r:,.0f}" for r, _ in runs)
 
 
 def cpu_by_role(srv: ServerProcess | None, workload: Callable[[], float]) -> tuple[float, dict[str, float]]:
