@@ -248,6 +248,9 @@ def run_connector(  # type: ignore[no-untyped-def]
     say(f"ceiling, the fastest of {rounds}: streaming {streams} rows/s, batch {batches} rows/s")
     for kind in sizes.connector_kinds:
         with running(kind, root, name="connector") as srv:
+            # the write path's warm-up too (its Python workers' imports, the JIT): the first
+            # server's sink was charged for it, 1.5 µs of Spark's Python a row at 1M rows
+            connector.sink_write(spark, srv.url, 1000, sizes.size)
             sink, sink_cpu = cpu_by_role(srv, lambda: connector.sink_write(spark, srv.url, rows, sizes.size))
             pub = connector.publish_async_rate(srv.url, min(rows, 200_000), sizes.size)
             stream, stream_cpu, streams = fastest(
