@@ -187,10 +187,16 @@ def scan_record(
         return f"unknown record kind {kind}"
     if pos + rec_len > end:
         return f"record of {rec_len} bytes cut short at {end - pos} bytes"
-    stop = pos + rec_len - CRC_SIZE
-    if _crc32(buf[pos:stop]) != _CRC.unpack_from(buf, stop)[0]:
+    if not checksum_holds(buf[pos : pos + rec_len]):
         return "checksum mismatch"
     return kind, seq, ts, slen, hlen, dlen, rec_len
+
+
+def checksum_holds(record: bytes | memoryview) -> bool:
+    """True when `record`, one whole record with its checksum last, is intact (one crc32 over
+    it against `CRC_RESIDUE`). Callers slice the record themselves: a compiled caller passes
+    its positions along as objects."""
+    return _crc32(record) == CRC_RESIDUE
 
 
 def count_framed(buf: bytes | memoryview, pos: int, end: int) -> int:

@@ -88,7 +88,6 @@ import logging
 import os
 import shutil
 import time
-import zlib
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -762,7 +761,7 @@ class FileStore(IndexedStore):
         it indexes a column or joins a list; as `Any` the same object passes
         through, as it does interpreted."""
         names = self._index.names
-        unpack, crc32, residue = codec.RECORD_HEAD.unpack_from, zlib.crc32, codec.CRC_RESIDUE
+        unpack = codec.RECORD_HEAD.unpack_from
         kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR
         bufs: list[bytes] = []
         r_seqs: list[int] = []
@@ -815,7 +814,7 @@ class FileStore(IndexedStore):
                             or rseq != seq
                             or rec_len != size + (hdr if hlen else plain)
                             or stop_at > have
-                            or crc32(view[rel:stop_at]) != residue  # checksum included
+                            or not codec.checksum_holds(view[rel:stop_at])
                         ):
                             scan = codec.scan_record(buf, rel, have)
                             why = scan if isinstance(scan, str) else f"found kind {kind} seq {rseq}"
