@@ -5,8 +5,6 @@ without importing each other."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 
 class StoredMessage:
     """One stored message; treat it as immutable.
@@ -14,8 +12,8 @@ class StoredMessage:
     A plain class with `__slots__` rather than a NamedTuple or a frozen
     dataclass: one is built per publish, and the compiled build makes it a
     native class (a NamedTuple's constructor stays a Python function there,
-    about 0.3 µs a publish). It compares, hashes and unpacks as the tuple of its
-    fields did."""
+    about 0.3 µs a publish). It compares and hashes as the tuple of its fields
+    did."""
 
     __slots__ = ("subject", "seq", "timestamp_ns", "headers", "data")
 
@@ -38,9 +36,6 @@ class StoredMessage:
 
     def __hash__(self) -> int:
         return hash(self._fields())
-
-    def __iter__(self) -> Iterator[object]:
-        return iter(self._fields())
 
     def __repr__(self) -> str:
         return (
