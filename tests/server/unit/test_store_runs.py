@@ -22,7 +22,7 @@ from jetstream_server.store import index as index_module
 from jetstream_server.store import pages as pages_module
 from jetstream_server.store.base import MAX_SEQ
 from jetstream_server.store.file import FileStore
-from jetstream_server.store.runs import MessageRun
+from jetstream_server.store.runs import COPY_BODY, MessageRun
 
 T0 = 1_700_000_000_000_000_000
 HDR = b"NATS/1.0\r\nK: v\r\n\r\n"
@@ -85,6 +85,20 @@ def test_run_of_consecutive_messages(make_store: Callable[..., StreamStore]) -> 
     check_run(store, 18, 10)  # the end of the stream
     check_run(store, 21, 10)  # past it: empty, next_seq stays
     assert len(store.read_run(1, 0)) == 0 and store.read_run(3, 0).next_seq == 3
+
+
+def test_bodies_on_both_sides_of_the_copy_size(make_store: Callable[..., StreamStore]) -> None:
+    """A delivery's bodies up to `COPY_BODY` bytes are copies, larger ones views of the read's
+    buffer: the same bytes either way, in one run that mixes them."""
+    store = make_store()
+    around = (1, COPY_BODY - len(HDR), COPY_BODY - len(HDR) + 1, COPY_BODY, 3 * COPY_BODY, 5)
+    for i, size in enumerate(around):
+        store.store("big", HDR if i % 2 else None, bytes([i + 1]) * size, T0 + i)
+    run = check_run(store, 1, 10)
+    assert len(run) == len(around)
+    bodies = run.columns()[4]
+    if type(run).__name__ == "BufferRun":  # the file store's runs: both kinds taken
+        assert {type(b) for b in bodies} == {bytes, memoryview}
 
 
 def test_run_skips_deleted_messages(make_store: Callable[..., StreamStore]) -> None:

@@ -230,12 +230,10 @@ class StreamStore(ABC):
         A damaged record raises `StoreError` when it is the first message of the
         run (as `load` would) and ends the run before it otherwise, so the next
         read raises. This default reads message by message; backends override it."""
-        from array import array
-
         from jetstream_server.store.runs import ListRun
 
         msgs: list[StoredMessage] = []
-        sizes = array("I")
+        sizes: list[int] = []
         total = 0
         seq = start_seq
         while len(msgs) < max_msgs:
@@ -259,12 +257,10 @@ class StreamStore(ABC):
         record raises `StoreError` when it is the first message found and ends
         the run before it otherwise (`next_seq` is then its sequence). This
         default loads one by one; backends override it."""
-        from array import array
-
         from jetstream_server.store.runs import ListRun
 
         msgs: list[StoredMessage] = []
-        sizes = array("I")
+        sizes: list[int] = []
         wanted = sorted(set(seqs))
         for seq in wanted:
             try:

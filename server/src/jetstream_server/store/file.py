@@ -764,14 +764,14 @@ class FileStore(IndexedStore):
         unpack = codec.RECORD_HEAD.unpack_from
         kind_msg, plain, hdr = codec.KIND_MSG, codec.RECLEN_PLAIN, codec.RECLEN_HDR
         bufs: list[bytes] = []
-        r_seqs: list[int] = []
-        r_ts: list[int] = []
+        r_seqs: list[Any] = []
+        r_ts: list[Any] = []
         r_subjects: list[str] = []
-        r_sizes: list[int] = []
-        r_buf: list[int] = []
-        r_at: list[int] = []
-        r_hlen: list[int] = []
-        r_dlen: list[int] = []
+        r_sizes: list[Any] = []
+        r_buf: list[Any] = []
+        r_at: list[Any] = []
+        r_hlen: list[Any] = []
+        r_dlen: list[Any] = []
         damaged: str | None = None
         for page, cols, positions in slices:
             seqs, sids, sizes, offs = cols[SEQS], cols[SIDS], cols[SIZES], cols[EXTRA]

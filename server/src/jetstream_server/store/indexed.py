@@ -34,7 +34,6 @@ server's event loop thread) calls a store.
 from __future__ import annotations
 
 from abc import abstractmethod
-from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -85,7 +84,7 @@ class IndexedStore(StreamStore):
         positions taken), verified; a damaged record after the first ends it
         (see `StreamStore.read_run`). This default `_get`s each."""
         msgs: list[StoredMessage] = []
-        sizes = array("I")
+        sizes: list[int] = []
         index = self._index
         for page, cols, positions in slices:
             for i in positions:
@@ -326,7 +325,7 @@ class IndexedStore(StreamStore):
         slices, next_seq, blocked = index.run_slices(
             start_seq, end_seq, index.resolve(filters), max_msgs, max_bytes
         )
-        run = self._read_run(slices, next_seq) if slices else ListRun([], array("I"), next_seq)
+        run = self._read_run(slices, next_seq) if slices else ListRun([], [], next_seq)
         if blocked and run.next_seq == next_seq:
             run.blocked_size = blocked
         return run
@@ -348,7 +347,7 @@ class IndexedStore(StreamStore):
             positions.append(i)
         next_seq = wanted[-1] + 1 if wanted else 0
         if not slices:
-            return ListRun([], array("I"), next_seq)
+            return ListRun([], [], next_seq)
         return self._read_run(slices, next_seq)
 
     def seq_for_time(self, timestamp_ns: int) -> int:

@@ -26,16 +26,19 @@ match; slicing (`run[a:b]`) gives a run of the same kind over the same bytes.
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator, Sequence
-from typing import overload
+from collections.abc import Iterator
+from typing import Any, overload
 
 from jetstream_server.store.message import StoredMessage
 
-# subjects, sequences, timestamps, header lengths, bodies (see `MessageRun.columns`)
-RunColumns = tuple[
-    Sequence[str], Sequence[int], Sequence[int], Sequence[int], list["bytes | memoryview"]
-]
+# A body (header block and data) up to this size is copied out of its buffer for a delivery,
+# a larger one is a view of it (see `BufferRun.columns`).
+COPY_BODY = 16 * 1024
+
+# subjects, sequences, timestamps, header lengths, bodies (see `MessageRun.columns`). The
+# numbers are `Any`: compiled, an `int` element is unboxed and boxed again (a new object above
+# 256) where it is used; as `Any` the stored object passes through, as it does interpreted.
+RunColumns = tuple[list[str], list[Any], list[Any], list[Any], list["bytes | memoryview"]]
 
 
 class MessageRun:
@@ -45,7 +48,7 @@ class MessageRun:
 
     __slots__ = ("seqs", "sizes", "next_seq", "blocked_size")
 
-    def __init__(self, seqs: array[int], sizes: array[int], next_seq: int, blocked_size: int = 0) -> None:
+    def __init__(self, seqs: list[int], sizes: list[int], next_seq: int, blocked_size: int = 0) -> None:
         self.seqs = seqs
         self.sizes = sizes
         self.next_seq = next_seq
@@ -119,9 +122,9 @@ class ListRun(MessageRun):
     __slots__ = ("msgs",)
 
     def __init__(
-        self, msgs: list[StoredMessage], sizes: array[int], next_seq: int, blocked_size: int = 0
+        self, msgs: list[StoredMessage], sizes: list[int], next_seq: int, blocked_size: int = 0
     ) -> None:
-        super().__init__(array("q", [m.seq for m in msgs]), sizes, next_seq, blocked_size)
+        super().__init__([m.seq for m in msgs], sizes, next_seq, blocked_size)
         self.msgs = msgs
 
     def message(self, i: int) -> StoredMessage:
@@ -136,46 +139,48 @@ class BufferRun(MessageRun):
 
     Per message: its buffer (`buf_of`), where its header block starts in it
     (`hdr_at`; the data follows it) and the lengths of both (`hdr_len` 0: no
-    headers)."""
+    headers). The columns are the lists the store's read built, not arrays: a
+    run lives for one delivery, and a list hands out the objects it holds where
+    an array makes a new one at every read."""
 
     __slots__ = ("ts", "subjects", "bufs", "buf_of", "hdr_at", "hdr_len", "data_len")
 
     def __init__(self, next_seq: int = 0) -> None:
-        super().__init__(array("q"), array("I"), next_seq)
-        self.ts = array("q")
+        super().__init__([], [], next_seq)
+        self.ts: list[int] = []
         self.subjects: list[str] = []
         self.bufs: list[bytes] = []
-        self.buf_of = array("I")
-        self.hdr_at = array("I")
-        self.hdr_len = array("I")
-        self.data_len = array("I")
+        self.buf_of: list[int] = []
+        self.hdr_at: list[int] = []
+        self.hdr_len: list[int] = []
+        self.data_len: list[int] = []
 
     @classmethod
     def build(
         cls,
         next_seq: int,
         bufs: list[bytes],
-        seqs: list[int],
-        ts: list[int],
+        seqs: list[Any],
+        ts: list[Any],
         subjects: list[str],
-        sizes: list[int],
-        buf_of: list[int],
-        hdr_at: list[int],
-        hdr_len: list[int],
-        data_len: list[int],
+        sizes: list[Any],
+        buf_of: list[Any],
+        hdr_at: list[Any],
+        hdr_len: list[Any],
+        data_len: list[Any],
     ) -> BufferRun:
-        """A run from per-message lists (the data of message i starts right
-        after its header block)."""
+        """A run over per-message lists, which it keeps (the data of message i
+        starts right after its header block)."""
         run = cls(next_seq)
         run.bufs = bufs
-        run.seqs = array("q", seqs)
-        run.ts = array("q", ts)
+        run.seqs = seqs
+        run.ts = ts
         run.subjects = subjects
-        run.sizes = array("I", sizes)
-        run.buf_of = array("I", buf_of)
-        run.hdr_at = array("I", hdr_at)
-        run.hdr_len = array("I", hdr_len)
-        run.data_len = array("I", data_len)
+        run.sizes = sizes
+        run.buf_of = buf_of
+        run.hdr_at = hdr_at
+        run.hdr_len = hdr_len
+        run.data_len = data_len
         return run
 
     def message(self, i: int) -> StoredMessage:
@@ -207,20 +212,34 @@ class BufferRun(MessageRun):
         )
 
     def columns(self) -> RunColumns:
-        views = [memoryview(buf) for buf in self.bufs]
-        bodies: list[bytes | memoryview] = [
-            views[b][at : at + hlen + dlen]
-            for b, at, hlen, dlen in zip(
-                self.buf_of, self.hdr_at, self.hdr_len, self.data_len, strict=True
-            )
-        ]
+        """The bodies are copies (`bytes`) up to `COPY_BODY` bytes, views above: a small
+        copy costs less than a view, which the garbage collector tracks, and formats
+        faster."""
+        bufs = self.bufs
+        bodies: list[bytes | memoryview] = []
+        append = bodies.append
+        views: dict[int, memoryview] = {}
+        for b, at, hlen, dlen in zip(self.buf_of, self.hdr_at, self.hdr_len, self.data_len, strict=True):
+            end = at + hlen + dlen
+            if end - at <= COPY_BODY:
+                append(bufs[b][at:end])
+            else:
+                view = views.get(b)
+                if view is None:
+                    view = views[b] = memoryview(bufs[b])
+                append(view[at:end])
         return self.subjects, self.seqs, self.ts, self.hdr_len, bodies
 
     def _slice(self, lo: int, hi: int) -> MessageRun:
         out = BufferRun(self._sliced_next(hi))
         out.blocked_size = self.blocked_size
         out.bufs = self.bufs
-        for name in ("seqs", "sizes", "ts", "buf_of", "hdr_at", "hdr_len", "data_len"):
-            setattr(out, name, getattr(self, name)[lo:hi])
+        out.seqs = self.seqs[lo:hi]
+        out.sizes = self.sizes[lo:hi]
+        out.ts = self.ts[lo:hi]
+        out.buf_of = self.buf_of[lo:hi]
+        out.hdr_at = self.hdr_at[lo:hi]
+        out.hdr_len = self.hdr_len[lo:hi]
+        out.data_len = self.data_len[lo:hi]
         out.subjects = self.subjects[lo:hi]
         return out

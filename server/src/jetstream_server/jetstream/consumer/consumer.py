@@ -23,7 +23,6 @@ delivery is re-entrancy safe (`kick` loops while asked again).
 from __future__ import annotations
 
 import logging
-from array import array
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -658,4 +657,4 @@ class Consumer:
 
 
 def _empty_run(next_seq: int) -> MessageRun:
-    return ListRun([], array("I"), next_seq)
+    return ListRun([], [], next_seq)

@@ -258,21 +258,23 @@ class DeliveryRun:
         """Subject, ack reply, headers and payload bytes of the first `count`
         messages (all by default), exactly."""
         run = self.run
-        k = len(run) if count is None else count
+        n = len(run)
+        k = n if count is None else count
         if k <= 0:
             return 0
         _subjects, seqs, timestamps, hlens, _bodies = self.columns
-        with_headers = k - hlens[:k].count(0)
+        sizes = run.sizes
+        if k < n:  # a head: its parts of the columns (the whole run takes no copies)
+            seqs, timestamps, hlens, sizes = seqs[:k], timestamps[:k], hlens[:k], sizes[:k]
+        with_headers = k - hlens.count(0)
         plain, hdr = self.overhead
-        content = int(sum(run.sizes[:k])) - (k - with_headers) * plain - with_headers * hdr
-        seqs_k = seqs[:k]
-        if seqs_k[-1] - seqs_k[0] == k - 1:
-            seq_digits = digits_total(seqs_k[0], seqs_k[-1])
+        content = sum(sizes) - (k - with_headers) * plain - with_headers * hdr
+        if seqs[-1] - seqs[0] == k - 1:
+            seq_digits = digits_total(seqs[0], seqs[-1])
         else:
-            seq_digits = sum(map(len, map(str, seqs_k)))
-        ts_k = timestamps[:k]
-        low, high = len(str(min(ts_k))), len(str(max(ts_k)))
-        ts_digits = k * low if low == high else sum(map(len, map(str, ts_k)))
+            seq_digits = sum(map(len, map(str, seqs)))
+        low, high = len(str(min(timestamps))), len(str(max(timestamps)))
+        ts_digits = k * low if low == high else sum(map(len, map(str, timestamps)))
         counted = min(k, max(self.npc, 0))  # replies with pending above 0 (or the last 0)
         npc_digits = digits_total(self.npc - counted, self.npc - 1) if counted else 0
         npc_digits += k - counted  # "0" each
