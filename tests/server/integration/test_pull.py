@@ -290,6 +290,33 @@ async def test_no_wait_held_by_max_ack_pending_waits(nc: NATS, js: JetStreamCont
     assert third.metadata.sequence.stream == 3
 
 
+async def test_no_wait_request_for_messages_already_asked_for(nc: NATS, js: JetStreamContext) -> None:
+    """A no_wait request that finds fewer messages to deliver than the waiting requests still
+    ask for is refused at once with "408 Requests Pending" (nats-server's rule); with as many
+    or more it is queued behind them."""
+    await seed(js, 10)
+
+    async def held_request(name: str, batch: int) -> None:
+        """A request of `batch` that gets 2 messages, then waits (max_ack_pending 2)."""
+        await create(nc, name, max_ack_pending=2)
+        sub = await nc.subscribe(nc.new_inbox())
+        body = json.dumps({"batch": batch, "expires": 5_000_000_000}).encode()
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.S.{name}", body, reply=sub.subject)
+        assert [status(await sub.next_msg(timeout=2)) for _ in range(2)] == [None, None]
+        assert await waiting_requests(nc, name, 1) == 1
+
+    await held_request("RP", 11)  # 8 to deliver, 9 asked for
+    refused = await Puller(nc).pull("RP", {"batch": 1, "no_wait": True})
+    assert describe(refused) == ["408 Requests Pending"]
+    assert await waiting_requests(nc, "RP", 1) == 1
+    await held_request("RQ", 5)  # 8 to deliver, 3 asked for
+    queued = await nc.subscribe(nc.new_inbox())
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.RQ", b'{"batch": 1, "no_wait": true}', reply=queued.subject)
+    assert await waiting_requests(nc, "RQ", 2) == 2
+    with pytest.raises(nats.errors.TimeoutError):
+        await queued.next_msg(timeout=0.3)  # behind the first, held by max_ack_pending
+
+
 async def test_no_wait_held_by_max_ack_pending_ends_at_its_heartbeat(nc: NATS, js: JetStreamContext) -> None:
     """nats-server's timer pass (at the request's heartbeat) ends a one-shot request
     that got messages with 404 even while max_ack_pending holds it back: nats.py's

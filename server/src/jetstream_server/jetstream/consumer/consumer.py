@@ -361,6 +361,10 @@ class Consumer:
     def num_ack_pending(self) -> int:
         return len(self.acks.pending)
 
+    @property
+    def num_to_deliver(self) -> int:
+        return max(self.cursor.npc, 0) + len(self.acks.rdq)
+
     def unpin(self, group: str = "") -> None:
         """`$JS.API.CONSUMER.UNPIN` (the caller checked the group)."""
         if isinstance(self.delivery, PullDelivery):  # only pull consumers pin

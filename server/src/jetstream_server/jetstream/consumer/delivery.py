@@ -97,6 +97,11 @@ class Source(Protocol):
         """Messages delivered and not yet acknowledged (overflow priority groups)."""
         ...
 
+    @property
+    def num_to_deliver(self) -> int:
+        """Messages still to deliver: the new ones (num pending) and the redeliveries due."""
+        ...
+
     def next_message(self, hint: StoredMessage | None = None) -> tuple[StoredMessage, int] | None:
         """The next message to deliver and its delivery count, not yet recorded."""
         ...

@@ -68,6 +68,7 @@ NO_MESSAGES: Final = status_headers(404, "No Messages")
 EXPIRY_MARGIN_NS: Final = 5_000_000
 CONSUMER_DELETED: Final = status_headers(409, "Consumer Deleted")
 EXCEEDED_MAX_WAITING: Final = status_headers(409, "Exceeded MaxWaiting")
+REQUESTS_PENDING: Final = status_headers(408, "Requests Pending")
 # How much longer an ack reply can get within one run than the first one built:
 # its five numbers grow by at most 19 digits each (int64).
 _REPLY_GROWTH: Final = 5 * 19
@@ -418,6 +419,9 @@ class PullDelivery:
         source.recount()
         if self.waiting.full:
             self._drop_uninterested()
+        if request.no_wait and self._too_early(source.num_to_deliver):
+            publish(reply, None, REQUESTS_PENDING, b"")
+            return
         if self.waiting.full:
             publish(reply, None, EXCEEDED_MAX_WAITING, b"")
             return
@@ -471,6 +475,15 @@ class PullDelivery:
         )
         assert found is None or isinstance(found, WaitingRequest)
         return found
+
+    def _too_early(self, to_deliver: int) -> bool:
+        """A no_wait request finds the messages there are already asked for by the waiting
+        requests whose clients are still there (nats-server: "408 Requests Pending")."""
+        if to_deliver <= 0 or not self.waiting:
+            return False
+        has_interest = self.host.has_interest
+        asked = sum(w.remaining for w in self.waiting if has_interest(w.reply))
+        return to_deliver < asked
 
     def _drop_uninterested(self) -> None:
         """A full queue first loses the requests whose client left (nats-server: at
