@@ -39,6 +39,7 @@ from spark_jetstream.client.frames import ACK_PREFIX, parse_frames, parse_header
 from spark_jetstream.client.msg_runs import Chunk, RawChunk, RunScanner
 from spark_jetstream.client.retry import RetryBudget, breaks_connection, exhausted, is_transient
 from spark_jetstream.read.filtered import count_matching
+from spark_jetstream.read.pull_requests import PullRequests
 
 __all__ = [
     "REQUEST_BYTES",
@@ -268,11 +269,17 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
     # a request whatever the sizes in this range (the server ends the request with
     # "409 Message Size Exceeds MaxBytes" when it is full).
     max_bytes = REQUEST_BYTES
-    body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
-    # One no_wait request at a time: a second one while the first is pending gets
-    # "408 Requests Pending". The idle gap between batches is one round trip.
-    conn.publish(next_subject, body, reply=inbox)
-    outstanding = batch
+    requests = PullRequests()
+    asked = 0  # messages asked for so far (the range holds `expected`)
+
+    def ask(count: int) -> None:
+        nonlocal asked
+        body = json.dumps({"batch": count, "max_bytes": max_bytes, "no_wait": True}).encode()
+        conn.publish(next_subject, body, reply=inbox)
+        requests.sent(count)
+        asked += count
+
+    ask(batch)
     try:
         while True:
             buf, pos = conn._buf, conn._pos
@@ -280,7 +287,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                 had = len(runs)
                 pos = runs.scan(buf, pos)
                 if len(runs) > had:
-                    outstanding -= len(runs) - had
+                    requests.delivered(len(runs) - had)
                     if runs.last_fields()[2] == 0:
                         done = True  # nothing more pending for this consumer
                         break
@@ -298,7 +305,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     continue
                 elif reply.startswith(ACK_PREFIX):  # a data frame the scan did not take (not expected)
                     runs.add_frame(buf[frame_start:pos])
-                    outstanding -= 1
+                    requests.delivered(1)
                     done = runs.last_fields()[2] == 0
                 else:
                     status, desc, _ = parse_headers(hdr) if hdr else (None, "", [])
@@ -311,10 +318,12 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     elif status == Status.CONFLICT and desc.lower().startswith("batch completed"):
                         pass  # sent with max_bytes once the count is reached; already counted
                     elif status == Status.CONFLICT and "maxbytes" in desc.lower().replace(" ", ""):
-                        if outstanding == batch:  # not even one message fit: allow bigger ones
+                        count, brought = requests.ended()
+                        if count and not brought:  # not even one message fit: allow bigger ones
                             max_bytes *= 2
-                            body = json.dumps({"batch": batch, "max_bytes": max_bytes, "no_wait": True}).encode()
-                        outstanding = 0  # this request is over; the next one follows
+                        asked -= count - brought  # those are still to ask for
+                    elif status == Status.REQUEST_TIMEOUT and desc.lower().startswith("requests pending"):
+                        asked -= requests.refused()  # the newer request came early; the older goes on
                     elif status == Status.NO_RESPONDERS or (
                         status == Status.CONFLICT and "consumer deleted" in desc.lower()
                     ):
@@ -336,9 +345,9 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     return
             if done:
                 return
-            if outstanding <= 0:
-                conn.publish(next_subject, body, reply=inbox)
-                outstanding = batch
+            count = requests.to_ask(batch, expected - asked)
+            if count:
+                ask(count)
             conn.fill()
     finally:
         conn.unsubscribe(sid)
