@@ -784,6 +784,14 @@ class FileStore(IndexedStore):
                 start = offs[first]
                 stop = start + sizes[first] + plain
                 h = g + 1
+                if not g and isinstance(positions, range) and count > 1:
+                    # consecutive entries (the usual run): one stretch for all when they are
+                    # within RUN_SPAN and their gaps together within RUN_GAP
+                    last = positions[-1]
+                    end = offs[last] + sizes[last] + plain
+                    held = sum(sizes[positions.start : positions.stop]) + count * plain
+                    if end - start <= RUN_SPAN and end - start - held <= RUN_GAP:
+                        stop, h = end, count
                 while h < count:
                     p = positions[h]
                     offset = offs[p]
