@@ -2,7 +2,9 @@
 
 `fetch_range(conn, spec)` reads with an ephemeral ack-none pull consumer that
 is deleted afterwards (`consumer_config`): no_wait pull requests of about
-`REQUEST_BYTES` each, data frames collected raw (client/msg_runs.py) and cut
+`REQUEST_BYTES` each, two in flight (read/pull_requests.py: the next goes out
+while the current one has half a batch left to bring, never for more than the
+rest of the range), data frames collected raw (client/msg_runs.py) and cut
 at the range's end; resumed after the last message read when the server goes
 away mid-read. Where no such consumer may be made (a work-queue stream) it
 reads by message get (`fetch_range_by_get`, slow: one request per message).
@@ -70,7 +72,8 @@ class FetchSpec:
 
     @property
     def request_batch(self) -> int:
-        """Messages per pull request: ~8 MiB in flight (measured sweet spot: larger requests slow the server down).
+        """Messages per pull request: ~8 MiB each, at most 1.5 requests' worth in flight (measured sweet
+        spot: larger requests slow the server down).
 
         Bounded in bytes because the server cuts off a client whose pending
         output exceeds 64 MiB ("Slow Consumer").

@@ -27,13 +27,13 @@ match; slicing (`run[a:b]`) gives a run of the same kind over the same bytes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, overload
+from typing import Any, Final, overload
 
 from jetstream_server.store.message import StoredMessage
 
 # A body (header block and data) up to this size is copied out of its buffer for a delivery,
 # a larger one is a view of it (see `BufferRun.columns`).
-COPY_BODY = 16 * 1024
+COPY_BODY: Final = 16 * 1024
 
 # subjects, sequences, timestamps, header lengths, bodies (see `MessageRun.columns`). The
 # numbers are `Any`: compiled, an `int` element is unboxed and boxed again (a new object above
