@@ -477,8 +477,9 @@ class PullDelivery:
         return found
 
     def _too_early(self, to_deliver: int) -> bool:
-        """A no_wait request finds the messages there are already asked for by the waiting
-        requests whose clients are still there (nats-server: "408 Requests Pending")."""
+        """Whether a no_wait request comes too early: fewer messages are left to deliver
+        than the waiting requests (those whose clients are still there) still ask for.
+        nats-server then refuses it with "408 Requests Pending"."""
         if to_deliver <= 0 or not self.waiting:
             return False
         has_interest = self.host.has_interest
