@@ -146,13 +146,16 @@ async def test_batch_max_bytes_and_up_to_seq_rules(nc: NATS) -> None:
     assert len(msgs) == 1 and msgs[0].headers == {"Status": "404", "Description": "No Results"}
 
 
-async def test_batch_over_max_pending_ends_with_eob_and_keeps_the_client(config_server: Any) -> None:
+async def test_batch_over_max_pending_ends_with_eob_and_keeps_the_client(config_server: Any, server_kind: str) -> None:
     """Issue 24: a batch without max_bytes is capped at the server's max_pending
     (subject + headers + payload); the messages' framing takes it past that on the
     wire, and the server must not close its reader as a slow consumer for it. The
-    reader is a raw socket that reads as fast as it can: nats-server, whose writer
-    races its own producer, still closes such a reader now and then on a loaded
-    machine when max_pending is small (256 KB); at the issue's 4 MB it keeps up."""
+    reader is a raw socket that reads as fast as it can. nats-server's writer races
+    its own producer: it closes such a reader as a slow consumer now and then (on a
+    loaded machine often at 256 KB of max_pending, seldom at the issue's 4 MB, seen
+    once in a CI run). That close is accepted from nats-server only, with its log
+    line saying so, and only after a head of the batch in order; the bundled server
+    waits for its backlog to drain instead and must reach the EOB every time."""
     server = config_server("max_payload: 64KB\nmax_pending: 4MB\njetstream {}\n")
     nc = await nats.connect(server.url, max_reconnect_attempts=0)
     try:
@@ -170,19 +173,28 @@ async def test_batch_over_max_pending_ends_with_eob_and_keeps_the_client(config_
         reader.send(b'CONNECT {"verbose":false,"headers":true}\r\nSUB r 1\r\n'
                     b"PUB $JS.API.DIRECT.GET.B r %d\r\n%s\r\n" % (len(body), body))
         data = 0
-        while True:
-            line = reader.readline()
-            assert line.startswith(b"HMSG r 1 "), line
-            hdr_len, total = (int(x) for x in line.split()[-2:])
-            block = reader.read_exact(total + 2)
-            status = block[:hdr_len].split(b"\r\n")[0]
-            if status != b"NATS/1.0":
-                break
-            data += 1
+        # the message that reaches 4 MiB is the last: 3 bytes of subject + 2048
+        capped = -(-4 * 1024 * 1024 // 2051)
+        try:
+            while True:
+                line = reader.readline()
+                assert line.startswith(b"HMSG r 1 "), line
+                hdr_len, total = (int(x) for x in line.split()[-2:])
+                block = reader.read_exact(total + 2)
+                status = block[:hdr_len].split(b"\r\n")[0]
+                if status != b"NATS/1.0":
+                    break
+                assert f"Nats-Sequence: {data + 1}\r\n".encode() in block[:hdr_len]
+                data += 1
+        except ConnectionError:
+            if server_kind != "nats-server":
+                raise
+            server.wait_for_log(r"Slow Consumer", timeout=10)
+            assert data < capped
+            return
         assert status == b"NATS/1.0 204 EOB"
         headers = block[:hdr_len].decode()
-        # the message that reaches 4 MiB is the last: 3 bytes of subject + 2048
-        assert data == -(-4 * 1024 * 1024 // 2051)
+        assert data == capped
         assert f"Nats-Last-Sequence: {data}" in headers
         assert f"Nats-Num-Pending: {3000 - data}" in headers
         assert reader.until_pong() == []  # still connected
