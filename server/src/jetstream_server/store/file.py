@@ -406,6 +406,12 @@ class FileStore(IndexedStore):
         blk = self._blocks[-1]
         if blk.size > codec.BLOCK_HEADER_SIZE and blk.size + len(data) > self._block_size:
             blk = self._roll(self._index.last_seq + 1)
+        pages = self._index.pages
+        if pages and pages[-1].first < blk.first_seq:
+            # the last page holds entries of an earlier block (a block rewritten, then a
+            # restart): these records start a page of their own, as a block's entries are
+            # whole pages (reads find a page's records in the block of its first entry)
+            self._index.seal()
         offset = blk.size
         try:
             self._write_all(self._wfd, data)
