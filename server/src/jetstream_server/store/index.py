@@ -899,22 +899,18 @@ class MessageIndex:
             taken: Sequence[Any] = self._taken(page, cols, i, end, wanted)[:left]
             if max_bytes and taken:
                 sizes = cols[SIZES]
-                if isinstance(taken, range):  # consecutive entries: their sizes at once
-                    whole = sum(sizes[taken.start : taken.stop])
-                    if total + whole <= max_bytes:
-                        total += whole
-                        out.append((page, cols, taken))
-                        left -= len(taken)
-                        if not left:
-                            return out, self.seq_at(page, taken[-1]) + 1, 0
-                        continue
-                for n, j in enumerate(taken):
-                    size = sizes[j]
-                    if total + size > max_bytes:
-                        if n:
-                            out.append((page, cols, taken[:n]))
-                        return out, self.seq_at(page, j), size
-                    total += size
+                # consecutive entries: their sizes at once, one by one only if they do not all fit
+                whole = sum(sizes[taken.start : taken.stop]) if isinstance(taken, range) else -1
+                if 0 <= whole <= max_bytes - total:
+                    total += whole
+                else:
+                    for n, j in enumerate(taken):
+                        size = sizes[j]
+                        if total + size > max_bytes:
+                            if n:
+                                out.append((page, cols, taken[:n]))
+                            return out, self.seq_at(page, j), size
+                        total += size
             if taken:
                 out.append((page, cols, taken))
                 left -= len(taken)
