@@ -273,14 +273,11 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
     # "409 Message Size Exceeds MaxBytes" when it is full).
     max_bytes = REQUEST_BYTES
     requests = PullRequests()
-    asked = 0  # messages asked for so far (the range holds `expected`)
 
     def ask(count: int) -> None:
-        nonlocal asked
         body = json.dumps({"batch": count, "max_bytes": max_bytes, "no_wait": True}).encode()
         conn.publish(next_subject, body, reply=inbox)
         requests.sent(count)
-        asked += count
 
     ask(batch)
     try:
@@ -321,12 +318,11 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     elif status == Status.CONFLICT and desc.lower().startswith("batch completed"):
                         pass  # sent with max_bytes once the count is reached; already counted
                     elif status == Status.CONFLICT and "maxbytes" in desc.lower().replace(" ", ""):
-                        count, brought = requests.ended()
+                        count, brought = requests.ended()  # what it did not bring is asked again
                         if count and not brought:  # not even one message fit: allow bigger ones
                             max_bytes *= 2
-                        asked -= count - brought  # those are still to ask for
                     elif status == Status.REQUEST_TIMEOUT and desc.lower().startswith("requests pending"):
-                        asked -= requests.refused()  # the newer request came early; the older goes on
+                        requests.refused()  # the newer request came early; the older goes on
                     elif status == Status.NO_RESPONDERS or (
                         status == Status.CONFLICT and "consumer deleted" in desc.lower()
                     ):
@@ -348,7 +344,7 @@ def _pull_range(conn: LeanConnection, spec: FetchSpec, name: str, expected: int)
                     return
             if done:
                 return
-            count = requests.to_ask(batch, expected - asked)
+            count = requests.to_ask(batch, expected - requests.asked)
             if count:
                 ask(count)
             conn.fill()

@@ -25,6 +25,8 @@ class PullRequests:
 
     def __init__(self) -> None:
         self._left: deque[list[int]] = deque()
+        self.asked = 0  # messages asked for that came or may still come
+
 
     @property
     def count(self) -> int:
@@ -36,6 +38,7 @@ class PullRequests:
 
     def sent(self, count: int) -> None:
         self._left.append([count, count])
+        self.asked += count
 
     def delivered(self, count: int) -> None:
         left = self._left
@@ -51,8 +54,9 @@ class PullRequests:
         brought ((0, 0): none was in flight)."""
         if not self._left:
             return 0, 0
-        asked, left = self._left.popleft()
-        return asked, asked - left
+        count, left = self._left.popleft()
+        self.asked -= left  # still to ask for
+        return count, count - left
 
     def to_ask(self, batch: int, more: int) -> int:
         """How many messages a request should ask for now (0: none yet), `more` being those
@@ -69,4 +73,6 @@ class PullRequests:
 
     def refused(self) -> int:
         """The newest request was refused (408 Requests Pending): how many it asked for."""
-        return self._left.pop()[0] if self._left else 0
+        count = self._left.pop()[0] if self._left else 0
+        self.asked -= count
+        return count

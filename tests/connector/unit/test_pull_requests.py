@@ -38,6 +38,7 @@ def test_a_request_that_ends_early_or_is_refused_gives_back_what_it_did_not_brin
     requests.delivered(60)
     requests.sent(80)
     assert requests.ended() == (100, 60)  # 409 max bytes: the oldest is over after 60
+    assert requests.asked == 140  # its 40 not brought are to ask for again
     assert (requests.count, requests.outstanding) == (1, 80)
     requests.sent(30)
     assert requests.refused() == 30  # 408 Requests Pending: the newest never started
@@ -56,5 +57,5 @@ def test_deliveries_count_against_the_oldest_request_first(steps: list[tuple[int
         arrive = min(arrive, asked - brought)
         requests.delivered(arrive)
         brought += arrive
-        assert requests.outstanding == asked - brought
+        assert requests.outstanding == asked - brought and requests.asked == asked
         assert requests.count == 0 or requests.outstanding > 0
