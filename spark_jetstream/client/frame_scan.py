@@ -207,7 +207,10 @@ def _load(w: npt.NDArray[np.uint64], at: Ints) -> npt.NDArray[np.uint64]:
     """`w[at]`, positions clipped into `w`: a frame whose checked parts (op, sid, `$JS.ACK.`)
     are where they belong has every word it reads inside the buffer, so a clipped word only
     ever reaches a frame that is refused anyway."""
-    return w[np.clip(at, 0, len(w) - 1)] if len(w) else np.zeros(len(at), np.uint64)
+    if not len(w):
+        return np.zeros(len(at), np.uint64)
+    # not `w.take(at, mode="clip")`: take copies a strided array whole first
+    return w[np.minimum(np.maximum(at, 0), len(w) - 1)]
 
 
 def _text_word(text: bytes) -> tuple[np.uint64, np.uint64]:
@@ -224,48 +227,61 @@ def _matches(w: npt.NDArray[np.uint64], at: Ints, text: bytes) -> npt.NDArray[np
     return ok
 
 
+# the constants of `_eight_digits`, made once (a numpy scalar costs as much to make as to use)
+_HIGH_NIBBLES: Final = _U64(0xF0F0F0F0F0F0F0F0)
+_PLUS_SIX: Final = _U64(0x0606060606060606)
+_ALL_DIGITS: Final = _U64(0x3333333333333333)
+_FOUR: Final = _U64(4)
+# (mask, multiplier, shift): pairs of digits, then of pairs, then of fours, combined
+_COMBINE: Final = tuple(
+    (_U64(mask), _U64(times), _U64(shift))
+    for mask, times, shift in (
+        (0x0F0F0F0F0F0F0F0F, 2561, 8),
+        (0x00FF00FF00FF00FF, 6553601, 16),
+        (0x0000FFFF0000FFFF, 42949672960001, 32),
+    )
+)
+
+
 def _eight_digits(x: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """Eight ASCII digits per word (most significant first in memory) -> their value, and
     whether all eight are digits (the SWAR check and parse of simdjson)."""
-    hi = _U64(0xF0F0F0F0F0F0F0F0)
-    ok = ((x & hi) | (((x + _U64(0x0606060606060606)) & hi) >> _U64(4))) == _U64(0x3333333333333333)
-    x = ((x & _U64(0x0F0F0F0F0F0F0F0F)) * _U64(2561)) >> _U64(8)
-    x = ((x & _U64(0x00FF00FF00FF00FF)) * _U64(6553601)) >> _U64(16)
-    x = ((x & _U64(0x0000FFFF0000FFFF)) * _U64(42949672960001)) >> _U64(32)
+    ok = ((x & _HIGH_NIBBLES) | (((x + _PLUS_SIX) & _HIGH_NIBBLES) >> _FOUR)) == _ALL_DIGITS
+    for mask, times, shift in _COMBINE:
+        x = ((x & mask) * times) >> shift
     return x, ok
+
+
+# a number's words, last first: how many digits before them (as a power of ten)
+_WORD_SCALES: Final = np.array([10 ** (8 * k) for k in range(3)], np.uint64)[:, None]
 
 
 def _digits(w: npt.NDArray[np.uint64], lo: Ints, hi: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
     """The numbers written in `a[lo:hi]` and whether each is 1-19 digits below 9 * 10**18.
 
-    Read right to left in words of 8 bytes; the bytes of a word before `lo` count as '0'.
+    Read right to left in words of 8 bytes, every number's k-th word in one array operation
+    (a call costs its operations, whatever their length: one call for several fields);
+    the bytes of a word before `lo` count as '0'.
     (A regular frame's numbers start well past the line's first 8 bytes, after `$JS.ACK.`.)"""
     width = hi - lo
     ok = (width >= 1) & (width <= MAX_DIGITS)
-    value = np.zeros(len(lo), np.uint64)
-    top = int(width.max()) if len(lo) else 0
-    uniform = len(lo) and int(width.min()) == top  # usual: the same width in every frame
-    for k, scale in ((0, 1), (1, 10**8), (2, 10**16)):
-        if top <= 8 * k:
-            break
-        inside = np.clip(width - 8 * k, 0, 8)  # this word's digits: its last `inside` bytes
-        if uniform:
-            keep: npt.NDArray[np.uint64] | np.uint64 = _KEEP[int(inside[0])]
-        else:
-            keep = _KEEP[inside]
-        x = (_load(w, hi - 8 * (k + 1)) & keep) | (_ZEROS & ~keep)
-        part, digits = _eight_digits(x)
-        ok &= digits
-        if k == 2:
-            ok &= part <= 899  # 19 digits: below 9 * 10**18
-        value += part * _U64(scale)
+    words = min(3, (int(width.max()) + 7) // 8) if len(lo) else 0
+    if words <= 0:
+        return np.zeros(len(lo), np.int64), ok
+    k = np.arange(words)[:, None]
+    keep = _KEEP.take(width - 8 * k, mode="clip")  # word k's digits: its last bytes
+    part, digits = _eight_digits((_load(w, hi - 8 * (k + 1)) & keep) | (_ZEROS & ~keep))
+    ok &= digits.all(axis=0)
+    if words == 3:
+        ok &= part[2] <= 899  # 19 digits: below 9 * 10**18
+    value = (part * _WORD_SCALES[:words]).sum(axis=0, dtype=np.uint64)
     return value.astype(np.int64), ok
 
 
 def _clip_take(values: Ints, idx: Ints) -> Ints:
     if not len(values):
         return np.zeros(len(idx), np.int64)
-    return values[np.clip(idx, 0, len(values) - 1)]
+    return values.take(idx, mode="clip")
 
 
 class _Positions:
@@ -328,15 +344,20 @@ def scan_fast(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
     def dot(k: Ints) -> Ints:  # the k-th dot from the reply's end (1: the last)
         return _clip_take(dots, after - k)
 
-    ts, ok_t = _digits(w, dot(2 + o) + 1, dot(1 + o))
-    seq, ok_s = _digits(w, dot(4 + o) + 1, dot(3 + o))
-    size, ok_z = _digits(w, np.where(h == 1, sp4, sp3) + 1, e)
-    if h.any():
-        hsize, ok_h = _digits(w, sp3 + 1, sp4)
-        hsize = np.where(h == 1, hsize, 0)
+    ts, ok_t = _digits(w, dot(2 + o) + 1, dot(1 + o))  # 19 digits (three words) until 2286
+    # the shorter numbers in one call: sequence, size, and header size when there are headers
+    m = len(h)
+    with_headers = bool(h.any())
+    lo = [dot(4 + o) + 1, np.where(h == 1, sp4, sp3) + 1] + ([sp3 + 1] if with_headers else [])
+    hi = [dot(3 + o), e] + ([sp4] if with_headers else [])
+    numbers, ok_n = _digits(w, np.concatenate(lo), np.concatenate(hi))
+    seq, size = numbers[:m], numbers[m : 2 * m]
+    ok &= ok_t & ok_n[:m] & ok_n[m : 2 * m]
+    if with_headers:
+        hsize = np.where(h == 1, numbers[2 * m :], 0)
+        ok &= (ok_n[2 * m :] | (h == 0)) & (hsize <= size)
     else:
-        hsize, ok_h = np.zeros(len(h), np.int64), np.ones(len(h), np.bool_)
-    ok &= ok_t & ok_s & ok_z & (ok_h | (h == 0)) & (hsize <= size)
+        hsize = np.zeros(m, np.int64)
     body = e + 2
     end = body + size
     ok &= end + 2 <= n
@@ -350,10 +371,10 @@ def scan_fast(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
     broken = np.flatnonzero(nexts[:-1] != starts[1:])
     if len(broken):
         keep = keep[_follow(starts.tolist(), nexts.tolist(), int(broken[0]))]
-    index = FrameIndex(
-        np.stack([s[keep], subject[keep], sp1[keep], body[keep], body[keep] + hsize[keep], end[keep]]) + pos,
-        np.stack([seq[keep], ts[keep]]),
-    )
+    rows = [s, subject, sp1, body, body + hsize, end, seq, ts]
+    if len(keep) < len(s):  # usually every candidate is a frame of the run
+        rows = [row[keep] for row in rows]
+    index = FrameIndex(np.stack(rows[:6]) + pos, np.stack(rows[6:]))
     return index, int(index.pos[5, -1]) + 2
 
 
