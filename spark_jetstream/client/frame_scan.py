@@ -51,7 +51,7 @@ import numpy.typing as npt
 
 from spark_jetstream.client.frames import ACK_PREFIX
 
-__all__ = ["LARGE_FRAME", "FrameIndex", "scan", "scan_fast", "scan_simple"]
+__all__ = ["LARGE_FRAME", "BytePositions", "FrameIndex", "scan", "scan_fast", "scan_simple"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -284,7 +284,7 @@ def _clip_take(values: Ints, idx: Ints) -> Ints:
     return values.take(idx, mode="clip")
 
 
-class _Positions:
+class BytePositions:
     """Where a byte value occurs in `a`, through one mask per thread, reused (a fresh 4 MB
     mask per pass costs its page faults every time)."""
 
@@ -309,7 +309,7 @@ def scan_fast(buf: bytes, pos: int, sid: bytes) -> tuple[FrameIndex, int]:
     a = np.frombuffer(buf, np.uint8)[pos:]
     n = len(a)
     w = _words(a)
-    found = _Positions(a)
+    found = BytePositions(a)
     lf = found.of(10, 1) + 1
     crlf = lf[a[lf - 1] == 13] - 1  # where each CRLF starts
     if not len(crlf):

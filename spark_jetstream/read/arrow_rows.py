@@ -27,6 +27,7 @@ result (or the same error).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jetstream.client.frame_scan import FrameIndex
+from spark_jetstream.client.frame_scan import BytePositions, FrameIndex
 from spark_jetstream.client.frames import parse_headers
 from spark_jetstream.client.msg_runs import Chunk, RawChunk
 
@@ -99,18 +100,11 @@ def headers_column(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
         text = raw.cast(pa.string())
     except pa.ArrowInvalid:  # not UTF-8: the per-message path decodes with replacement
         return _headers_per_message(blocks)
-    present = pc.greater(pc.binary_length(text), 0)
-    if not pc.all(pc.or_(pc.invert(present), pc.starts_with(text, "NATS/1.0"))).as_py():
+    absent = pc.equal(pc.binary_length(text), 0)
+    if not pc.all(pc.or_(absent, pc.starts_with(text, "NATS/1.0"))).as_py():
         return _headers_per_message(blocks)  # raises naming the bad block
-    # one list entry per `Name: value` line; each block's first line is its status line
-    lines = pc.split_pattern(text, "\r\n")
-    flat = pc.list_flatten(lines)
-    keep = pc.match_substring(flat, ":").to_numpy(zero_copy_only=False)
-    keep[np.asarray(lines.offsets)[:-1]] = False  # every list has a first entry ("" splits to [""])
-    entries = pc.split_pattern(pc.filter(flat, pa.array(keep)), ":", max_splits=1)
-    rows = pc.list_parent_indices(lines).to_numpy()[keep]
-    names = pc.utf8_trim_whitespace(pc.list_element(entries, 0))
-    values = pc.utf8_trim_whitespace(pc.list_element(entries, 1))
+    rows, names, values = _one_line_each(text) or _any_lines(text)
+    names, values = pc.utf8_trim_whitespace(names), pc.utf8_trim_whitespace(values)
     counts = np.bincount(rows, minlength=n)
     if len(rows) > np.count_nonzero(counts):  # some message has several lines: are names repeated?
         pairs = pa.table({"row": rows, "name": names}).group_by(["row", "name"]).aggregate([])
@@ -119,6 +113,60 @@ def headers_column(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
     offsets = pa.array(np.concatenate(([0], np.cumsum(counts))).astype(np.int32))
     items = pa.ListArray.from_arrays(pa.array(np.arange(len(values) + 1, dtype=np.int32)), values)
     return pa.MapArray.from_arrays(offsets, names, items, type=HEADERS_TYPE, mask=pa.array(counts == 0))
+
+
+Lines = tuple["np.ndarray[Any, np.dtype[np.int64]]", pa.Array, pa.Array]  # block of each, names, values
+
+
+def _any_lines(text: pa.Array) -> Lines:
+    """Every block's `Name: value` lines (untrimmed), with Arrow string kernels; any block."""
+    # one list entry per `Name: value` line; each block's first line is its status line
+    lines = pc.split_pattern(text, "\r\n")
+    flat = pc.list_flatten(lines)
+    keep = pc.match_substring(flat, ":").to_numpy(zero_copy_only=False)
+    keep[np.asarray(lines.offsets)[:-1]] = False  # every list has a first entry ("" splits to [""])
+    entries = pc.split_pattern(pc.filter(flat, pa.array(keep)), ":", max_splits=1)
+    rows = pc.list_parent_indices(lines).to_numpy()[keep]
+    return rows, pc.list_element(entries, 0), pc.list_element(entries, 1)
+
+
+def _one_line_each(text: pa.Array) -> Lines | None:
+    """`_any_lines` when every block is plain with one `Name: value` line (a message id, say),
+    from where the CRLFs and colons are in the array's one data buffer: numpy passes over the
+    header bytes, no string kernels. None for any other blocks."""
+    offsets = np.frombuffer(text.buffers()[1], np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
+    data = text.buffers()[2]
+    d = np.frombuffer(data, np.uint8)[: offsets[-1]]
+    present = np.flatnonzero(offsets[1:] > offsets[:-1])
+    found = BytePositions(d)
+    cr = found.of(13)
+    crlf = cr[d.take(cr + 1, mode="clip") == 10]
+    if len(crlf) != 3 * len(present):
+        return None
+    # three CRLFs a block, in order: its status line's, its one line's, its blank line's
+    status, line_end, blank = crlf.reshape(-1, 3).T
+    ends = offsets[present + 1]
+    if not (
+        np.array_equal(status, offsets[present] + 8)
+        and np.array_equal(line_end, ends - 4)
+        and np.array_equal(blank, ends - 2)
+    ):
+        return None
+    start = status + 2
+    colons = found.of(58)
+    if len(colons) != len(start) or not np.all((colons >= start) & (colons < line_end)):
+        if not len(colons):
+            return None
+        colons = colons.take(np.searchsorted(colons, start), mode="clip")  # a colon in a value
+        if not np.all((colons >= start) & (colons < line_end)):
+            return None  # a line without a colon (no header)
+    cuts = np.empty((len(start), 4), np.int32)
+    cuts[:, 0], cuts[:, 1], cuts[:, 2], cuts[:, 3] = start, colons, colons + 1, line_end
+    # pieces: name, colon, value, what lies before the next line (cut at ASCII bytes: UTF-8)
+    pieces = pa.Array.from_buffers(pa.string(), cuts.size - 1, [None, pa.py_buffer(cuts), data])
+    names = pc.take(pieces, pa.array(np.arange(0, cuts.size, 4)))
+    values = pc.take(pieces, pa.array(np.arange(2, cuts.size, 4)))
+    return present, names, values
 
 
 def _headers_per_message(blocks: Sequence[bytes] | pa.Array) -> pa.Array:

@@ -78,3 +78,58 @@ def header_blocks(draw: st.DrawFn) -> bytes:
 def test_bulk_parse_equals_the_per_message_parse_on_any_blocks(blocks: list[bytes]) -> None:
     """Status lines with colons, lines without one, blank names, repeated names, whitespace."""
     assert headers_column(blocks).to_pylist() == _expected(blocks)
+
+
+ONE_LINE = [
+    b"NATS/1.0\r\nNats-Msg-Id: a-1\r\n\r\n",
+    b"",
+    b"NATS/1.0\r\nNats-Msg-Id:b-2\r\n\r\n",
+    b"NATS/1.0\r\n Url : http://x:8080/y \r\n\r\n",  # colons in the value: the first one cuts
+    b"NATS/1.0\r\n\xc3\xa9t\xc3\xa9: \xc3\xa0\r\n\r\n",
+]
+
+
+def test_blocks_of_one_line_each_take_no_string_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(text: object) -> None:
+        raise AssertionError("string kernels used")
+
+    monkeypatch.setattr(arrow_rows, "_any_lines", refuse)
+    col = headers_column(ONE_LINE)
+    assert col.to_pylist() == _expected(ONE_LINE)
+    assert col.to_pylist()[3] == [("Url", ["http://x:8080/y"])]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"NATS/1.0\r\nno colon\r\n\r\n",  # not a header: the map is null
+        b"NATS/1.0\r\nA: 1\r\nB: 2\r\n\r\n",  # two lines
+        b"NATS/1.0\r\n\r\n",  # no line
+        b"NATS/1.0\r\nA: 1\r\nB: 2\r\n",  # no blank line: B is a header all the same
+        b"NATS/1.0 503\r\nA: 1\r\n\r\n",  # a status code
+        b"NATS/1.0\r\nA: x\ry\nz\r\n\r\n",  # a lone CR and LF inside the value
+        b"NATS/1.0\r\nA: 1\r\n\r\nB: 2\r\n\r\n",  # a line after a blank one
+    ],
+)
+def test_a_block_that_is_not_one_line_gives_the_per_message_result(odd: bytes) -> None:
+    blocks = [*ONE_LINE, odd, *ONE_LINE]
+    assert headers_column(blocks).to_pylist() == _expected(blocks)
+
+
+_ONE_LINE_TEXT = st.text(alphabet="Ab :é\t\r\n", min_size=0, max_size=6)
+
+
+@st.composite
+def one_line_blocks(draw: st.DrawFn) -> bytes:
+    if draw(st.integers(0, 4)) == 0:
+        return b""
+    name, value = draw(_ONE_LINE_TEXT), draw(_ONE_LINE_TEXT)
+    return f"NATS/1.0\r\n{name}:{value}\r\n\r\n".encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(one_line_blocks(), min_size=1, max_size=12))
+def test_one_line_blocks_parse_as_the_per_message_parse(blocks: list[bytes]) -> None:
+    """Mostly one `Name: value` line a block; CRs, LFs and colons inside make some blocks
+    anything else, which must give the same result by the general path."""
+    assert headers_column(blocks).to_pylist() == _expected(blocks)
