@@ -123,7 +123,7 @@ def test_server_alone_has_no_dependencies_and_serves(
     # build's default (auto) on a machine with a C compiler: the hot modules compiled
     env = {**os.environ, "JETSTREAM_SPEEDUPS": "auto"}
     with ServerProcess(command, store_dir=tmp_path / "store", env=env) as srv:
-        assert srv.wait_for_log(r"Speedups: none, event loop asyncio, JSON json \(not installed")
+        assert srv.wait_for_log(r"Speedups: none, event loop asyncio, JSON json, CRC-32 zlib \(not installed")
         assert srv.wait_for_log(r"Build: hot modules compiled \(mypyc\)")
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
             sock.settimeout(10)

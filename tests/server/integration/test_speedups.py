@@ -33,7 +33,7 @@ from jetstream_testing.process import ServerProcess, bundled_server_command
 pytest.importorskip("uvloop", reason="the speedups extra (uvloop) is not installed")
 pytest.importorskip("orjson", reason="the speedups extra (orjson) is not installed")
 
-SPEEDUPS_LINE = r"\[INF\] Speedups: event loop uvloop \d\S*, JSON orjson \d"
+SPEEDUPS_LINE = r"\[INF\] Speedups: event loop uvloop \d\S*, JSON orjson \d\S*, CRC-32 isal \d"
 
 
 def _start(store_dir: Path, *args: str) -> ServerProcess:
@@ -283,5 +283,5 @@ def test_speedups_off_runs_asyncio_and_answers_alike(fast_server: ServerProcess,
     plain = ServerProcess(bundled_server_command(), [], store_dir=store_dir / "plain",
                           env={**os.environ, "JETSTREAM_SPEEDUPS": "off"})
     with plain:
-        assert plain.wait_for_log(r"Speedups: none, event loop asyncio, JSON json \(turned off\)")
+        assert plain.wait_for_log(r"Speedups: none, event loop asyncio, JSON json, CRC-32 zlib \(turned off\)")
         assert asyncio.run(account(plain.url)).keys() == asyncio.run(account(fast_server.url)).keys()

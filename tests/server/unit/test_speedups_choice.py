@@ -1,11 +1,13 @@
-"""`jetstream_server.app.speedups` and `core.compact_json`: what a mode gives, with and without
-the extra's packages importable, and the same bytes from both JSON encoders."""
+"""`jetstream_server.app.speedups`, `core.compact_json` and `store.codec`'s CRC-32: what a mode
+gives, with and without the extra's packages importable, the same bytes from both JSON encoders
+and the same checksums from both CRC-32s."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import zlib
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +25,7 @@ from jetstream_server.app.speedups import (
 from jetstream_server.config import ServerConfig, TlsSettings
 from jetstream_server.core import compact_json
 from jetstream_server.jetstream.consumer.store import decode_line, encode_line
+from jetstream_server.store import codec
 
 
 def _hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
@@ -32,10 +35,11 @@ def _hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def json_switch_restored() -> Iterator[None]:
-    before = compact_json.in_use()
+def switches_restored() -> Iterator[None]:
+    json_before, crc_before = compact_json.in_use(), codec.crc32_in_use()
     yield
-    compact_json.use_orjson(before)
+    compact_json.use_orjson(json_before)
+    codec.use_isal(crc_before is not zlib.crc32)
 
 
 async def _loop_module() -> str:
@@ -65,18 +69,20 @@ def test_an_unknown_mode_names_the_choices(monkeypatch: pytest.MonkeyPatch, bad:
 def test_off_is_the_standard_library_whatever_is_installed() -> None:
     choice = choose("off")
     assert (choice.uses_uvloop, choice.uses_orjson, choice.loop_name) == (False, False, "asyncio")
-    assert choice.describe() == "Speedups: none, event loop asyncio, JSON json (turned off)"
+    assert choice.describe() == "Speedups: none, event loop asyncio, JSON json, CRC-32 zlib (turned off)"
     assert run(_loop_module(), choice).startswith("asyncio")
     assert not compact_json.in_use()
+    assert codec.crc32_in_use() is zlib.crc32
 
 
 def test_without_the_extra_auto_falls_back_and_on_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    _hide(monkeypatch, "uvloop", "orjson")
+    _hide(monkeypatch, "uvloop", "orjson", "isal")
     choice = choose("auto")
-    assert (choice.uses_uvloop, choice.uses_orjson) == (False, False)
-    assert choice.describe() == ("Speedups: none, event loop asyncio, JSON json "
+    assert (choice.uses_uvloop, choice.uses_orjson, choice.uses_isal) == (False, False, False)
+    assert choice.describe() == ("Speedups: none, event loop asyncio, JSON json, CRC-32 zlib "
                                  "(not installed: pip install 'jetstream-server[speedups]')")
     assert run(_loop_module(), choice).startswith("asyncio")
+    assert codec.crc32_in_use() is zlib.crc32
     with pytest.raises(SpeedupsUnavailable, match=r"speedups on, but uvloop does not import .*\[speedups\]"):
         choose("on")
 
@@ -91,17 +97,59 @@ def test_one_package_missing_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         choose("on")
 
 
-def test_auto_and_on_use_both_when_installed() -> None:
+def test_auto_and_on_use_all_three_when_installed() -> None:
     pytest.importorskip("uvloop")
     pytest.importorskip("orjson")
+    pytest.importorskip("isal")
     for mode in ("auto", "on"):
         choice = choose(mode)
         assert choice.uses_uvloop and choice.loop_name.startswith("uvloop ")
         assert choice.uses_orjson and choice.json_name.startswith("orjson ")
+        assert choice.uses_isal and choice.crc_name.startswith("isal ")
         assert choice.describe().startswith(
-            f"Speedups: event loop {choice.loop_name}, JSON {choice.json_name} (turn off with")
+            f"Speedups: event loop {choice.loop_name}, JSON {choice.json_name}, CRC-32 {choice.crc_name} "
+            "(turn off with")
         assert run(_loop_module(), choice).startswith("uvloop")
         assert compact_json.in_use()
+        assert codec.crc32_in_use() is not zlib.crc32
+
+
+def test_isal_missing_is_named_and_the_store_checksums_with_zlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("uvloop")
+    _hide(monkeypatch, "isal")
+    choice = choose("auto")
+    assert not choice.uses_isal and choice.describe().endswith("; isal not installed)")
+    run(_loop_module(), choice)
+    assert codec.crc32_in_use() is zlib.crc32
+    with pytest.raises(SpeedupsUnavailable, match="isal does not import"):
+        choose("on")
+
+
+RECORDS = [
+    codec.encode_record(codec.KIND_MSG, 7, 1_764_300_000_123_456_789, b"orders.eu", b"", b"x" * 128),
+    codec.encode_record(codec.KIND_MSG, 2**40, -5, "sübject".encode(), b"NATS/1.0\r\nA: 1\r\n\r\n", b""),
+    codec.encode_record(codec.KIND_DELETE, 9, 0, b"", b"", b""),
+    codec.encode_block_header(1, 1_764_300_000_000_000_000),
+]
+
+
+def test_both_crcs_seal_and_check_records_alike() -> None:
+    """Records and block headers sealed by either CRC-32 read back under the other (a store
+    written with the extra opens without it, and back), and a flipped byte fails under both."""
+    pytest.importorskip("isal")
+    assert codec.use_isal(True)
+    fast = [codec.encode_record(codec.KIND_MSG, 7, 1, b"s", b"", b"x" * n) for n in (0, 1, 63, 4096)]
+    assert not codec.use_isal(False)
+    plain = [codec.encode_record(codec.KIND_MSG, 7, 1, b"s", b"", b"x" * n) for n in (0, 1, 63, 4096)]
+    assert fast == plain
+    for on in (True, False):
+        codec.use_isal(on)
+        for record in RECORDS[:3] + fast:
+            assert codec.checksum_holds(record) and codec.checksum_holds(memoryview(record))
+            damaged = bytearray(record)
+            damaged[len(record) // 2] ^= 0x10
+            assert not codec.checksum_holds(bytes(damaged))
+        assert codec.decode_block_header(RECORDS[3])[0] == 1
 
 
 STATES = [

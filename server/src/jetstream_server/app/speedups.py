@@ -1,18 +1,21 @@
-"""The optional speed-ups (`pip install 'jetstream-server[speedups]'`): the event loop and the JSON encoder.
+"""The optional speed-ups (`pip install 'jetstream-server[speedups]'`): the event loop, the JSON
+encoder and the store's CRC-32.
 
-The `speedups` extra installs two compiled packages: uvloop, an asyncio event loop on libuv
+The `speedups` extra installs three compiled packages: uvloop, an asyncio event loop on libuv
 written in Cython (the loop's turn, socket reads and transport writes cost a fraction of
-asyncio's pure-Python ones), and orjson, which writes a durable consumer's state
-(`core.compact_json`). docs/server-speedups.md has the figures. Nothing else changes: the server
-speaks the same protocol, writes the same bytes and keeps the same guarantees either way.
+asyncio's pure-Python ones), orjson, which writes a durable consumer's state
+(`core.compact_json`), and python-isal, whose CRC-32 (ISA-L's, the same numbers as zlib's)
+checks and seals the file store's records (`store.codec`). docs/server-speedups.md has the
+figures. Nothing else changes: the server speaks the same protocol, writes the same bytes and
+keeps the same guarantees either way.
 
-`choose(mode)` decides, `run(main, choice)` switches the JSON encoder and runs a coroutine on the
-chosen loop (the contract of `asyncio.run`), `choice.describe()` is the log line that says what
-is in use. Modes:
+`choose(mode)` decides, `run(main, choice)` switches the JSON encoder and the CRC-32 and runs a
+coroutine on the chosen loop (the contract of `asyncio.run`), `choice.describe()` is the log
+line that says what is in use. Modes:
 
 - ``auto`` (the default): each package when it imports, the standard library otherwise;
-- ``off``: asyncio's own loop and the standard library's json, whatever is installed;
-- ``on``: both, or `SpeedupsUnavailable` naming the missing package.
+- ``off``: asyncio's own loop and the standard library's json and zlib, whatever is installed;
+- ``on``: all three, or `SpeedupsUnavailable` naming the missing package.
 
 One configuration keeps asyncio's loop whatever the mode: TLS ``handshake_first`` with a
 fallback delay (``auto``, ``"300ms"``) holds a new connection's first bytes unread while it waits
@@ -24,7 +27,7 @@ from the `JETSTREAM_SPEEDUPS` environment variable, else ``auto``; a value that 
 three is an error naming them.
 
 Invariant: without the extra installed (or with ``off``) the server runs on asyncio's own
-loop with the standard library's json, exactly as it did before this module existed.
+loop with the standard library's json and zlib, exactly as it did before this module existed.
 """
 
 from __future__ import annotations
@@ -41,10 +44,12 @@ from jetstream_server.core import compact_json
 from jetstream_server.core.compact_json import (
     SPEEDUPS_ENV as SPEEDUPS_ENV,  # re-exported for its users
 )
+from jetstream_server.store import codec
 
 MODES: Final = ("auto", "on", "off")
 UVLOOP: Final = "uvloop"
 ORJSON: Final = "orjson"
+ISAL: Final = "isal"  # python-isal's distribution and import name
 
 T = TypeVar("T")
 
@@ -56,13 +61,15 @@ class SpeedupsUnavailable(ValueError):
 @dataclass(frozen=True, slots=True)
 class LoopChoice:
     """The event loop the server runs on (`runner`, `asyncio.run`'s contract; None: asyncio's
-    own) and the JSON encoder of its state files (`json_name`: "json" is the standard library)."""
+    own), the JSON encoder of its state files (`json_name`: "json" is the standard library) and
+    the CRC-32 of its file store (`crc_name`: "zlib" is the standard library)."""
 
     mode: str
     loop_name: str
     runner: Callable[[Coroutine[Any, Any, Any]], Any] | None
     json_name: str = "json"
     note: str = ""  # why the loop is asyncio's although uvloop is installed
+    crc_name: str = "zlib"
 
     @property
     def uses_uvloop(self) -> bool:
@@ -72,10 +79,15 @@ class LoopChoice:
     def uses_orjson(self) -> bool:
         return self.json_name != "json"
 
+    @property
+    def uses_isal(self) -> bool:
+        return self.crc_name != "zlib"
+
     def describe(self) -> str:
-        used = f"event loop {self.loop_name}, JSON {self.json_name}"
-        if self.uses_uvloop or self.uses_orjson:
-            missing = [name for name, on in ((UVLOOP, self.uses_uvloop), (ORJSON, self.uses_orjson)) if not on]
+        used = f"event loop {self.loop_name}, JSON {self.json_name}, CRC-32 {self.crc_name}"
+        uses = ((UVLOOP, self.uses_uvloop), (ORJSON, self.uses_orjson), (ISAL, self.uses_isal))
+        if any(on for _, on in uses):
+            missing = [name for name, on in uses if not on]
             hint = self.note or (f"{' and '.join(missing)} not installed" if missing else "")
             return f"Speedups: {used} (turn off with {SPEEDUPS_ENV}=off or --speedups off{'; ' + hint if hint else ''})"
         why = "turned off" if self.mode == "off" else "not installed: pip install 'jetstream-server[speedups]'"
@@ -116,15 +128,16 @@ def choose(mode: str | None = None, *, hold_first_bytes: bool = False) -> LoopCh
     value = requested_mode(mode)
     if value == "off":
         return LoopChoice(value, "asyncio", None)
-    loaded = {name: _import(name, required=value == "on") for name in (UVLOOP, ORJSON)}
+    loaded = {name: _import(name, required=value == "on") for name in (UVLOOP, ORJSON, ISAL)}
     uvloop = loaded[UVLOOP]
     json_name = f"orjson {_version(ORJSON)}" if loaded[ORJSON] is not None else "json"
+    crc_name = f"isal {_version(ISAL)}" if loaded[ISAL] is not None and codec.isal_available() else "zlib"
     if uvloop is None:
-        return LoopChoice(value, "asyncio", None, json_name)
+        return LoopChoice(value, "asyncio", None, json_name, crc_name=crc_name)
     if hold_first_bytes:
-        return LoopChoice(value, "asyncio", None, json_name, HOLD_FIRST_BYTES_NOTE)
+        return LoopChoice(value, "asyncio", None, json_name, HOLD_FIRST_BYTES_NOTE, crc_name)
     # uvloop.run: asyncio.run on a new uvloop loop (asyncio.Runner with its factory on 3.11+)
-    return LoopChoice(value, f"uvloop {_version(UVLOOP)}", uvloop.run, json_name)
+    return LoopChoice(value, f"uvloop {_version(UVLOOP)}", uvloop.run, json_name, crc_name=crc_name)
 
 
 def holds_first_bytes(config: ServerConfig) -> bool:
@@ -134,8 +147,9 @@ def holds_first_bytes(config: ServerConfig) -> bool:
 
 def run(main: Coroutine[Any, Any, T], choice: LoopChoice) -> T:
     """Run `main` to its end on a new loop of `choice` (as `asyncio.run` does, in any thread),
-    with the JSON encoder of `choice` (process-wide)."""
+    with the JSON encoder and the CRC-32 of `choice` (process-wide)."""
     compact_json.use_orjson(choice.uses_orjson)
+    codec.use_isal(choice.uses_isal)
     runner = choice.runner
     if runner is None:
         return asyncio.run(main)

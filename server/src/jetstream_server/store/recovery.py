@@ -30,7 +30,6 @@ import bisect
 import logging
 import os
 import struct
-import zlib
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,7 +234,7 @@ def _replay(
     """Replay one block's records, skipping damaged ones (`_Replay.holes`);
     `suspects` collects the sequences of damaged message records (a later
     tombstone or floor clears them: that message was gone anyway)."""
-    unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, zlib.crc32, _CRC.unpack_from
+    unpack, crc32, crc_at = codec.RECORD_HEAD.unpack_from, codec.crc32_in_use(), _CRC.unpack_from
     kind_msg, fixed, head = codec.KIND_MSG, codec.RECORD_FIXED, codec.RECORD_HEAD_SIZE
     adj_plain, adj_hdr = codec.RECLEN_PLAIN, codec.RECLEN_HDR
     sid_of, intern = index.sid_of, index.intern
