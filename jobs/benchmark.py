@@ -147,7 +147,7 @@ def versions() -> str:
 
     return (
         f"Python {platform.python_version()}, pyspark {pyspark.__version__}, nats-py {version('nats-py')}, "
-        f"{real}, {java}, bundled server on {bundled_loop().loop_name}, "
+        f"{real}, {java}, bundled server on {bundled_loop().loop_name} with CRC-32 {bundled_loop().crc_name}, "
         f"{'compiled' if compiled() else 'pure Python (not compiled)'}"
     )
 
