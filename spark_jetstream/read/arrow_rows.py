@@ -26,10 +26,11 @@ result (or the same error).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import (
@@ -154,19 +155,15 @@ def _one_line_each(text: pa.Array) -> Lines | None:
         return None
     start = status + 2
     colons = found.of(58)
-    if len(colons) != len(start) or not np.all((colons >= start) & (colons < line_end)):
+    if len(colons) != len(start):  # not one a line: each line's first, if it has one
         if not len(colons):
             return None
-        colons = colons.take(np.searchsorted(colons, start), mode="clip")  # a colon in a value
-        if not np.all((colons >= start) & (colons < line_end)):
-            return None  # a line without a colon (no header)
-    cuts = np.empty((len(start), 4), np.int32)
-    cuts[:, 0], cuts[:, 1], cuts[:, 2], cuts[:, 3] = start, colons, colons + 1, line_end
-    # pieces: name, colon, value, what lies before the next line (cut at ASCII bytes: UTF-8)
-    pieces = pa.Array.from_buffers(pa.string(), cuts.size - 1, [None, pa.py_buffer(cuts), data])
-    names = pc.take(pieces, pa.array(np.arange(0, cuts.size, 4)))
-    values = pc.take(pieces, pa.array(np.arange(2, cuts.size, 4)))
-    return present, names, values
+        colons = colons.take(np.searchsorted(colons, start), mode="clip")
+    if not np.all((colons >= start) & (colons < line_end)):
+        return None  # a line without a colon (no header)
+    # name, colon, value, what lies before the next line (cut at ASCII bytes: valid UTF-8)
+    piece = _pieces(data, [start, colons, colons + 1, line_end], text=True)
+    return present, piece(0), piece(2)
 
 
 def _headers_per_message(blocks: Sequence[bytes] | pa.Array) -> pa.Array:
@@ -216,31 +213,40 @@ def _any_headers(index: FrameIndex) -> bool:
     return bool(np.any(index.field("payload") > index.field("body")))
 
 
-def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns:
-    """Columns of a raw chunk from its index, with no work per message in Python.
+def _pieces(buf: Any, cuts: Sequence[npt.NDArray[np.int64]], text: bool = False) -> Callable[[int], pa.Array]:
+    """Cut `buf` at `cuts` (arrays of positions of one length: for each i, `cuts[0][i]`,
+    `cuts[1][i]`, ... in order through `buf`, and before the next i's): `piece(j)` is the array of
+    the `buf[cuts[j][i] : cuts[j + 1][i]]`, strings when `text` (cut where the bytes are valid
+    UTF-8), else binary.
 
-    The frames' cut positions (subject, its end, body, payload, payload end), in order,
-    are the offsets of one binary array over `buf` whose pieces alternate between the
-    columns' values and what lies between them; `take` copies each column's pieces into
-    a buffer of its own. Sequences and timestamps are the index's arrays.
+    The positions are the offsets of one array over `buf` whose pieces alternate between the
+    values and what lies between them; `take` copies the pieces wanted into a buffer of their own.
+    """
+    stride, rows = len(cuts), len(cuts[0])
+    large = len(buf) >= 2**31
+    offsets = np.empty((rows, stride), np.int64 if large else np.int32)
+    for j, positions in enumerate(cuts):
+        offsets[:, j] = positions
+    kind = (pa.large_string() if large else pa.string()) if text else (pa.large_binary() if large else pa.binary())
+    pieces = pa.Array.from_buffers(kind, offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(buf)])
+
+    def piece(j: int) -> pa.Array:
+        values = pc.take(pieces, pa.array(np.arange(j, stride * rows, stride, dtype=np.int64)))
+        return values.cast(pa.string() if text else pa.binary()) if large else values
+
+    return piece
+
+
+def _raw_columns(raw: RawChunk, want_headers: bool) -> Columns:
+    """Columns of a raw chunk from its index, with no work per message in Python: its values
+    cut from `buf` at the frames' positions (subject, its end, body, payload, payload end;
+    `_pieces`). Sequences and timestamps are the index's arrays.
     """
     index, n = raw.index, len(raw)
     if not n:
         empty = pa.array([], pa.binary())
         return empty.cast(pa.string()), empty, None, pa.array([], pa.int64()), pa.array([], pa.int64())
-    large = len(raw.buf) >= 2**31
-    offsets = np.stack([index.field(name) for name in _CUTS], axis=1).ravel()
-    pieces = pa.Array.from_buffers(
-        pa.large_binary() if large else pa.binary(),
-        len(offsets) - 1,
-        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(raw.buf)],
-    )
-    stride = len(_CUTS)
-
-    def column(piece: int) -> pa.Array:
-        values = pc.take(pieces, pa.array(np.arange(piece, stride * n, stride, dtype=np.int64)))
-        return values.cast(pa.binary()) if large else values
-
+    column = _pieces(raw.buf, [index.field(name) for name in _CUTS])
     has_blocks = want_headers and raw.with_headers and _any_headers(index)
     return (
         column(_SUBJECT).cast(pa.string()),

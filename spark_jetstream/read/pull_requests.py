@@ -27,7 +27,6 @@ class PullRequests:
         self._left: deque[list[int]] = deque()
         self.asked = 0  # messages asked for that came or may still come
 
-
     @property
     def count(self) -> int:
         return len(self._left)
